@@ -1,0 +1,180 @@
+// Helpers shared by the AD transforms (see common.hpp).
+#include "ad/common.hpp"
+
+#include <bit>
+#include <stdexcept>
+
+namespace raptor::ad {
+
+using ir::Op;
+using ir::SlotKind;
+using ir::Type;
+using ir::Value;
+
+namespace {
+
+Type result_type(Op op, Type operand1) {
+  switch (op) {
+    case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne:
+    case Op::Not: case Op::And: case Op::Or: case Op::LoadMask:
+      return Type::B;
+    case Op::ToIndex: return Type::I;
+    case Op::Select: return operand1;
+    default: return Type::F;
+  }
+}
+
+}  // namespace
+
+int Builder::constant(double x) {
+  const uint64_t bits = std::bit_cast<uint64_t>(x);
+  if (auto it = fconst_.find(bits); it != fconst_.end()) return it->second;
+  Value v;
+  v.op = Op::Const;
+  v.type = Type::F;
+  v.imm = x;
+  const int id = k_.add(std::move(v));
+  fconst_[bits] = id;
+  return id;
+}
+
+int Builder::boolean(bool b) {
+  int& id = bconst_[b ? 1 : 0];
+  if (id == -1) {
+    Value v;
+    v.op = Op::Const;
+    v.type = Type::B;
+    v.imm = b ? 1.0 : 0.0;
+    id = k_.add(std::move(v));
+  }
+  return id;
+}
+
+int Builder::op(Op op, std::initializer_list<int> args, int pred) {
+  Value v;
+  v.op = op;
+  int a = 0;
+  for (const int x : args) v.args[a++] = x;
+  v.type = result_type(op, op == Op::Select ? k_.values[v.args[1]].type : Type::F);
+  v.pred = pred;
+  v.loc = loc_;
+  return k_.add(std::move(v));
+}
+
+int Builder::powi(int x, int64_t n, int pred) {
+  const int v = op(Op::PowI, {x}, pred);
+  k_.values[v].iimm = n;
+  return v;
+}
+
+int Builder::load(Op op, int slot, int comp, int pred, int index) {
+  Value v;
+  v.op = op;
+  v.type = op == Op::LoadMask ? Type::B : Type::F;
+  v.slot = slot;
+  v.comp = comp;
+  v.pred = pred;
+  v.args[0] = index;
+  v.loc = loc_;
+  return k_.add(std::move(v));
+}
+
+int Builder::guard(int p, int x) { return p == -1 ? x : op(Op::Select, {p, x, constant(0.0)}); }
+
+int Builder::sum(const std::vector<int>& xs, int pred) {
+  if (xs.empty()) return constant(0.0);
+  int acc = xs[0];
+  for (size_t i = 1; i < xs.size(); ++i) acc = op(Op::Add, {acc, xs[i]}, pred);
+  return acc;
+}
+
+int Builder::named(int v, const std::string& name) {
+  if (!name.empty()) k_.values[v].name = name;
+  return v;
+}
+
+std::string unique_name(const std::string& base, const std::string& suffix,
+                        std::set<std::string>& taken) {
+  std::string name = base + suffix;
+  while (taken.count(name)) name += "_";
+  taken.insert(name);
+  return name;
+}
+
+std::vector<int> wrt_slots(const ir::Kernel& k, const std::vector<std::string>& wrt,
+                           const char* transform) {
+  std::string allowed;
+  for (const auto& s : k.slots) {
+    const bool ok = s.kind == SlotKind::Param || s.kind == SlotKind::Plane ||
+                    s.kind == SlotKind::Table || (s.kind == SlotKind::Mutable && s.inout);
+    if (ok) allowed += (allowed.empty() ? "" : ", ") + ("'" + s.name + "'");
+  }
+  if (allowed.empty()) allowed = "none";
+  const std::string head = std::string("raptor ") + transform + ": kernel '" + k.name + "': ";
+  const std::string tail =
+      "; a derivative can be taken with respect to a Param, a Scalar or Vector plane, a Table "
+      "or an in-out Mutable (one that is read before it is written): here " +
+      allowed;
+  std::vector<int> out;
+  for (const std::string& name : wrt) {
+    const int s = k.find_slot(name);
+    if (s < 0) throw std::invalid_argument(head + "no parameter named '" + name + "'" + tail);
+    const ir::Slot& slot = k.slots[s];
+    const char* why = nullptr;
+    switch (slot.kind) {
+      case SlotKind::Mutable:
+        if (!slot.inout) why = "is a pure output (a Mutable that is written but never read)";
+        break;
+      case SlotKind::Terminated: why = "is the Terminated mask, which carries no derivative"; break;
+      case SlotKind::ParamSum:
+      case SlotKind::TableSum: why = "is a summed output of a derived kernel"; break;
+      default: break;
+    }
+    if (why) throw std::invalid_argument(head + "'" + name + "' " + why + tail);
+    for (const int prev : out)
+      if (prev == s) throw std::invalid_argument(head + "'" + name + "' is named twice in wrt");
+    out.push_back(s);
+  }
+  return out;
+}
+
+void remove_dead_values(ir::Kernel& k) {
+  const int n = static_cast<int>(k.values.size());
+  std::vector<char> live(n, 0);
+  auto mark = [&](int v) {
+    if (v >= 0) live[v] = 1;
+  };
+  for (const ir::Store& s : k.stores) {
+    mark(s.value);
+    mark(s.index);
+    mark(s.pred);
+  }
+  mark(k.terminate);
+  for (int i = n - 1; i >= 0; --i) {
+    if (!live[i]) continue;
+    const Value& v = k.values[i];
+    for (int a = 0; a < ir::op_arity(v.op); ++a) mark(v.args[a]);
+    mark(v.pred);
+  }
+  std::vector<int> remap(n, -1);
+  std::vector<Value> kept;
+  kept.reserve(n);
+  auto re = [&](int v) { return v < 0 ? v : remap[v]; };
+  for (int i = 0; i < n; ++i) {
+    if (!live[i]) continue;
+    Value v = std::move(k.values[i]);
+    for (int a = 0; a < ir::op_arity(v.op); ++a) v.args[a] = re(v.args[a]);
+    v.pred = re(v.pred);
+    remap[i] = static_cast<int>(kept.size());
+    kept.push_back(std::move(v));
+  }
+  k.values = std::move(kept);
+  for (ir::Store& s : k.stores) {
+    s.value = re(s.value);
+    s.index = re(s.index);
+    s.pred = re(s.pred);
+  }
+  k.terminate = re(k.terminate);
+}
+
+}  // namespace raptor::ad

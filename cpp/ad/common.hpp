@@ -1,0 +1,70 @@
+// Helpers shared by the AD transforms (tangent.cpp, adjoint.cpp, unroll.cpp): a `Builder`
+// that appends values to a kernel (constants shared, loc taken from the value being
+// differentiated), derived slot names, the check of `wrt`, and dead-value removal.
+// Start at `Builder`.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/ir.hpp"
+
+namespace raptor::ad {
+
+// Appends values to a kernel. Every value it makes gets the location of the current origin
+// (`set_origin`), so generated code points back at the user's line.
+class Builder {
+ public:
+  explicit Builder(ir::Kernel& k) : k_(k) {}
+
+  ir::Kernel& kernel() { return k_; }
+  const ir::Value& value(int v) const { return k_.values[v]; }
+
+  // Locations of the values made from now on.
+  void set_origin(const ir::Loc& loc) { loc_ = loc; }
+
+  int constant(double x);  // an F constant (one value per distinct constant)
+  int boolean(bool b);     // a B constant
+
+  // A value of `op` over `args`; its type follows from the op (Select: its second operand).
+  int op(ir::Op op, std::initializer_list<int> args, int pred = -1);
+  int powi(int x, int64_t n, int pred = -1);
+  // Load* values; `index` is LoadTable's I operand.
+  int load(ir::Op op, int slot, int comp, int pred = -1, int index = -1);
+  // Adds a copy of `v` (operands and slot already in this kernel's numbering).
+  int copy(ir::Value v) { return k_.add(std::move(v)); }
+
+  // select(p, x, 0): `x` where `p` holds, else 0; `x` itself when p == -1.
+  int guard(int p, int x);
+  // x0 + x1 + ... (an Add chain in order); Const 0 for none.
+  int sum(const std::vector<int>& xs, int pred = -1);
+  // Names value `v` (when `name` is not empty) and returns v.
+  int named(int v, const std::string& name);
+
+ private:
+  ir::Kernel& k_;
+  std::map<uint64_t, int> fconst_;  // bits of the double -> value
+  int bconst_[2] = {-1, -1};
+  ir::Loc loc_;
+};
+
+// `base + suffix`, with "_" appended until it differs from every name in `taken`; the result
+// is added to `taken`.
+std::string unique_name(const std::string& base, const std::string& suffix,
+                        std::set<std::string>& taken);
+
+// Checks `wrt` against `k` (each a Param, Plane, Table or in-out Mutable slot, no repeats)
+// and returns the slot indices in wrt order; throws std::invalid_argument naming the kernel,
+// the slot and what can be differentiated.
+std::vector<int> wrt_slots(const ir::Kernel& k, const std::vector<std::string>& wrt,
+                           const char* transform);
+
+// Removes values no store, store index/predicate or `terminate` reaches (transitively
+// through operands and predicates), renumbering the rest in order.
+void remove_dead_values(ir::Kernel& k);
+
+}  // namespace raptor::ad

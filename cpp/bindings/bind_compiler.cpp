@@ -1,0 +1,167 @@
+// raptor_core._core, compiler half: `lower(spec)` (hawk's kernel definition), the Kernel
+// handle (IR text, digests, emitted C++, tangent/adjoint), and KernelError.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "ad/adjoint.hpp"
+#include "ad/tangent.hpp"
+#include "bindings/bindings.hpp"
+#include "codegen/cpp_emitter.hpp"
+#include "common/error.hpp"
+#include "ir/lower.hpp"
+#include "passes/optimize.hpp"
+#include "runtime/build.hpp"
+
+namespace nb = nanobind;
+
+namespace raptor::bindings {
+
+namespace {
+
+ir::SlotKind kind_from(const std::string& s) {
+  if (s == "param") return ir::SlotKind::Param;
+  if (s == "plane") return ir::SlotKind::Plane;
+  if (s == "mutable") return ir::SlotKind::Mutable;
+  if (s == "terminated") return ir::SlotKind::Terminated;
+  if (s == "table") return ir::SlotKind::Table;
+  throw std::invalid_argument("unknown parameter kind '" + s + "'");
+}
+
+const char* kind_text(ir::SlotKind k) {
+  switch (k) {
+    case ir::SlotKind::Param: return "param";
+    case ir::SlotKind::Plane: return "plane";
+    case ir::SlotKind::Mutable: return "mutable";
+    case ir::SlotKind::Terminated: return "terminated";
+    case ir::SlotKind::Table: return "table";
+    case ir::SlotKind::ParamSum: return "param_sum";
+    case ir::SlotKind::TableSum: return "table_sum";
+  }
+  return "?";
+}
+
+codegen::DType dtype_from(const std::string& s) {
+  if (s == "float32") return codegen::DType::F32;
+  if (s == "float64") return codegen::DType::F64;
+  throw nb::value_error(("a kernel is built for float32 or float64, not " + s).c_str());
+}
+
+ir::FunctionSource function_from(nb::handle d) {
+  ir::FunctionSource f;
+  f.name = nb::cast<std::string>(d["name"]);
+  f.file = nb::cast<std::string>(d["file"]);
+  f.first_line = nb::cast<int>(d["first_line"]);
+  f.source = nb::cast<std::string>(d["source"]);
+  for (auto [key, value] : nb::cast<nb::dict>(d["globals"])) {
+    const std::string name = nb::cast<std::string>(key);
+    nb::tuple t = nb::cast<nb::tuple>(value);
+    const std::string kind = nb::cast<std::string>(t[0]);
+    ir::Symbol s;
+    if (kind == "number") {
+      s.kind = ir::Symbol::Kind::Number;
+      s.number = nb::cast<double>(t[1]);
+      s.is_int = nb::cast<bool>(t[2]);
+    } else if (kind == "bool") {
+      s.kind = ir::Symbol::Kind::Bool;
+      s.bool_value = nb::cast<bool>(t[1]);
+    } else if (kind == "math") {
+      s.kind = ir::Symbol::Kind::Math;
+      s.name = nb::cast<std::string>(t[1]);
+    } else if (kind == "helper") {
+      s.kind = ir::Symbol::Kind::Helper;
+      s.helper = nb::cast<int>(t[1]);
+    } else if (kind == "module") {
+      s.kind = ir::Symbol::Kind::Module;
+      s.name = nb::cast<std::string>(t[1]);
+    } else {
+      s.kind = ir::Symbol::Kind::Unsupported;
+      s.name = nb::cast<std::string>(t[1]);
+    }
+    f.globals[name] = s;
+  }
+  return f;
+}
+
+KernelHandle lower(nb::dict spec_dict) {
+  ir::KernelSpec spec;
+  spec.fn = function_from(spec_dict["fn"]);
+  for (nb::handle p : nb::cast<nb::list>(spec_dict["params"])) {
+    nb::tuple t = nb::cast<nb::tuple>(p);
+    ir::ParamSpec ps;
+    ps.name = nb::cast<std::string>(t[0]);
+    ps.kind = kind_from(nb::cast<std::string>(t[1]));
+    ps.width = nb::cast<int>(t[2]);
+    ps.is_vector = nb::cast<bool>(t[3]);
+    ps.error = nb::cast<std::string>(t[4]);
+    spec.params.push_back(ps);
+  }
+  spec.steps = nb::cast<int>(spec_dict["steps"]);
+  spec.active_set = nb::cast<bool>(spec_dict["active_set"]);
+  for (nb::handle h : nb::cast<nb::list>(spec_dict["helpers"])) spec.helpers.push_back(function_from(h));
+  ir::Kernel k;
+  {
+    nb::gil_scoped_release release;
+    k = ir::lower(spec);
+    passes::optimize(k);
+    ir::verify(k);
+  }
+  return KernelHandle{std::make_shared<const ir::Kernel>(std::move(k))};
+}
+
+using SlotTuple = std::tuple<std::string, std::string, int, bool, bool, int>;
+
+std::vector<SlotTuple> slots(const KernelHandle& h) {
+  std::vector<SlotTuple> out;
+  for (const ir::Slot& s : h.kernel->slots)
+    out.emplace_back(s.name, kind_text(s.kind), s.width, s.is_vector, s.inout, s.table_of);
+  return out;
+}
+
+KernelHandle derived(ir::Kernel k) {
+  passes::optimize(k);
+  ir::verify(k);
+  return KernelHandle{std::make_shared<const ir::Kernel>(std::move(k))};
+}
+
+}  // namespace
+
+void bind_compiler(nb::module_& m) {
+  static nb::exception<SourceError> kernel_error(m, "KernelError", PyExc_Exception);
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const SourceError& e) {
+      PyErr_SetString(kernel_error.ptr(), e.what());
+    }
+  });
+
+  nb::class_<KernelHandle>(m, "Kernel", "A kernel's IR, made by lower() or derived from another.")
+      .def_prop_ro("name", [](const KernelHandle& h) { return h.kernel->name; })
+      .def_prop_ro("file", [](const KernelHandle& h) { return h.kernel->file; })
+      .def_prop_ro("steps", [](const KernelHandle& h) { return h.kernel->steps; })
+      .def_prop_ro("active_set", [](const KernelHandle& h) { return h.kernel->active_set; })
+      .def("slots", &slots, "(name, kind, width, is_vector, inout, table_of) per parameter")
+      .def("ir", [](const KernelHandle& h) { return ir::print(*h.kernel); }, "The IR as text.")
+      .def("num_values", [](const KernelHandle& h) { return h.kernel->values.size(); })
+      .def("digest", [](const KernelHandle& h, const std::string& dtype) {
+             return runtime::kernel_digest(*h.kernel, dtype_from(dtype));
+           })
+      .def("cpp", [](const KernelHandle& h, const std::string& dtype) {
+             const codegen::DType d = dtype_from(dtype);
+             const std::string digest = runtime::kernel_digest(*h.kernel, d);
+             return codegen::emit_cpp({{h.kernel.get(), d, codegen::symbol_name(*h.kernel, d, digest)}});
+           })
+      .def("tangent", [](const KernelHandle& h, const std::vector<std::string>& wrt, bool with_primal) {
+             return derived(ad::tangent(*h.kernel, wrt, with_primal));
+           })
+      .def("adjoint", [](const KernelHandle& h, const std::vector<std::string>& wrt) {
+             return derived(ad::adjoint(*h.kernel, wrt));
+           });
+
+  m.def("lower", &lower, nb::arg("spec"),
+        "Compiles a kernel spec (see hawk/source.py) to optimized IR; raises KernelError.");
+  m.def("math_functions", []() { return ir::math_function_names(); });
+}
+
+}  // namespace raptor::bindings

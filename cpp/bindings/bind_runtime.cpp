@@ -1,0 +1,175 @@
+// raptor_core._core, runtime half: the thread pool (Runtime), the compile cache (Compiler),
+// build() of plans, bound launches, and runs of launch sequences (graphs, stepping loops)
+// entirely in C++. eagle (python/eagle) checks arrays and passes raw pointers here.
+#include <cstring>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings/bindings.hpp"
+#include "runtime/bound.hpp"
+#include "runtime/build.hpp"
+#include "runtime/cache.hpp"
+#include "runtime/registry.hpp"
+#include "runtime/thread_pool.hpp"
+
+namespace nb = nanobind;
+
+namespace raptor::bindings {
+
+namespace {
+
+using runtime::BoundLaunch;
+using runtime::KernelEntry;
+using runtime::ThreadPool;
+
+struct EntryHandle {
+  std::shared_ptr<const KernelEntry> entry;
+};
+
+// Launches below this many samples keep the GIL: releasing it costs more than they take.
+constexpr int64_t kReleaseGil = 4096;
+
+template <class T>
+T* ptr(uintptr_t p) {
+  return reinterpret_cast<T*>(p);
+}
+
+std::shared_ptr<BoundLaunch> make_bound(const EntryHandle& e, int64_t n, const std::vector<uintptr_t>& ins,
+                                        const std::vector<uintptr_t>& outs, const std::vector<double>& params,
+                                        const std::vector<int64_t>& table_sizes,
+                                        const std::vector<std::tuple<int, uintptr_t, bool>>& param_sources,
+                                        uintptr_t mask_in, uintptr_t mask_out, uintptr_t finished_count,
+                                        bool zero_finished) {
+  const size_t ns = e.entry->num_slots();
+  if (ins.size() != ns || outs.size() != ns || params.size() != ns || table_sizes.size() != ns)
+    throw nb::value_error("Bound: one value per kernel slot is needed in each list");
+  runtime::Binding b;
+  b.n = n;
+  b.slots.resize(ns);
+  for (size_t s = 0; s < ns; ++s) {
+    b.slots[s].in = ptr<const void>(ins[s]);
+    b.slots[s].out = ptr<void>(outs[s]);
+    b.slots[s].param = params[s];
+    b.slots[s].table_size = table_sizes[s];
+  }
+  b.mask_in = ptr<const uint8_t>(mask_in);
+  b.mask_out = ptr<uint8_t>(mask_out);
+  b.finished_count = ptr<uint32_t>(finished_count);
+  b.zero_finished = zero_finished;
+  std::vector<runtime::ParamSource> sources;
+  for (const auto& [slot, p, f32] : param_sources) sources.push_back({slot, ptr<const void>(p), f32});
+  return std::make_shared<BoundLaunch>(e.entry, std::move(b), std::move(sources));
+}
+
+int64_t count_set(const uint8_t* mask, int64_t n) {
+  int64_t c = 0;
+  for (int64_t i = 0; i < n; ++i) c += mask[i] != 0;
+  return c;
+}
+
+}  // namespace
+
+void bind_runtime(nb::module_& m) {
+  nb::class_<ThreadPool>(m, "Runtime", "The host thread pool every launch of this process shares.")
+      .def(nb::init<int>(), nb::arg("num_threads") = 0)
+      .def_prop_ro("num_threads", &ThreadPool::size);
+
+  nb::class_<runtime::Compiler>(m, "Compiler", "Compiles generated C++ into a private cache directory.")
+      .def("__init__",
+           [](runtime::Compiler* self, std::optional<std::string> dir) {
+             new (self) runtime::Compiler(runtime::open_cache_dir(dir));
+           },
+           nb::arg("cache_dir").none() = nb::none())
+      .def_prop_ro("cache_dir", [](const runtime::Compiler& c) { return c.cache().path.string(); });
+
+  nb::class_<EntryHandle>(m, "Entry", "A compiled kernel for one dtype.")
+      .def_prop_ro("name", [](const EntryHandle& e) { return e.entry->name; })
+      .def_prop_ro("digest", [](const EntryHandle& e) { return e.entry->digest; })
+      .def_prop_ro("symbol", [](const EntryHandle& e) { return e.entry->symbol; })
+      .def_prop_ro("dtype_size", [](const EntryHandle& e) { return e.entry->dtype_size; });
+
+  m.def(
+      "build",
+      [](const std::vector<const KernelHandle*>& kernels, runtime::Compiler& compiler,
+         std::optional<std::string> flags) {
+        std::vector<const ir::Kernel*> ks;
+        for (const KernelHandle* k : kernels) ks.push_back(k->kernel.get());
+        runtime::CompileOptions options;
+        options.flags = flags;
+        runtime::BuildResult r;
+        {
+          nb::gil_scoped_release release;
+          r = runtime::build_host(ks, compiler, options);
+        }
+        nb::list entries;
+        for (const auto& bk : r.kernels) entries.append(nb::make_tuple(EntryHandle{bk.f32}, EntryHandle{bk.f64}));
+        nb::dict info;
+        info["cache_hit"] = r.compile.cache_hit;
+        info["compile_seconds"] = r.compile.compile_seconds;
+        info["total_seconds"] = r.compile.total_seconds;
+        info["key"] = r.compile.key;
+        info["so_path"] = r.compile.so_path.string();
+        info["source_path"] = r.compile.source_path.string();
+        return nb::make_tuple(entries, info);
+      },
+      nb::arg("kernels"), nb::arg("compiler"), nb::arg("flags").none() = nb::none(),
+      "Emits, compiles (or loads) and registers kernels; returns ([(f32, f64) entries], info).");
+
+  m.def("find_entry", [](const std::string& digest) -> std::optional<EntryHandle> {
+    auto e = runtime::global_registry().find(digest);
+    if (!e) return std::nullopt;
+    return EntryHandle{e};
+  });
+
+  nb::class_<BoundLaunch>(m, "Bound", "A kernel bound to buffers (pointers), launched by reference.")
+      .def_static("make", &make_bound, nb::arg("entry"), nb::arg("n"), nb::arg("ins"), nb::arg("outs"),
+                  nb::arg("params"), nb::arg("table_sizes"), nb::arg("param_sources"), nb::arg("mask_in"),
+                  nb::arg("mask_out"), nb::arg("finished_count"), nb::arg("zero_finished") = false)
+      .def(
+          "launch",
+          [](BoundLaunch& b, ThreadPool& pool) {
+            if (b.binding().n < kReleaseGil) return b.run(&pool).finished;
+            nb::gil_scoped_release release;
+            return b.run(&pool).finished;
+          },
+          nb::arg("runtime"), "One launch; returns the samples it finished.")
+      .def("reset_active", &BoundLaunch::reset_active)
+      .def_prop_ro("live", &BoundLaunch::live)
+      .def_rw("serial_threshold", &BoundLaunch::serial_threshold);
+
+  m.def(
+      "run_sequence",
+      [](const std::vector<std::shared_ptr<BoundLaunch>>& seq, ThreadPool& pool, int64_t times) {
+        nb::gil_scoped_release release;
+        for (int64_t t = 0; t < times; ++t)
+          for (const auto& b : seq) b->run(&pool);
+      },
+      nb::arg("seq"), nb::arg("runtime"), nb::arg("times"),
+      "Launches every bound kernel of seq in order, `times` times, without Python in between.");
+
+  m.def(
+      "run_until_done",
+      [](const std::vector<std::shared_ptr<BoundLaunch>>& seq, ThreadPool& pool, int64_t max_steps,
+         uintptr_t mask, int64_t n) {
+        nb::gil_scoped_release release;
+        const uint8_t* m = ptr<const uint8_t>(mask);
+        int64_t live = n - count_set(m, n);
+        int64_t steps = 0;
+        while (live > 0 && steps < max_steps) {
+          for (const auto& b : seq) live -= b->run(&pool).finished;
+          ++steps;
+        }
+        return std::make_pair(steps, live <= 0);
+      },
+      nb::arg("seq"), nb::arg("runtime"), nb::arg("max_steps"), nb::arg("mask"), nb::arg("n"),
+      "Launches seq in order until every sample of the mask is set or max_steps; returns (steps, done).");
+
+  m.def("count_set", [](uintptr_t mask, int64_t n) { return count_set(ptr<const uint8_t>(mask), n); });
+}
+
+}  // namespace raptor::bindings

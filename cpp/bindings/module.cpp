@@ -1,0 +1,16 @@
+// The Python module raptor_core._core (nanobind): the compiler for hawk and the runtime for
+// eagle. Thin: conversions and exceptions only; behaviour lives in the stages. The compiler
+// half is bind_compiler.cpp, the runtime half bind_runtime.cpp.
+#include <nanobind/nanobind.h>
+
+#include "bindings/bindings.hpp"
+#include "runtime/abi.h"
+
+namespace nb = nanobind;
+
+NB_MODULE(_core, m) {
+  m.doc() = "raptor's C++ core: the hawk compiler and the eagle runtime";
+  m.def("abi_version", []() { return RAPTOR_ABI_VERSION; }, "Version of the kernel calling convention.");
+  raptor::bindings::bind_compiler(m);
+  raptor::bindings::bind_runtime(m);
+}

@@ -1,0 +1,414 @@
+// The host C++ emitter (see cpp_emitter.hpp). Start at `emit_cpp`, then `KernelWriter::write`:
+// it declares the slots' pointers, writes one always-inline lambda for a sample (the kernel's
+// step, looped when steps > 1) and calls it from a plain loop (vectorizable) or an index loop
+// (active sets).
+#include "codegen/cpp_emitter.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "runtime/abi_source.hpp"
+
+namespace raptor::codegen {
+
+using ir::Op;
+using ir::SlotKind;
+using ir::Type;
+using ir::Value;
+
+const char* dtype_name(DType d) { return d == DType::F32 ? "float32" : "float64"; }
+const char* dtype_suffix(DType d) { return d == DType::F32 ? "f32" : "f64"; }
+
+namespace {
+
+std::string ident(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    out += ok ? c : '_';
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  return out;
+}
+
+std::string number(double d) {
+  if (std::isnan(d)) return "T(NAN)";
+  if (std::isinf(d)) return d > 0 ? "T(INFINITY)" : "T(-INFINITY)";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.17g", d);
+  std::string s = buf;
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return "T(" + s + ")";
+}
+
+// x ** n by binary exponentiation in lax.integer_pow's order (see passes/eval.cpp).
+std::string powi_expr(const std::string& x, int64_t n) {
+  if (n == 0) return "T(1)";
+  const bool neg = n < 0;
+  if (neg) n = -n;
+  std::string base = x, acc;
+  while (n > 0) {
+    if (n & 1) acc = acc.empty() ? base : "(" + acc + " * " + base + ")";
+    n >>= 1;
+    if (n) base = "(" + base + " * " + base + ")";
+  }
+  return neg ? "(T(1) / " + acc + ")" : acc;
+}
+
+const char* prelude() {
+  return R"(#include <cmath>
+#include <cstdint>
+
+#define RAPTOR_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+// jax.numpy semantics where C differs: NaN propagates through minimum/maximum, sign(0) = 0.
+template <class T> inline T rp_min(T a, T b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }
+template <class T> inline T rp_max(T a, T b) { return a != a ? a : (b != b ? b : (b > a ? b : a)); }
+template <class T> inline T rp_sign(T a) { return a != a ? a : T((a > T(0)) - (a < T(0))); }
+// A float index for Table.at(): rounded down; non-finite or huge values become -1 (out of range).
+template <class T> inline int64_t rp_index(T a) {
+  const T f = std::floor(a);
+  return (f >= T(-9.0e18) && f <= T(9.0e18)) ? static_cast<int64_t>(f) : int64_t(-1);
+}
+}  // namespace
+)";
+}
+
+class KernelWriter {
+ public:
+  KernelWriter(const ir::Kernel& k, DType dtype, std::string symbol, std::ostringstream& os)
+      : k_(k), dtype_(dtype), symbol_(std::move(symbol)), os_(os) {}
+
+  void write() {
+    header_comment();
+    os_ << "RAPTOR_EXPORT void " << symbol_ << "(raptor_args* a) {\n";
+    os_ << "  using T = " << (dtype_ == DType::F32 ? "float" : "double") << ";\n";
+    os_ << "  const int64_t n = a->n;\n";
+    declare_slots();
+    os_ << "  uint32_t finished = 0;\n";
+    os_ << "  int64_t err[4] = {0, 0, 0, 0};\n";
+    os_ << "  (void)n;\n";
+    os_ << "  auto sample = [&](const int64_t s) __attribute__((always_inline)) {\n";
+    sample_body();
+    os_ << "  };\n";
+    os_ << "  if (a->index) {\n"
+           "    for (int64_t i = a->begin; i < a->end; ++i) sample(a->index[i]);\n"
+           "  } else {\n"
+           "#pragma GCC ivdep\n"
+           "    for (int64_t i = a->begin; i < a->end; ++i) sample(i);\n"
+           "  }\n";
+    for (size_t s = 0; s < k_.slots.size(); ++s)
+      if (k_.slots[s].kind == SlotKind::ParamSum)
+        for (int c = 0; c < k_.slots[s].width; ++c)
+          os_ << "  sum_" << name(s) << "[" << c << "] += acc_" << name(s) << "_" << c << ";\n";
+    os_ << "  a->finished = finished;\n";
+    os_ << "  for (int e = 0; e < 4; ++e) a->error[e] = err[e];\n";
+    os_ << "}\n\n";
+  }
+
+ private:
+  const ir::Kernel& k_;
+  DType dtype_;
+  std::string symbol_;
+  std::ostringstream& os_;
+  std::vector<char> hoisted_;
+
+  std::string name(size_t slot) const {
+    const std::string id = ident(k_.slots[slot].name);
+    if (id == k_.slots[slot].name && !id.empty()) return id;
+    return (id.empty() ? "slot" : id) + "_" + std::to_string(slot);
+  }
+
+  std::string var(int v) const {
+    const Value& x = k_.values[v];
+    std::string n = ident(x.name);
+    if (n.size() > 24) n.resize(24);
+    return "v" + std::to_string(v) + (n.empty() ? "" : "_" + n);
+  }
+
+  static const char* kind_text(SlotKind kind) {
+    switch (kind) {
+      case SlotKind::Param: return "Param";
+      case SlotKind::Plane: return "plane";
+      case SlotKind::Mutable: return "Mutable";
+      case SlotKind::Terminated: return "Terminated";
+      case SlotKind::Table: return "Table";
+      case SlotKind::ParamSum: return "sum over samples";
+      case SlotKind::TableSum: return "table of sums over samples";
+    }
+    return "?";
+  }
+
+  void header_comment() {
+    os_ << "// ---- kernel '" << k_.name << "' from " << (k_.file.empty() ? "<unknown>" : k_.file) << ", "
+        << dtype_name(dtype_) << ", steps=" << k_.steps << (k_.active_set ? ", active set" : "") << "\n";
+    for (size_t s = 0; s < k_.slots.size(); ++s) {
+      const ir::Slot& sl = k_.slots[s];
+      os_ << "//   slot " << s << ": " << sl.name << " (" << kind_text(sl.kind);
+      if (sl.width > 1 || sl.is_vector) os_ << ", " << sl.width << " components";
+      if (sl.inout) os_ << ", read and written";
+      os_ << ")\n";
+    }
+  }
+
+  void declare_slots() {
+    for (size_t s = 0; s < k_.slots.size(); ++s) {
+      const ir::Slot& sl = k_.slots[s];
+      const std::string nm = name(s);
+      switch (sl.kind) {
+        case SlotKind::Param:
+          os_ << "  const T k_" << nm << " = static_cast<T>(a->params[" << s << "]);\n";
+          break;
+        case SlotKind::Plane:
+          os_ << "  const T* const in_" << nm << " = static_cast<const T*>(a->in[" << s << "]);\n";
+          break;
+        case SlotKind::Mutable:
+          if (sl.inout)
+            os_ << "  const T* const in_" << nm << " = static_cast<const T*>(a->in[" << s << "]);\n";
+          os_ << "  T* const out_" << nm << " = static_cast<T*>(a->out[" << s << "]);\n";
+          break;
+        case SlotKind::Terminated:
+          os_ << "  const uint8_t* const mask_in = a->mask_in;\n"
+                 "  uint8_t* const mask_out = a->mask_out;\n";
+          break;
+        case SlotKind::Table:
+          os_ << "  const T* const tab_" << nm << " = static_cast<const T*>(a->in[" << s << "]);\n";
+          os_ << "  const int64_t size_" << nm << " = a->table_size[" << s << "];\n";
+          break;
+        case SlotKind::ParamSum:
+          os_ << "  double* const sum_" << nm << " = a->sums[" << s << "];\n";
+          for (int c = 0; c < sl.width; ++c) os_ << "  double acc_" << nm << "_" << c << " = 0.0;\n";
+          break;
+        case SlotKind::TableSum:
+          os_ << "  double* const sum_" << nm << " = a->sums[" << s << "];\n";
+          os_ << "  const int64_t size_" << nm << " = a->table_size[" << sl.table_of << "];\n";
+          break;
+      }
+    }
+  }
+
+  std::string plane(const std::string& prefix, size_t slot, int comp) const {
+    const std::string p = prefix + name(slot);
+    if (k_.slots[slot].width == 1) return p + "[s]";
+    return p + "[" + std::to_string(comp) + " * n + s]";
+  }
+
+  std::string pred_text(int pred) const { return pred < 0 ? "true" : var(pred); }
+
+  std::string expr(int i) const {
+    const Value& v = k_.values[i];
+    auto a = [&](int j) { return var(v.args[j]); };
+    switch (v.op) {
+      case Op::Const:
+        if (v.type == Type::B) return v.imm != 0.0 ? "true" : "false";
+        if (v.type == Type::I) return "int64_t(" + std::to_string(v.iimm) + ")";
+        return number(v.imm);
+      case Op::LoadParam: return "k_" + name(v.slot);
+      case Op::LoadPlane: return plane("in_", v.slot, v.comp);
+      case Op::LoadState:
+        if (k_.steps == 1) {
+          if (!k_.slots[v.slot].inout) return "T(0)";
+          return plane("in_", v.slot, v.comp);
+        }
+        return "st_" + name(v.slot) + "_" + std::to_string(v.comp);
+      case Op::LoadMask: return "false";
+      case Op::LoadTable: return "";  // written as statements
+      case Op::Neg: return "-" + a(0);
+      case Op::Sqrt: return "std::sqrt(" + a(0) + ")";
+      case Op::Exp: return "std::exp(" + a(0) + ")";
+      case Op::Log: return "std::log(" + a(0) + ")";
+      case Op::Sin: return "std::sin(" + a(0) + ")";
+      case Op::Cos: return "std::cos(" + a(0) + ")";
+      case Op::Tan: return "std::tan(" + a(0) + ")";
+      case Op::Tanh: return "std::tanh(" + a(0) + ")";
+      case Op::Abs: return "std::fabs(" + a(0) + ")";
+      case Op::Floor: return "std::floor(" + a(0) + ")";
+      case Op::Sign: return "rp_sign(" + a(0) + ")";
+      case Op::Add: return a(0) + " + " + a(1);
+      case Op::Sub: return a(0) + " - " + a(1);
+      case Op::Mul: return a(0) + " * " + a(1);
+      case Op::Div: return a(0) + " / " + a(1);
+      case Op::Pow: return "std::pow(" + a(0) + ", " + a(1) + ")";
+      case Op::Atan2: return "std::atan2(" + a(0) + ", " + a(1) + ")";
+      case Op::Min: return "rp_min(" + a(0) + ", " + a(1) + ")";
+      case Op::Max: return "rp_max(" + a(0) + ", " + a(1) + ")";
+      case Op::PowI: return powi_expr(a(0), v.iimm);
+      case Op::Lt: return a(0) + " < " + a(1);
+      case Op::Le: return a(0) + " <= " + a(1);
+      case Op::Gt: return a(0) + " > " + a(1);
+      case Op::Ge: return a(0) + " >= " + a(1);
+      case Op::Eq: return a(0) + " == " + a(1);
+      case Op::Ne: return a(0) + " != " + a(1);
+      case Op::Not: return "!" + a(0);
+      case Op::And: return a(0) + " && " + a(1);
+      case Op::Or: return a(0) + " || " + a(1);
+      case Op::Select: return a(0) + " ? " + a(1) + " : " + a(2);
+      case Op::ToIndex: return "rp_index(" + a(0) + ")";
+    }
+    return "/* ? */";
+  }
+
+  static const char* ctype(Type t) { return t == Type::F ? "T" : t == Type::B ? "bool" : "int64_t"; }
+
+  void source_comment(const ir::Loc& loc, ir::Loc& last, const std::string& indent) {
+    if (loc.line <= 0 || (loc.line == last.line && loc.file == last.file)) return;
+    last = loc;
+    const std::string file = loc.file < static_cast<int>(k_.files.size()) ? k_.files[loc.file] : "";
+    std::string base = file;
+    if (const size_t slash = base.find_last_of('/'); slash != std::string::npos) base = base.substr(slash + 1);
+    os_ << indent << "// " << base << ":" << loc.line;
+    if (auto it = k_.source_text.find({loc.file, loc.line}); it != k_.source_text.end()) {
+      std::string text = it->second;
+      const size_t first = text.find_first_not_of(" \t");
+      text = first == std::string::npos ? "" : text.substr(first);
+      os_ << "  " << text;
+    }
+    os_ << "\n";
+  }
+
+  void value(int i, const std::string& indent, ir::Loc& last) {
+    const Value& v = k_.values[i];
+    source_comment(v.loc, last, indent);
+    if (v.op == Op::LoadTable) {
+      const std::string nm = name(v.slot);
+      const std::string ix = "ix" + std::to_string(i);
+      const int width = k_.slots[v.slot].width;
+      os_ << indent << "const int64_t " << ix << " = " << var(v.args[0]) << ";\n";
+      os_ << indent << "const bool ok" << i << " = " << ix << " >= 0 && " << ix << " < size_" << nm << ";\n";
+      os_ << indent << "if (!ok" << i << " && " << pred_text(v.pred) << " && err[0] == 0) { err[0] = "
+          << "RAPTOR_ERR_TABLE_INDEX; err[1] = " << v.slot << "; err[2] = " << ix << "; err[3] = s; }\n";
+      os_ << indent << "const T " << var(i) << " = ok" << i << " ? tab_" << nm << "["
+          << (width == 1 ? ix : ix + " * " + std::to_string(width) + " + " + std::to_string(v.comp))
+          << "] : T(0);\n";
+      return;
+    }
+    os_ << indent << "const " << ctype(v.type) << " " << var(i) << " = " << expr(i) << ";\n";
+  }
+
+  void sums(const std::string& indent) {
+    for (const ir::Store& st : k_.stores) {
+      const ir::Slot& sl = k_.slots[st.slot];
+      const std::string nm = name(st.slot);
+      if (sl.kind == SlotKind::ParamSum) {
+        os_ << indent << "acc_" << nm << "_" << st.comp << " += "
+            << (st.pred < 0 ? "static_cast<double>(" + var(st.value) + ")"
+                            : var(st.pred) + " ? static_cast<double>(" + var(st.value) + ") : 0.0")
+            << ";\n";
+      } else if (sl.kind == SlotKind::TableSum) {
+        const std::string ix = var(st.index);
+        os_ << indent << "if (" << pred_text(st.pred) << ") {\n";
+        os_ << indent << "  if (" << ix << " >= 0 && " << ix << " < size_" << nm << ") sum_" << nm << "["
+            << (sl.width == 1 ? ix : ix + " * " + std::to_string(sl.width) + " + " + std::to_string(st.comp))
+            << "] += static_cast<double>(" << var(st.value) << ");\n";
+        os_ << indent << "  else if (err[0] == 0) { err[0] = RAPTOR_ERR_TABLE_INDEX; err[1] = " << sl.table_of
+            << "; err[2] = " << ix << "; err[3] = s; }\n";
+        os_ << indent << "}\n";
+      }
+    }
+  }
+
+  void finished_sample() {
+    os_ << "    if (mask_in && mask_in[s]) {  // a finished sample: skipped\n";
+    for (size_t s = 0; s < k_.slots.size(); ++s) {
+      const ir::Slot& sl = k_.slots[s];
+      if (sl.kind != SlotKind::Mutable) continue;
+      for (int c = 0; c < sl.width; ++c) {
+        if (sl.inout)
+          os_ << "      if (out_" << name(s) << " != in_" << name(s) << ") " << plane("out_", s, c) << " = "
+              << plane("in_", s, c) << ";\n";
+        else
+          os_ << "      if (a->zero_finished) " << plane("out_", s, c) << " = T(0);\n";
+      }
+    }
+    os_ << "      if (mask_out && mask_out != mask_in) mask_out[s] = 1;\n";
+    os_ << "      return;\n    }\n";
+  }
+
+  void sample_body() {
+    const bool mask = k_.has_mask();
+    const bool looped = k_.steps > 1;
+    const int nv = static_cast<int>(k_.values.size());
+    if (mask) finished_sample();
+    ir::Loc last;
+    // Values that depend only on constants, params and input planes are computed once.
+    hoisted_.assign(nv, 0);
+    if (looped) {
+      for (int i = 0; i < nv; ++i) {
+        const Value& v = k_.values[i];
+        bool h = v.op == Op::Const || v.op == Op::LoadParam || v.op == Op::LoadPlane;
+        if (!h && v.op != Op::LoadState && v.op != Op::LoadTable && v.op != Op::LoadMask && v.op != Op::Const) {
+          h = true;
+          for (int a = 0; a < ir::op_arity(v.op); ++a) h = h && hoisted_[v.args[a]];
+        }
+        hoisted_[i] = h;
+      }
+      for (int i = 0; i < nv; ++i)
+        if (hoisted_[i]) value(i, "    ", last);
+      for (size_t s = 0; s < k_.slots.size(); ++s) {
+        const ir::Slot& sl = k_.slots[s];
+        if (sl.kind != SlotKind::Mutable) continue;
+        for (int c = 0; c < sl.width; ++c)
+          os_ << "    T st_" << name(s) << "_" << c << " = "
+              << (sl.inout ? plane("in_", s, c) : std::string("T(0)")) << ";\n";
+      }
+    }
+    if (mask) os_ << "    bool done = false;\n";
+    std::string ind = "    ";
+    if (looped) {
+      os_ << "    for (int step = 0; step < " << k_.steps << "; ++step) {\n";
+      ind = "      ";
+      last = ir::Loc{};
+    }
+    for (int i = 0; i < nv; ++i)
+      if (!looped || !hoisted_[i]) value(i, ind, last);
+    sums(ind);
+    if (looped) {
+      for (const ir::Store& st : k_.stores)
+        if (k_.slots[st.slot].kind == SlotKind::Mutable)
+          os_ << ind << "st_" << name(st.slot) << "_" << st.comp << " = " << var(st.value) << ";\n";
+      if (k_.terminate >= 0) os_ << ind << "if (" << var(k_.terminate) << ") { done = true; break; }\n";
+      os_ << "    }\n";
+      for (size_t s = 0; s < k_.slots.size(); ++s) {
+        const ir::Slot& sl = k_.slots[s];
+        if (sl.kind != SlotKind::Mutable) continue;
+        for (int c = 0; c < sl.width; ++c)
+          os_ << "    " << plane("out_", s, c) << " = st_" << name(s) << "_" << c << ";\n";
+      }
+    } else {
+      for (const ir::Store& st : k_.stores)
+        if (k_.slots[st.slot].kind == SlotKind::Mutable)
+          os_ << ind << plane("out_", st.slot, st.comp) << " = " << var(st.value) << ";\n";
+      if (k_.terminate >= 0) os_ << ind << "done = " << var(k_.terminate) << ";\n";
+    }
+    if (mask) {
+      os_ << "    if (mask_out) mask_out[s] = done ? 1 : 0;\n";
+      os_ << "    finished += done ? 1u : 0u;\n";
+    }
+  }
+};
+
+}  // namespace
+
+std::string symbol_name(const ir::Kernel& k, DType dtype, const std::string& digest) {
+  std::string base = ident(k.name);
+  if (base.size() > 40) base.resize(40);
+  return "raptor_" + base + "_" + digest.substr(0, 16) + "_" + dtype_suffix(dtype);
+}
+
+std::string emit_cpp(const std::vector<KernelToEmit>& kernels) {
+  std::ostringstream os;
+  os << "// Generated by raptor's hawk compiler (codegen/cpp_emitter.cpp). Do not edit: it is\n"
+        "// regenerated from the kernels' Python source, whose file and line each comment names.\n";
+  std::set<std::string> names;
+  for (const auto& k : kernels) names.insert(k.kernel->name);
+  os << "// Kernels:";
+  for (const auto& n : names) os << " " << n;
+  os << "\n\n" << runtime::abi_header_source() << "\n" << prelude() << "\n";
+  for (const auto& k : kernels) KernelWriter(*k.kernel, k.dtype, k.symbol, os).write();
+  return os.str();
+}
+
+}  // namespace raptor::codegen

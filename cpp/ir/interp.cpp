@@ -1,0 +1,271 @@
+// The reference interpreter (see interp.hpp for the semantics). Start at `interpret`, which
+// checks the binding's sizes and runs `run_sample` for each sample; `eval` is the meaning of
+// each operator.
+#include "ir/interp.hpp"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "runtime/abi.h"
+
+namespace raptor::ir {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Binary exponentiation in lax.integer_pow's order; a negative exponent is the reciprocal.
+double powi(double x, int64_t n) {
+  if (n < 0) return 1.0 / powi(x, -n);
+  double acc = 1.0;
+  bool have = false;
+  while (n > 0) {
+    if (n & 1) {
+      acc = have ? acc * x : x;
+      have = true;
+    }
+    n >>= 1;
+    if (n) x = x * x;
+  }
+  return acc;
+}
+
+double sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }  // keeps NaN and -0
+
+double eval(Op op, const double* a, int64_t iimm) {
+  switch (op) {
+    case Op::Neg: return -a[0];
+    case Op::Sqrt: return std::sqrt(a[0]);
+    case Op::Exp: return std::exp(a[0]);
+    case Op::Log: return std::log(a[0]);
+    case Op::Sin: return std::sin(a[0]);
+    case Op::Cos: return std::cos(a[0]);
+    case Op::Tan: return std::tan(a[0]);
+    case Op::Tanh: return std::tanh(a[0]);
+    case Op::Abs: return std::fabs(a[0]);
+    case Op::Floor: return std::floor(a[0]);
+    case Op::Sign: return sign(a[0]);
+    case Op::Add: return a[0] + a[1];
+    case Op::Sub: return a[0] - a[1];
+    case Op::Mul: return a[0] * a[1];
+    case Op::Div: return a[0] / a[1];
+    case Op::Pow: return std::pow(a[0], a[1]);
+    case Op::Atan2: return std::atan2(a[0], a[1]);
+    case Op::Min: return std::isnan(a[0]) || std::isnan(a[1]) ? kNaN : (a[0] < a[1] ? a[0] : a[1]);
+    case Op::Max: return std::isnan(a[0]) || std::isnan(a[1]) ? kNaN : (a[0] > a[1] ? a[0] : a[1]);
+    case Op::PowI: return powi(a[0], iimm);
+    case Op::Lt: return a[0] < a[1];
+    case Op::Le: return a[0] <= a[1];
+    case Op::Gt: return a[0] > a[1];
+    case Op::Ge: return a[0] >= a[1];
+    case Op::Eq: return a[0] == a[1];
+    case Op::Ne: return a[0] != a[1];
+    case Op::Not: return a[0] == 0.0;
+    case Op::And: return a[0] != 0.0 && a[1] != 0.0;
+    case Op::Or: return a[0] != 0.0 || a[1] != 0.0;
+    default: return kNaN;  // leaves, Select and ToIndex are handled by the caller
+  }
+}
+
+int64_t to_index(double x) {
+  const double f = std::floor(x);
+  if (!(std::fabs(f) < 9.0e18)) return -1;  // NaN, inf, huge: out of range, reported
+  return static_cast<int64_t>(f);
+}
+
+void check_size(const Kernel& k, size_t slot, const char* what, size_t have, size_t want) {
+  if (have != want)
+    throw std::invalid_argument("raptor interpreter: kernel '" + k.name + "' slot '" +
+                                k.slots[slot].name + "': " + what + " has " + std::to_string(have) +
+                                " values, expected " + std::to_string(want));
+}
+
+// Entries M of table slot `s` (a Table, or the table of a TableSum).
+int64_t table_entries(const Kernel& k, const InterpBinding& b, int s) {
+  const Slot& slot = k.slots[s];
+  const int t = slot.kind == SlotKind::TableSum ? slot.table_of : s;
+  return static_cast<int64_t>(b.slots[t].in.size()) / k.slots[t].width;
+}
+
+class SampleRunner {
+ public:
+  SampleRunner(const Kernel& k, InterpBinding& b)
+      : k_(k), b_(b), f_(k.values.size()), i_(k.values.size()) {}
+
+  void run(int64_t n) {
+    const int64_t N = b_.n;
+    const bool has_mask = k_.has_mask();
+    if (has_mask && b_.mask[n]) {
+      for (size_t s = 0; s < k_.slots.size(); ++s) {
+        const Slot& slot = k_.slots[s];
+        if (slot.kind != SlotKind::Mutable) continue;
+        for (int c = 0; c < slot.width; ++c) {
+          double& out = b_.slots[s].out[c * N + n];
+          if (slot.inout) out = b_.slots[s].in[c * N + n];
+          else if (b_.zero_finished) out = 0.0;
+        }
+      }
+      return;
+    }
+    // state[s][c]; only Mutable slots are used.
+    std::vector<std::vector<double>> state(k_.slots.size());
+    for (size_t s = 0; s < k_.slots.size(); ++s) {
+      const Slot& slot = k_.slots[s];
+      if (slot.kind != SlotKind::Mutable) continue;
+      state[s].resize(slot.width, 0.0);
+      if (slot.inout)
+        for (int c = 0; c < slot.width; ++c) state[s][c] = b_.slots[s].in[c * N + n];
+    }
+    for (int step = 0; step < k_.steps; ++step) {
+      for (size_t v = 0; v < k_.values.size(); ++v) eval_value(static_cast<int>(v), n, state);
+      std::vector<std::vector<double>> next = state;
+      for (const Store& st : k_.stores) {
+        const Slot& slot = k_.slots[st.slot];
+        const double x = f_[st.value];
+        const bool on = st.pred == -1 || f_[st.pred] != 0.0;
+        if (slot.kind == SlotKind::Mutable) {
+          next[st.slot][st.comp] = x;
+        } else if (slot.kind == SlotKind::ParamSum) {
+          if (on) b_.slots[st.slot].out[st.comp] += x;
+        } else if (slot.kind == SlotKind::TableSum && on) {
+          const int64_t idx = i_[st.index];
+          const int64_t m = table_entries(k_, b_, st.slot);
+          if (idx < 0 || idx >= m) error(st.slot, idx, n);
+          else b_.slots[st.slot].out[idx * slot.width + st.comp] += x;
+        }
+      }
+      state = std::move(next);
+      if (k_.terminate != -1 && f_[k_.terminate] != 0.0) {
+        b_.mask[n] = 1;
+        ++b_.finished;
+        break;
+      }
+    }
+    for (size_t s = 0; s < k_.slots.size(); ++s) {
+      const Slot& slot = k_.slots[s];
+      if (slot.kind != SlotKind::Mutable) continue;
+      for (int c = 0; c < slot.width; ++c) b_.slots[s].out[c * N + n] = state[s][c];
+    }
+  }
+
+ private:
+  void error(int slot, int64_t index, int64_t sample) {
+    if (b_.error[0] != RAPTOR_OK) return;
+    b_.error[0] = RAPTOR_ERR_TABLE_INDEX;
+    b_.error[1] = slot;
+    b_.error[2] = index;
+    b_.error[3] = sample;
+  }
+
+  void eval_value(int i, int64_t n, const std::vector<std::vector<double>>& state) {
+    const Value& v = k_.values[i];
+    const int64_t N = b_.n;
+    switch (v.op) {
+      case Op::Const:
+        f_[i] = v.imm;
+        i_[i] = v.iimm;
+        return;
+      case Op::LoadParam: f_[i] = b_.slots[v.slot].in[v.comp]; return;
+      case Op::LoadPlane: f_[i] = b_.slots[v.slot].in[v.comp * N + n]; return;
+      case Op::LoadState: f_[i] = state[v.slot][v.comp]; return;
+      case Op::LoadMask: f_[i] = 0.0; return;  // only live samples are evaluated
+      case Op::LoadTable: {
+        const int64_t m = table_entries(k_, b_, v.slot);
+        int64_t idx = i_[v.args[0]];
+        if (idx < 0 || idx >= m) {
+          if (v.pred == -1 || f_[v.pred] != 0.0) {
+            error(v.slot, idx, n);
+            f_[i] = 0.0;
+            return;
+          }
+          if (m == 0) {
+            f_[i] = 0.0;
+            return;
+          }
+          idx = idx < 0 ? 0 : m - 1;
+        }
+        f_[i] = b_.slots[v.slot].in[idx * k_.slots[v.slot].width + v.comp];
+        return;
+      }
+      case Op::Select: {
+        const bool c = f_[v.args[0]] != 0.0;
+        f_[i] = f_[c ? v.args[1] : v.args[2]];
+        i_[i] = i_[c ? v.args[1] : v.args[2]];
+        return;
+      }
+      case Op::ToIndex: i_[i] = to_index(f_[v.args[0]]); return;
+      default: {
+        double a[3] = {0, 0, 0};
+        for (int j = 0; j < op_arity(v.op); ++j) a[j] = f_[v.args[j]];
+        f_[i] = eval(v.op, a, v.iimm);
+        return;
+      }
+    }
+  }
+
+  const Kernel& k_;
+  InterpBinding& b_;
+  std::vector<double> f_;   // F and B values (bools as 0/1)
+  std::vector<int64_t> i_;  // I values
+};
+
+}  // namespace
+
+InterpBinding make_binding(const Kernel& k, int64_t n, int64_t table_entries) {
+  InterpBinding b;
+  b.n = n;
+  b.slots.resize(k.slots.size());
+  for (size_t s = 0; s < k.slots.size(); ++s) {
+    const Slot& slot = k.slots[s];
+    const size_t w = static_cast<size_t>(slot.width);
+    switch (slot.kind) {
+      case SlotKind::Param: b.slots[s].in.assign(w, 0.0); break;
+      case SlotKind::Plane: b.slots[s].in.assign(w * n, 0.0); break;
+      case SlotKind::Mutable:
+        if (slot.inout) b.slots[s].in.assign(w * n, 0.0);
+        b.slots[s].out.assign(w * n, 0.0);
+        break;
+      case SlotKind::Terminated: b.mask.assign(n, 0); break;
+      case SlotKind::Table: b.slots[s].in.assign(w * table_entries, 0.0); break;
+      case SlotKind::ParamSum: b.slots[s].out.assign(w, 0.0); break;
+      case SlotKind::TableSum: b.slots[s].out.assign(w * table_entries, 0.0); break;
+    }
+  }
+  return b;
+}
+
+void interpret(const Kernel& k, InterpBinding& b) {
+  if (b.slots.size() != k.slots.size())
+    throw std::invalid_argument("raptor interpreter: kernel '" + k.name + "' has " +
+                                std::to_string(k.slots.size()) + " slots, the binding " +
+                                std::to_string(b.slots.size()));
+  const size_t N = static_cast<size_t>(b.n);
+  for (size_t s = 0; s < k.slots.size(); ++s) {
+    const Slot& slot = k.slots[s];
+    const size_t w = static_cast<size_t>(slot.width);
+    const InterpSlot& d = b.slots[s];
+    switch (slot.kind) {
+      case SlotKind::Param: check_size(k, s, "in", d.in.size(), w); break;
+      case SlotKind::Plane: check_size(k, s, "in", d.in.size(), w * N); break;
+      case SlotKind::Mutable:
+        if (slot.inout) check_size(k, s, "in", d.in.size(), w * N);
+        check_size(k, s, "out", d.out.size(), w * N);
+        break;
+      case SlotKind::Terminated: check_size(k, s, "mask", b.mask.size(), N); break;
+      case SlotKind::Table:
+        if (d.in.size() % w != 0) check_size(k, s, "in", d.in.size(), (d.in.size() / w + 1) * w);
+        break;
+      case SlotKind::ParamSum: check_size(k, s, "out", d.out.size(), w); break;
+      case SlotKind::TableSum:
+        check_size(k, s, "out", d.out.size(),
+                   static_cast<size_t>(table_entries(k, b, static_cast<int>(s))) * w);
+        break;
+    }
+  }
+  SampleRunner runner(k, b);
+  for (int64_t n = 0; n < b.n; ++n) runner.run(n);
+}
+
+}  // namespace raptor::ir

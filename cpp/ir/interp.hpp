@@ -1,0 +1,62 @@
+// The reference interpreter: the meaning of a Kernel, in double precision, one sample at a
+// time. Tests of every stage (front end, passes, AD, codegen) compare against it. Start at
+// `interpret`; `make_binding` sizes a binding for a kernel.
+//
+// Semantics (mirrors runtime/abi.h), per sample n:
+// - A kernel with a Terminated slot skips a sample whose mask is set on entry: an in-out
+//   Mutable's out becomes its in, a pure Mutable's out becomes 0 when `zero_finished`, else
+//   it is left untouched; nothing else happens for that sample.
+// - Otherwise the state of each Mutable component starts as its in value (in-out) or 0
+//   (pure), and the body runs `steps` times: values in index order, then the stores (a
+//   Mutable store sets the next state, a ParamSum/TableSum store adds into `out` when its
+//   predicate holds), then, if `terminate` is true, the mask is set, `finished` grows and
+//   the sample stops stepping. At the end each Mutable's out is its final state.
+// - LoadMask is the mask at kernel start (false for a sample that runs). LoadPlane of an
+//   in-out Mutable reads its `in`, not the state.
+// - A table index outside [0, M) is an error (RAPTOR_ERR_TABLE_INDEX, the first one is
+//   kept, the value read is 0, a sum store is skipped) when the value's or store's predicate
+//   holds (or is -1); under a false predicate the index is clamped silently.
+// - Operators follow jax.numpy: minimum/maximum propagate NaN, sign(0) = 0 (sign(-0) = -0),
+//   PowI is binary exponentiation (lax.integer_pow's order), a negative exponent the
+//   reciprocal; ToIndex is floor (a non-finite or huge value becomes index -1, an error).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/ir.hpp"
+
+namespace raptor::ir {
+
+// The data of one slot.
+// - Param: in = `width` values (1 for user params).
+// - Plane, in-out Mutable: in = width*N values, layout (width, N): component c of sample n at
+//   c*N + n. Mutable: out = width*N values, same layout (separate from in, as with the JAX
+//   bridge; the runtime passes in == out).
+// - Table: in = M*width values, layout (M, width): entry i component c at i*width + c.
+// - ParamSum: out = width values; TableSum: out = M*width values (M of its table); both are
+//   accumulated (+=), never cleared.
+// - Terminated: unused (see InterpBinding::mask).
+struct InterpSlot {
+  std::vector<double> in;
+  std::vector<double> out;
+};
+
+struct InterpBinding {
+  int64_t n = 0;
+  std::vector<InterpSlot> slots;  // one per kernel slot
+  std::vector<uint8_t> mask;      // the Terminated plane (n bytes), updated in place
+  bool zero_finished = false;     // skipped samples: write 0 into pure outputs
+  uint32_t finished = 0;          // out: samples finished by this call (added to)
+  int64_t error[4] = {0, 0, 0, 0};  // first error: code, slot, index, sample (runtime/abi.h)
+};
+
+// A binding with every vector sized for `n` samples and `table_entries` entries per table,
+// all zero (mask all false).
+InterpBinding make_binding(const Kernel& k, int64_t n, int64_t table_entries = 1);
+
+// Runs `k` on every sample of `b`. Throws std::invalid_argument when a vector of `b` has the
+// wrong size for the kernel.
+void interpret(const Kernel& k, InterpBinding& b);
+
+}  // namespace raptor::ir

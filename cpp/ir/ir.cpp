@@ -1,0 +1,298 @@
+// IR utilities: operator tables, the verifier, the printer and the canonical text used
+// for digests. The data structures are in ir.hpp.
+#include "ir/ir.hpp"
+
+#include <cstdio>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+
+namespace raptor::ir {
+
+namespace {
+
+struct OpInfo {
+  const char* name;
+  int arity;
+};
+
+OpInfo info(Op op) {
+  switch (op) {
+    case Op::Const: return {"const", 0};
+    case Op::LoadParam: return {"load_param", 0};
+    case Op::LoadPlane: return {"load_plane", 0};
+    case Op::LoadState: return {"load_state", 0};
+    case Op::LoadMask: return {"load_mask", 0};
+    case Op::LoadTable: return {"load_table", 1};
+    case Op::Neg: return {"neg", 1};
+    case Op::Sqrt: return {"sqrt", 1};
+    case Op::Exp: return {"exp", 1};
+    case Op::Log: return {"log", 1};
+    case Op::Sin: return {"sin", 1};
+    case Op::Cos: return {"cos", 1};
+    case Op::Tan: return {"tan", 1};
+    case Op::Tanh: return {"tanh", 1};
+    case Op::Abs: return {"abs", 1};
+    case Op::Floor: return {"floor", 1};
+    case Op::Sign: return {"sign", 1};
+    case Op::Add: return {"add", 2};
+    case Op::Sub: return {"sub", 2};
+    case Op::Mul: return {"mul", 2};
+    case Op::Div: return {"div", 2};
+    case Op::Pow: return {"pow", 2};
+    case Op::Atan2: return {"atan2", 2};
+    case Op::Min: return {"min", 2};
+    case Op::Max: return {"max", 2};
+    case Op::PowI: return {"powi", 1};
+    case Op::Lt: return {"lt", 2};
+    case Op::Le: return {"le", 2};
+    case Op::Gt: return {"gt", 2};
+    case Op::Ge: return {"ge", 2};
+    case Op::Eq: return {"eq", 2};
+    case Op::Ne: return {"ne", 2};
+    case Op::Not: return {"not", 1};
+    case Op::And: return {"and", 2};
+    case Op::Or: return {"or", 2};
+    case Op::Select: return {"select", 3};
+    case Op::ToIndex: return {"to_index", 1};
+  }
+  return {"?", 0};
+}
+
+const char* type_name(Type t) {
+  switch (t) {
+    case Type::F: return "f";
+    case Type::B: return "b";
+    case Type::I: return "i";
+  }
+  return "?";
+}
+
+const char* kind_name(SlotKind k) {
+  switch (k) {
+    case SlotKind::Param: return "param";
+    case SlotKind::Plane: return "plane";
+    case SlotKind::Mutable: return "mutable";
+    case SlotKind::Terminated: return "terminated";
+    case SlotKind::Table: return "table";
+    case SlotKind::ParamSum: return "param_sum";
+    case SlotKind::TableSum: return "table_sum";
+  }
+  return "?";
+}
+
+// The type each operand of `op` must have, given the value's own type.
+Type operand_type(Op op, int i, Type result) {
+  switch (op) {
+    case Op::LoadTable:
+      return Type::I;
+    case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne:
+      return Type::F;
+    case Op::Not: case Op::And: case Op::Or:
+      return Type::B;
+    case Op::Select:
+      return i == 0 ? Type::B : result;
+    case Op::ToIndex:
+      return Type::F;
+    default:
+      return Type::F;
+  }
+}
+
+Type result_type(Op op, Type declared) {
+  switch (op) {
+    case Op::Const: case Op::Select: return declared;
+    case Op::LoadMask: return Type::B;
+    case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne:
+    case Op::Not: case Op::And: case Op::Or:
+      return Type::B;
+    case Op::ToIndex: return Type::I;
+    default: return Type::F;
+  }
+}
+
+[[noreturn]] void fail(const Kernel& k, int v, const std::string& why) {
+  throw std::logic_error("raptor IR verifier: kernel '" + k.name + "' value %" + std::to_string(v) +
+                         ": " + why);
+}
+
+std::string number(double d) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", d);
+  return buf;
+}
+
+}  // namespace
+
+const char* op_name(Op op) { return info(op).name; }
+int op_arity(Op op) { return info(op).arity; }
+
+int Kernel::find_slot(const std::string& slot_name) const {
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (slots[i].name == slot_name) return static_cast<int>(i);
+  return -1;
+}
+
+bool Kernel::has_mask() const {
+  for (const auto& s : slots)
+    if (s.kind == SlotKind::Terminated) return true;
+  return false;
+}
+
+void verify(const Kernel& k) {
+  const int nv = static_cast<int>(k.values.size());
+  const int ns = static_cast<int>(k.slots.size());
+  auto check_ref = [&](int user, int ref, Type want, const char* what) {
+    if (ref < 0 || ref >= nv) fail(k, user, std::string(what) + " refers to a missing value");
+    if (ref >= user && user >= 0) fail(k, user, std::string(what) + " is defined after its use");
+    if (k.values[ref].type != want)
+      fail(k, user, std::string(what) + " %" + std::to_string(ref) + " has type " +
+                        type_name(k.values[ref].type) + ", expected " + type_name(want));
+  };
+  for (int i = 0; i < nv; ++i) {
+    const Value& v = k.values[i];
+    if (v.type != result_type(v.op, v.type)) fail(k, i, "wrong result type for " + std::string(op_name(v.op)));
+    const int arity = op_arity(v.op);
+    for (int a = 0; a < 3; ++a) {
+      if (a < arity) check_ref(i, v.args[a], operand_type(v.op, a, v.type), "operand");
+      else if (v.args[a] != -1) fail(k, i, "extra operand");
+    }
+    if (v.pred != -1) check_ref(i, v.pred, Type::B, "predicate");
+    switch (v.op) {
+      case Op::LoadParam: case Op::LoadPlane: case Op::LoadState: case Op::LoadTable: {
+        if (v.slot < 0 || v.slot >= ns) fail(k, i, "load from a missing slot");
+        const Slot& s = k.slots[v.slot];
+        const SlotKind want = v.op == Op::LoadParam ? SlotKind::Param
+                              : v.op == Op::LoadTable ? SlotKind::Table
+                              : v.op == Op::LoadState ? SlotKind::Mutable
+                                                      : s.kind;
+        if (s.kind != want) fail(k, i, "load of the wrong slot kind");
+        if (v.op == Op::LoadPlane && s.kind != SlotKind::Plane &&
+            !(s.kind == SlotKind::Mutable && s.inout))
+          fail(k, i, "load_plane of a slot that is not read");
+        if (v.comp < 0 || v.comp >= s.width) fail(k, i, "component out of range");
+        break;
+      }
+      case Op::LoadMask:
+        if (!k.has_mask()) fail(k, i, "load_mask in a kernel without a Terminated slot");
+        break;
+      case Op::Const:
+        if (v.type == Type::I && v.imm != 0.0) fail(k, i, "index constant with a float value");
+        break;
+      default:
+        break;
+    }
+  }
+  std::set<std::pair<int, int>> stored;
+  for (const Store& s : k.stores) {
+    if (s.slot < 0 || s.slot >= ns) fail(k, -1, "store to a missing slot");
+    const Slot& slot = k.slots[s.slot];
+    if (s.comp < 0 || s.comp >= slot.width) fail(k, -1, "store component out of range");
+    check_ref(-1, s.value, Type::F, "stored value");
+    if (s.pred != -1) check_ref(-1, s.pred, Type::B, "store predicate");
+    if (slot.kind == SlotKind::Mutable) {
+      if (!stored.insert({s.slot, s.comp}).second)
+        fail(k, -1, "two stores to " + slot.name + "[" + std::to_string(s.comp) + "]");
+      if (s.pred != -1) fail(k, -1, "a Mutable store has a predicate");
+    } else if (slot.kind == SlotKind::TableSum) {
+      check_ref(-1, s.index, Type::I, "table_sum index");
+    } else if (slot.kind != SlotKind::ParamSum) {
+      fail(k, -1, "store to " + std::string(kind_name(slot.kind)) + " slot '" + slot.name + "'");
+    }
+  }
+  for (int s = 0; s < ns; ++s) {
+    const Slot& slot = k.slots[s];
+    if (slot.kind == SlotKind::Mutable)
+      for (int c = 0; c < slot.width; ++c)
+        if (!stored.count({s, c}))
+          fail(k, -1, "Mutable '" + slot.name + "' component " + std::to_string(c) + " is never stored");
+    if (slot.kind == SlotKind::TableSum &&
+        (slot.table_of < 0 || slot.table_of >= ns || k.slots[slot.table_of].kind != SlotKind::Table))
+      fail(k, -1, "table_sum '" + slot.name + "' does not name a table");
+  }
+  if (k.terminate != -1) {
+    check_ref(-1, k.terminate, Type::B, "terminate");
+    if (!k.has_mask()) fail(k, -1, "terminate in a kernel without a Terminated slot");
+  }
+  if (k.steps < 1) fail(k, -1, "steps must be >= 1");
+}
+
+namespace {
+
+void print_value(std::ostringstream& os, const Kernel& k, int i, bool with_names) {
+  const Value& v = k.values[i];
+  os << "%" << i << ":" << type_name(v.type) << " = " << op_name(v.op);
+  switch (v.op) {
+    case Op::Const:
+      if (v.type == Type::I) os << " " << v.iimm;
+      else if (v.type == Type::B) os << (v.imm != 0.0 ? " true" : " false");
+      else os << " " << number(v.imm);
+      break;
+    case Op::LoadParam: case Op::LoadPlane: case Op::LoadState: case Op::LoadTable:
+      os << " " << (with_names ? k.slots[v.slot].name : "$" + std::to_string(v.slot)) << "[" << v.comp
+         << "]";
+      break;
+    case Op::PowI:
+      os << " ^" << v.iimm;
+      break;
+    default:
+      break;
+  }
+  for (int a = 0; a < op_arity(v.op); ++a) os << (a == 0 && v.op != Op::LoadTable ? " %" : ", %") << v.args[a];
+  if (v.pred != -1) os << " if %" << v.pred;
+}
+
+}  // namespace
+
+std::string print(const Kernel& k) {
+  std::ostringstream os;
+  os << "kernel " << k.name << " steps=" << k.steps << (k.active_set ? " active_set" : "") << "\n";
+  for (size_t s = 0; s < k.slots.size(); ++s) {
+    const Slot& slot = k.slots[s];
+    os << "  $" << s << " " << kind_name(slot.kind) << " " << slot.name << " width=" << slot.width
+       << (slot.inout ? " inout" : "");
+    if (slot.kind == SlotKind::TableSum) os << " of $" << slot.table_of;
+    os << "\n";
+  }
+  for (size_t i = 0; i < k.values.size(); ++i) {
+    std::ostringstream line;
+    print_value(line, k, static_cast<int>(i), true);
+    os << "  " << line.str();
+    const Value& v = k.values[i];
+    if (!v.name.empty() || v.loc.line > 0) {
+      os << "  ;";
+      if (!v.name.empty()) os << " " << v.name;
+      if (v.loc.line > 0) os << " (line " << v.loc.line << ")";
+    }
+    os << "\n";
+  }
+  for (const Store& s : k.stores) {
+    os << "  store " << k.slots[s.slot].name << "[" << s.comp << "]";
+    if (s.index != -1) os << " at %" << s.index;
+    os << " = %" << s.value;
+    if (s.pred != -1) os << " if %" << s.pred;
+    os << "\n";
+  }
+  if (k.terminate != -1) os << "  terminate if %" << k.terminate << "\n";
+  return os.str();
+}
+
+std::string canonical(const Kernel& k) {
+  std::ostringstream os;
+  os << "raptor-ir-1 " << k.name << " steps=" << k.steps << " active=" << k.active_set << "\n";
+  for (const Slot& slot : k.slots)
+    os << static_cast<int>(slot.kind) << " " << slot.name << " " << slot.width << " " << slot.is_vector
+       << " " << slot.inout << " " << slot.table_of << "\n";
+  for (size_t i = 0; i < k.values.size(); ++i) {
+    std::ostringstream line;
+    print_value(line, k, static_cast<int>(i), false);
+    os << line.str() << "\n";
+  }
+  for (const Store& s : k.stores)
+    os << "st " << s.slot << " " << s.comp << " " << s.value << " " << s.index << " " << s.pred << "\n";
+  os << "term " << k.terminate << "\n";
+  return os.str();
+}
+
+}  // namespace raptor::ir

@@ -1,0 +1,146 @@
+// The typed, per-sample IR every stage after the parser works on. Start at `Kernel`.
+//
+// Shape of the IR (see docs/architecture.md):
+// - A kernel runs once per sample. Its `body` is one *step*: straight-line SSA over scalar
+//   values (vectors are split into components by the front end; `if` becomes `Select`;
+//   `for range(K)` is unrolled). Values are indices into `Kernel::values`; an operand
+//   always has a smaller index than its user.
+// - The interface is explicit: `slots` are the kernel's parameters (params, planes, mutable
+//   planes, the mask, tables, and, for derived kernels, reduction outputs). Loads read a
+//   slot; `Kernel::stores` say which value each output component ends the step with.
+// - State carried across steps (`steps > 1`): a Mutable slot's components are read in the
+//   body with `Op::LoadState`; at the end of a step the state becomes the stored value.
+//   For the first step `LoadState` is the plane's old value (in-out planes) or 0.
+// - The mask: a kernel with a Terminated slot skips samples whose mask is set;
+//   `Kernel::terminate` is the bool value that, when true at the end of a step, finishes
+//   the sample (the mask is set, `finished_count` grows, no further steps run).
+// - Every value has a predicate `pred` (a Bool value, or -1 for "always"): the condition
+//   under which its result is used. Selects make unused results harmless for the primal;
+//   the predicate makes table bounds checks and adjoint contributions exact under `if`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace raptor::ir {
+
+enum class Type : uint8_t {
+  F,  // a float of the kernel's dtype (float or double)
+  B,  // a bool
+  I,  // an index (int64), only as a table index
+};
+
+enum class Op : uint8_t {
+  // leaves
+  Const,      // F: `imm`;  B: imm != 0;  I: `iimm`
+  LoadParam,  // F: the value of param slot `slot`
+  LoadPlane,  // F: component `comp` of input plane slot `slot` (Plane, or Mutable read as input)
+  LoadState,  // F: component `comp` of Mutable slot `slot` at the start of this step
+  LoadMask,   // B: the mask's value at the start of the kernel (derived kernels read it)
+  LoadTable,  // F: component `comp` of entry args[0] (I) of table slot `slot`; bounds-checked
+              //    when `pred` holds
+  // F -> F
+  Neg, Sqrt, Exp, Log, Sin, Cos, Tan, Tanh, Abs, Floor, Sign,
+  // F, F -> F
+  Add, Sub, Mul, Div, Pow, Atan2, Min, Max,
+  PowI,  // args[0] ** iimm, iimm a small integer (may be negative)
+  // F, F -> B
+  Lt, Le, Gt, Ge, Eq, Ne,
+  // B -> B, B, B -> B
+  Not, And, Or,
+  // B, T, T -> T  (T any type)
+  Select,
+  // F -> I: floor toward zero of a float index (truncation); 
+  ToIndex,
+};
+
+const char* op_name(Op op);
+int op_arity(Op op);
+
+struct Loc {
+  int line = 0;  // in the user's file, 0 when unknown (generated)
+  int col = 0;
+  int file = 0;  // index into Kernel::files (0: the kernel's own file)
+};
+
+struct Value {
+  Op op = Op::Const;
+  Type type = Type::F;
+  int32_t args[3] = {-1, -1, -1};
+  int32_t slot = -1;  // Load*: the slot index
+  int32_t comp = 0;   // Load*: the component
+  double imm = 0.0;   // Const F/B
+  int64_t iimm = 0;   // Const I, PowI exponent
+  int32_t pred = -1;  // Bool value under which this value is used; -1: always
+  Loc loc;
+  std::string name;   // the user's variable name, when this value was assigned to one
+};
+
+enum class SlotKind : uint8_t {
+  Param,       // one float for all samples
+  Plane,       // read-only plane, `width` components of N samples, layout (width, N)
+  Mutable,     // written plane; `inout` when the old value is read
+  Terminated,  // the bool mask plane (N,)
+  Table,       // M entries of `width` components, shared by all samples, layout (M, width)
+  ParamSum,    // derived kernels: a float output summed over samples (a Param's cotangent)
+  TableSum,    // derived kernels: M x width floats summed over samples (a Table's cotangent),
+               //  the same M as table slot `table_of`
+};
+
+struct Slot {
+  std::string name;
+  SlotKind kind = SlotKind::Plane;
+  int width = 1;        // components: 1 for Scalar/Param, k for Vector[k]
+  bool is_vector = false;  // written as Vector[k] (a (k, N) plane) rather than Scalar
+  bool inout = false;   // Mutable: the kernel reads its old value
+  int table_of = -1;    // TableSum: the Table slot whose size it has
+};
+
+// A value an output component ends the step with.
+struct Store {
+  int32_t slot = -1;   // Mutable, ParamSum or TableSum slot
+  int32_t comp = 0;
+  int32_t value = -1;  // F value stored (added, for sums)
+  int32_t index = -1;  // TableSum: the I value of the entry
+  int32_t pred = -1;   // sums only: contribute only when this Bool value holds
+  Loc loc;
+};
+
+struct Kernel {
+  std::string name;
+  std::string file;        // the user's file, for comments and messages
+  int steps = 1;           // body runs this many times per sample per launch
+  bool active_set = false; // Guard(active_set=True)
+  std::vector<Slot> slots;
+  std::vector<Value> values;
+  std::vector<Store> stores;  // each Mutable component exactly once; sums any number of times
+  int32_t terminate = -1;     // Bool value: finish the sample at the end of this step; -1: never
+
+  // Where values came from, for comments in generated code: files[loc.file] and the text of
+  // each (file, line) the front end lowered. Not part of the kernel's meaning or digest.
+  std::vector<std::string> files;
+  std::map<std::pair<int, int>, std::string> source_text;
+
+  int add(Value v) {
+    values.push_back(std::move(v));
+    return static_cast<int>(values.size()) - 1;
+  }
+  int find_slot(const std::string& slot_name) const;
+  bool has_mask() const;
+};
+
+// Structural checks (operand order, types, slots, one store per Mutable component);
+// throws std::logic_error naming the value: a failed check is a compiler bug.
+void verify(const Kernel& k);
+
+// Human-readable listing, one value per line: `%7 = mul %3, %5  ; v (drag.py:12)`.
+std::string print(const Kernel& k);
+
+// A stable text of everything that defines the kernel's behaviour (no locations or names),
+// for digests.
+std::string canonical(const Kernel& k);
+
+}  // namespace raptor::ir

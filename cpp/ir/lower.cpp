@@ -1,0 +1,573 @@
+// The front end's statements and kernel assembly (see lower.hpp). Start at `Lowerer::run`:
+// it parses the source, binds parameters to slots, lowers the body statement by statement,
+// and turns the final values of Mutable parameters and of the mask into stores.
+#include "ir/lower.hpp"
+
+#include <cmath>
+#include <set>
+
+#include "ir/lower_ctx.hpp"
+#include "parse/parser.hpp"
+
+namespace raptor::ir {
+
+namespace front {
+
+namespace {
+
+constexpr int kMaxUnrolled = 4096;
+
+const char* refusal_for(const std::string& keyword) {
+  if (keyword == "while")
+    return "`while` loops are not allowed in a kernel; use `for i in range(K)` with K known when "
+           "the kernel is defined, or a stepping kernel (@hawk.kernel(steps=k)) that sets a "
+           "Terminated mask";
+  if (keyword == "import" || keyword == "from")
+    return "imports are not allowed inside a kernel; import at module level and use the names";
+  if (keyword == "def" || keyword == "lambda")
+    return "functions cannot be defined inside a kernel; define a @hawk.func helper at module level";
+  if (keyword == "break" || keyword == "continue")
+    return "`break`/`continue` are not allowed; loops run a fixed number of times (use an `if`)";
+  return nullptr;
+}
+
+}  // namespace
+
+std::string describe(const TV& v) {
+  switch (v.kind) {
+    case TV::Kind::Float: return "a Scalar";
+    case TV::Kind::Vector: return "a Vector[" + std::to_string(v.comps.size()) + "]";
+    case TV::Kind::Bool: return "a bool";
+    case TV::Kind::Int: return "an integer";
+    case TV::Kind::Tuple: return "a tuple of " + std::to_string(v.items.size());
+    case TV::Kind::Table: return "a Table";
+    case TV::Kind::Math: return "the function " + v.name;
+    case TV::Kind::Helper: return "a helper function";
+    case TV::Kind::Module: return "a module";
+  }
+  return "a value";
+}
+
+Lowerer::Lowerer(const KernelSpec& spec) : spec_(spec) {
+  k.name = spec.fn.name;
+  k.file = spec.fn.file;
+  k.steps = spec.steps;
+  k.active_set = spec.active_set;
+}
+
+void Lowerer::error(parse::Loc loc, const std::string& message) const {
+  std::string msg = message;
+  const FunctionSource* fn = frames_.empty() ? &spec_.fn : frames_.back().fn;
+  if (!frames_.empty() && frames_.back().helper >= 0)
+    msg += " (in helper '" + fn->name + "', inlined into the kernel)";
+  throw SourceError(spec_.fn.name, fn->file, loc.line, loc.col, msg);
+}
+
+Kernel Lowerer::run() {
+  parse::FunctionDef def;
+  try {
+    def = parse::parse_function(spec_.fn.source, spec_.fn.first_line);
+  } catch (const ParseError& e) {
+    throw SourceError(spec_.fn.name, spec_.fn.file, e.line, e.col, "syntax: " + e.message);
+  }
+  frames_.push_back(Frame{&spec_.fn, {}, -1});
+  add_source(spec_.fn);
+
+  if (spec_.steps < 1) error(def.loc, "steps must be at least 1, got " + std::to_string(spec_.steps));
+  if (def.params.size() != spec_.params.size())
+    error(def.loc, "the signature changed between Python and the compiler (internal error)");
+  bool has_output = false;
+  int masks = 0;
+  for (size_t i = 0; i < def.params.size(); ++i) {
+    const parse::Param& p = def.params[i];
+    const ParamSpec& ps = spec_.params[i];
+    if (p.has_default)
+      error(p.loc, "parameter '" + p.name + "' has a default value; kernel parameters take no "
+                   "defaults (pass every value when binding)");
+    if (!ps.error.empty()) error(p.loc, ps.error);
+    Slot slot;
+    slot.name = ps.name;
+    slot.kind = ps.kind;
+    slot.width = ps.width;
+    slot.is_vector = ps.is_vector;
+    k.slots.push_back(slot);
+    const int s = static_cast<int>(k.slots.size()) - 1;
+    Var var;
+    var.param_slot = s;
+    switch (ps.kind) {
+      case SlotKind::Param:
+        var.value = TV::f(-1);
+        break;
+      case SlotKind::Plane:
+      case SlotKind::Mutable:
+        var.value = ps.is_vector ? TV::vec(std::vector<int>(ps.width, -1)) : TV::f(-1);
+        has_output |= ps.kind == SlotKind::Mutable;
+        break;
+      case SlotKind::Terminated:
+        var.value = TV::b(kbool(false));
+        has_output = true;
+        if (++masks > 1) error(p.loc, "a kernel has at most one Terminated parameter");
+        break;
+      case SlotKind::Table: {
+        TV t;
+        t.kind = TV::Kind::Table;
+        t.slot = s;
+        var.value = t;
+        break;
+      }
+      default:
+        error(p.loc, "parameter '" + p.name + "' has a kind users cannot declare");
+    }
+    frame().vars[p.name] = var;
+  }
+  if (!has_output)
+    error(def.loc, "kernel '" + def.name + "' writes nothing: declare an output as Mutable[Scalar] "
+                   "or Mutable[Vector[k]] (or a Terminated mask) and assign to it");
+
+  block(def.body);
+
+  // Final values of the Mutable planes and the mask become the step's stores.
+  for (size_t s = 0; s < k.slots.size(); ++s) {
+    const Slot& slot = k.slots[s];
+    const Var& var = frame().vars.at(slot.name);
+    if (slot.kind == SlotKind::Mutable) {
+      for (int c = 0; c < slot.width; ++c) {
+        int v = var.value.comps[c];
+        if (v < 0) v = materialize(static_cast<int>(s), c);
+        Store st;
+        st.slot = static_cast<int>(s);
+        st.comp = c;
+        st.value = v;
+        k.stores.push_back(st);
+      }
+    } else if (slot.kind == SlotKind::Terminated) {
+      const int t = var.value.comps[0];
+      const auto cv = const_value(t);
+      if (!(cv && *cv == 0.0)) k.terminate = t;
+    }
+  }
+  return std::move(k);
+}
+
+void Lowerer::block(const parse::Block& b) {
+  for (size_t i = 0; i < b.size(); ++i) {
+    const parse::Stmt& s = *b[i];
+    if (return_value_) error(s.loc, "statements after `return` never run; remove them");
+    // A docstring: a string as the first statement.
+    if (i == 0 && s.kind == parse::StmtKind::ExprStmt && s.value &&
+        s.value->kind == parse::ExprKind::String)
+      continue;
+    stmt(s);
+  }
+}
+
+int Lowerer::add_source(const FunctionSource& fn) {
+  int index = -1;
+  for (size_t i = 0; i < k.files.size(); ++i)
+    if (k.files[i] == fn.file) index = static_cast<int>(i);
+  if (index < 0) {
+    k.files.push_back(fn.file);
+    index = static_cast<int>(k.files.size()) - 1;
+  }
+  int line = fn.first_line;
+  size_t start = 0;
+  while (start <= fn.source.size()) {
+    size_t end = fn.source.find('\n', start);
+    if (end == std::string::npos) end = fn.source.size();
+    std::string text = fn.source.substr(start, end - start);
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    k.source_text[{index, line}] = text;
+    ++line;
+    start = end + 1;
+  }
+  return index;
+}
+
+void Lowerer::stmt(const parse::Stmt& s) {
+  int file = 0;
+  for (size_t i = 0; i < k.files.size(); ++i)
+    if (k.files[i] == frame().fn->file) file = static_cast<int>(i);
+  cur_loc_ = Loc{s.loc.line, s.loc.col, file};
+  switch (s.kind) {
+    case parse::StmtKind::Pass:
+      return;
+    case parse::StmtKind::Assign: {
+      const TV value = expr(*s.value);
+      for (const auto& t : s.targets) assign(*t, value, t->loc);
+      return;
+    }
+    case parse::StmtKind::AugAssign: {
+      const TV old = expr(*s.target);
+      const TV rhs = expr(*s.value);
+      assign(*s.target, arith(s.op, old, rhs, s.loc), s.loc);
+      return;
+    }
+    case parse::StmtKind::If:
+      if_stmt(s);
+      return;
+    case parse::StmtKind::For:
+      for_stmt(s);
+      return;
+    case parse::StmtKind::Return:
+      if (frame().helper < 0)
+        error(s.loc, "a kernel returns nothing: assign results to its Mutable parameters");
+      if (depth_ != 0)
+        error(s.loc, "`return` inside `if` or `for` is not supported in a helper; assign a "
+                     "variable in each branch and return it at the end");
+      if (!s.value) error(s.loc, "a helper must return a value");
+      return_value_ = expr(*s.value);
+      return;
+    case parse::StmtKind::ExprStmt: {
+      const parse::Expr& e = *s.value;
+      if (e.kind == parse::ExprKind::Call && !e.args.empty() &&
+          e.args[0]->kind == parse::ExprKind::Name && e.args[0]->name == "print")
+        error(s.loc, "`print` is not allowed in a kernel: kernels run compiled, once per sample; "
+                     "write the value to a Mutable plane and print it from Python");
+      if (e.kind == parse::ExprKind::String)
+        error(s.loc, "strings are not allowed in a kernel (only a docstring as the first statement)");
+      error(s.loc, "this expression's value is unused; a kernel body is made of assignments, "
+                   "`if` and `for range(K)`");
+    }
+    case parse::StmtKind::Other: {
+      if (const char* msg = refusal_for(s.keyword)) error(s.loc, msg);
+      error(s.loc, "`" + s.keyword + "` is not allowed in a kernel; a kernel body is made of "
+                   "assignments, `if`/`elif`/`else` and `for i in range(K)`");
+    }
+  }
+}
+
+void Lowerer::assign(const parse::Expr& target, const TV& value, parse::Loc loc) {
+  switch (target.kind) {
+    case parse::ExprKind::Name:
+      assign_name(target.name, value, loc);
+      return;
+    case parse::ExprKind::Tuple: {
+      std::vector<TV> parts;
+      if (value.kind == TV::Kind::Tuple) parts = value.items;
+      else if (value.kind == TV::Kind::Vector)
+        for (int c : value.comps) parts.push_back(TV::f(c));
+      else error(loc, "cannot unpack " + describe(value) + " into " +
+                          std::to_string(target.args.size()) + " names");
+      if (parts.size() != target.args.size())
+        error(loc, "cannot unpack " + describe(value) + " into " + std::to_string(target.args.size()) +
+                       " names");
+      for (size_t i = 0; i < parts.size(); ++i) assign(*target.args[i], parts[i], target.args[i]->loc);
+      return;
+    }
+    case parse::ExprKind::Subscript: {
+      const parse::Expr& base = *target.args[0];
+      if (base.kind != parse::ExprKind::Name)
+        error(loc, "only a component of a named vector can be assigned, as in v[0] = x");
+      TV vec = read_var(base.name, base.loc);
+      if (vec.kind != TV::Kind::Vector)
+        error(loc, "'" + base.name + "' is " + describe(vec) + "; only a Vector's components can "
+                   "be assigned with [i]");
+      // Keep unassigned Mutable components unassigned: read_var materialized them, so re-read
+      // the variable's raw value.
+      const auto& vars = frame().vars;
+      if (auto it = vars.find(base.name); it != vars.end()) vec = it->second.value;
+      int64_t i = const_int(expr(*target.args[1]), target.args[1]->loc, "a vector index");
+      const int64_t n = static_cast<int64_t>(vec.comps.size());
+      if (i < 0) i += n;
+      if (i < 0 || i >= n)
+        error(target.args[1]->loc, "index " + std::to_string(i) + " is out of range for a Vector[" +
+                                       std::to_string(n) + "] (components 0.." + std::to_string(n - 1) + ")");
+      vec.comps[i] = to_float(value, loc, "a vector component");
+      assign_name(base.name, vec, loc);
+      return;
+    }
+    default:
+      error(loc, "cannot assign to this expression; assign to a name, a tuple of names or a "
+                 "vector component v[i]");
+  }
+}
+
+void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
+  auto& vars = frame().vars;
+  auto it = vars.find(name);
+  if (it != vars.end() && it->second.param_slot >= 0) {
+    const Slot& slot = k.slots[it->second.param_slot];
+    switch (slot.kind) {
+      case SlotKind::Param:
+        error(loc, "cannot assign to Param '" + name + "': it is one value for all samples; use "
+                   "a local variable, or write results to a Mutable parameter");
+      case SlotKind::Plane:
+        error(loc, "cannot assign to input plane '" + name + "'; declare it Mutable[...] to write "
+                   "it, or use a local variable");
+      case SlotKind::Table:
+        error(loc, "cannot assign to Table '" + name + "': tables are read-only in a kernel");
+      case SlotKind::Terminated:
+        if (value.kind != TV::Kind::Bool)
+          error(loc, "the Terminated mask '" + name + "' takes a condition (a bool), got " +
+                         describe(value));
+        break;
+      case SlotKind::Mutable: {
+        if (value.kind == TV::Kind::Int) value = TV::f(to_float(value, loc, "a value"));
+        const std::string want = slot.is_vector ? "Vector[" + std::to_string(slot.width) + "]" : "Scalar";
+        const bool ok = slot.is_vector ? value.kind == TV::Kind::Vector && value.width() == slot.width
+                                       : value.kind == TV::Kind::Float;
+        if (!ok)
+          error(loc, "'" + name + "' is a Mutable[" + want + "] but the value assigned is " +
+                         describe(value));
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  if (value.kind == TV::Kind::Float || value.kind == TV::Kind::Vector) {
+    for (size_t c = 0; c < value.comps.size(); ++c) {
+      const int v = value.comps[c];
+      if (v < 0) continue;
+      Value& val = k.values[v];
+      if (val.name.empty() && val.op != Op::Const && val.op != Op::LoadParam &&
+          val.op != Op::LoadPlane && val.op != Op::LoadState)
+        val.name = value.kind == TV::Kind::Vector ? name + "[" + std::to_string(c) + "]" : name;
+    }
+  }
+  Var& var = vars[name];
+  var.value = std::move(value);
+  var.maybe_undefined = false;
+}
+
+int Lowerer::materialize(int slot, int comp) {
+  const Slot& s = k.slots[slot];
+  Op op = Op::LoadPlane;
+  if (s.kind == SlotKind::Param) op = Op::LoadParam;
+  else if (s.kind == SlotKind::Mutable) op = Op::LoadState;
+  const auto key = std::make_pair(static_cast<int>(op) * 100000 + slot, comp);
+  if (auto it = load_cache_.find(key); it != load_cache_.end()) return it->second;
+  if (s.kind == SlotKind::Mutable) k.slots[slot].inout = true;
+  Value v;
+  v.op = op;
+  v.type = Type::F;
+  v.slot = slot;
+  v.comp = comp;
+  v.name = s.is_vector ? s.name + "[" + std::to_string(comp) + "]" : s.name;
+  const int id = k.add(v);
+  load_cache_[key] = id;
+  return id;
+}
+
+TV Lowerer::read_var(const std::string& name, parse::Loc loc) {
+  auto& vars = frame().vars;
+  auto it = vars.find(name);
+  if (it != vars.end()) {
+    Var& var = it->second;
+    if (var.maybe_undefined)
+      error(loc, "'" + name + "' is assigned in only one branch of the `if` at line " +
+                     std::to_string(var.undefined_line) + "; assign it before the `if` or in "
+                     "every branch");
+    TV v = var.value;
+    if (var.param_slot >= 0)
+      for (size_t c = 0; c < v.comps.size(); ++c)
+        if (v.comps[c] < 0) v.comps[c] = materialize(var.param_slot, static_cast<int>(c));
+    return v;
+  }
+  const auto& globals = frame().fn->globals;
+  if (auto g = globals.find(name); g != globals.end()) return symbol(g->second, name, loc);
+  if (name == "print")
+    error(loc, "`print` is not allowed in a kernel: kernels run compiled, once per sample; write "
+               "the value to a Mutable plane and print it from Python");
+  error(loc, "unknown name '" + name + "'; a kernel can use its parameters, local variables, "
+             "numbers from the enclosing scope, hawk.math functions and @hawk.func helpers");
+}
+
+TV Lowerer::symbol(const Symbol& s, const std::string& name, parse::Loc loc) {
+  switch (s.kind) {
+    case Symbol::Kind::Number:
+      if (s.is_int && std::fabs(s.number) < 9.0e15) return TV::i(static_cast<int64_t>(s.number));
+      return TV::f(konst(s.number));
+    case Symbol::Kind::Bool:
+      return TV::b(kbool(s.bool_value));
+    case Symbol::Kind::Math: {
+      TV t;
+      t.kind = TV::Kind::Math;
+      t.name = s.name;
+      return t;
+    }
+    case Symbol::Kind::Helper: {
+      TV t;
+      t.kind = TV::Kind::Helper;
+      t.helper = s.helper;
+      t.name = name;
+      return t;
+    }
+    case Symbol::Kind::Module: {
+      TV t;
+      t.kind = TV::Kind::Module;
+      t.name = name;
+      return t;
+    }
+    case Symbol::Kind::Unsupported:
+      break;
+  }
+  error(loc, "'" + name + "' is " + s.name + ", which a kernel cannot use; a kernel can use "
+             "numbers, hawk.math functions and @hawk.func helpers from the enclosing scope");
+}
+
+void Lowerer::if_stmt(const parse::Stmt& s) {
+  const TV cond_tv = expr(*s.value);
+  const int cond = to_bool(cond_tv, s.value->loc, "an `if` condition");
+  if (const auto cv = const_value(cond)) {  // decided when the kernel is defined
+    ++depth_;
+    block(*cv != 0.0 ? s.body : s.orelse);
+    --depth_;
+    return;
+  }
+  const std::map<std::string, Var> before = frame().vars;
+  const int outer = pred();
+  ++depth_;
+  pred_stack_.push_back(outer < 0 ? cond : emit(Op::And, Type::B, outer, cond));
+  block(s.body);
+  std::map<std::string, Var> then_vars = frame().vars;
+  pred_stack_.pop_back();
+  frame().vars = before;
+  const int not_cond = emit(Op::Not, Type::B, cond);
+  pred_stack_.push_back(outer < 0 ? not_cond : emit(Op::And, Type::B, outer, not_cond));
+  block(s.orelse);
+  std::map<std::string, Var> else_vars = frame().vars;
+  pred_stack_.pop_back();
+  --depth_;
+  merge(before, then_vars, else_vars, cond, s.loc);
+}
+
+void Lowerer::merge(const std::map<std::string, Var>& before, std::map<std::string, Var>& then_vars,
+                    std::map<std::string, Var>& else_vars, int cond, parse::Loc loc) {
+  std::set<std::string> names;
+  for (const auto& [n, v] : then_vars) names.insert(n);
+  for (const auto& [n, v] : else_vars) names.insert(n);
+  std::map<std::string, Var> merged;
+  for (const std::string& n : names) {
+    const auto t = then_vars.find(n);
+    const auto e = else_vars.find(n);
+    if (t == then_vars.end() || e == else_vars.end()) {
+      Var v = t != then_vars.end() ? t->second : e->second;
+      if (!before.count(n)) {
+        v.maybe_undefined = true;
+        v.undefined_line = loc.line;
+      }
+      merged[n] = v;
+      continue;
+    }
+    Var a = t->second;
+    Var b = e->second;
+    if (a.maybe_undefined || b.maybe_undefined) {
+      a.maybe_undefined = true;
+      a.undefined_line = a.undefined_line ? a.undefined_line : b.undefined_line;
+      merged[n] = a;
+      continue;
+    }
+    TV& x = a.value;
+    TV& y = b.value;
+    const bool same = x.kind == y.kind && x.comps == y.comps && x.ival == y.ival && x.slot == y.slot &&
+                      x.helper == y.helper && x.name == y.name && x.items.empty() && y.items.empty();
+    if (same) {
+      merged[n] = a;
+      continue;
+    }
+    if (x.kind == TV::Kind::Int && y.kind == TV::Kind::Float) x = TV::f(to_float(x, loc, "a value"));
+    if (y.kind == TV::Kind::Int && x.kind == TV::Kind::Float) y = TV::f(to_float(y, loc, "a value"));
+    if (x.kind == TV::Kind::Int && y.kind == TV::Kind::Int) {
+      x = TV::f(to_float(x, loc, "a value"));
+      y = TV::f(to_float(y, loc, "a value"));
+    }
+    const bool numeric_or_bool =
+        x.kind == TV::Kind::Float || x.kind == TV::Kind::Vector || x.kind == TV::Kind::Bool;
+    if (x.kind != y.kind || x.comps.size() != y.comps.size() || !numeric_or_bool)
+      error(loc, "'" + n + "' is " + describe(x) + " in one branch of this `if` and " + describe(y) +
+                     " in the other; give it the same type in every branch");
+    for (size_t c = 0; c < x.comps.size(); ++c) {
+      if (x.comps[c] == y.comps[c]) continue;
+      if (a.param_slot >= 0) {
+        if (x.comps[c] < 0) x.comps[c] = materialize(a.param_slot, static_cast<int>(c));
+        if (y.comps[c] < 0) y.comps[c] = materialize(a.param_slot, static_cast<int>(c));
+      }
+      const Type ty = x.kind == TV::Kind::Bool ? Type::B : Type::F;
+      const int sel = emit(Op::Select, ty, cond, x.comps[c], y.comps[c]);
+      if (k.values[sel].name.empty())
+        k.values[sel].name = x.kind == TV::Kind::Vector ? n + "[" + std::to_string(c) + "]" : n;
+      x.comps[c] = sel;
+    }
+    merged[n] = a;
+  }
+  frame().vars = std::move(merged);
+}
+
+void Lowerer::for_stmt(const parse::Stmt& s) {
+  if (s.iter || s.range_args.empty() || s.range_args.size() > 3)
+    error(s.loc, "a kernel loops only as `for i in range(K)` (or range(a, b[, step])) with bounds "
+                 "known when the kernel is defined");
+  std::vector<int64_t> r;
+  for (const auto& a : s.range_args) r.push_back(const_int(expr(*a), a->loc, "a range bound"));
+  int64_t start = 0, stop = r[0], step = 1;
+  if (r.size() >= 2) start = r[0], stop = r[1];
+  if (r.size() == 3) step = r[2];
+  if (step == 0) error(s.range_args[2]->loc, "range() step must not be zero");
+  ++depth_;
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    if (++unrolled_ > kMaxUnrolled)
+      error(s.loc, "loops unroll to more than " + std::to_string(kMaxUnrolled) + " iterations in "
+                   "this kernel; use a stepping kernel (@hawk.kernel(steps=k)) for long loops");
+    assign_name(s.var, TV::i(i), s.loc);
+    block(s.body);
+  }
+  --depth_;
+}
+
+TV Lowerer::call_helper(int helper, std::vector<TV> args, parse::Loc loc) {
+  if (helper < 0 || helper >= static_cast<int>(spec_.helpers.size()))
+    error(loc, "unknown helper (internal error)");
+  for (const Frame& f : frames_)
+    if (f.helper == helper)
+      error(loc, "recursive call to helper '" + spec_.helpers[helper].name + "': kernels and "
+                 "helpers cannot recurse (they are inlined); write the recursion as a loop");
+  if (frames_.size() > 64) error(loc, "helpers are nested more than 64 calls deep");
+  const FunctionSource& fn = spec_.helpers[helper];
+  parse::FunctionDef def;
+  try {
+    def = parse::parse_function(fn.source, fn.first_line);
+  } catch (const ParseError& e) {
+    throw SourceError(spec_.fn.name, fn.file, e.line, e.col,
+                      "syntax in helper '" + fn.name + "': " + e.message);
+  }
+  if (def.params.size() != args.size())
+    error(loc, "helper '" + fn.name + "' takes " + std::to_string(def.params.size()) +
+                   " argument(s), got " + std::to_string(args.size()));
+  Frame f;
+  f.fn = &fn;
+  f.helper = helper;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (def.params[i].has_default)
+      error(def.params[i].loc, "helper parameters take no default values");
+    Var v;
+    v.value = std::move(args[i]);
+    f.vars[def.params[i].name] = std::move(v);
+  }
+  const auto saved_return = std::move(return_value_);
+  const int saved_depth = depth_;
+  return_value_.reset();
+  depth_ = 0;
+  frames_.push_back(std::move(f));
+  add_source(fn);
+  const Loc call_loc = cur_loc_;
+  block(def.body);
+  cur_loc_ = call_loc;
+  if (!return_value_) error(def.loc, "helper '" + fn.name + "' must end with `return value`");
+  TV result = *return_value_;
+  frames_.pop_back();
+  return_value_ = saved_return;
+  depth_ = saved_depth;
+  return result;
+}
+
+}  // namespace front
+
+Kernel lower(const KernelSpec& spec) {
+  front::Lowerer l(spec);
+  Kernel k = l.run();
+  verify(k);
+  return k;
+}
+
+}  // namespace raptor::ir

@@ -1,0 +1,20 @@
+// The front end: from a KernelSpec (source text + resolved names and types) to typed IR.
+// It parses the source (parse/parser.hpp), checks every construct against the language of
+// SPEC §1, splits vectors into components, turns `if` into selects under predicates,
+// unrolls `for range(K)`, inlines @hawk.func helpers and builds one step of the kernel.
+// Every refusal is a raptor::SourceError naming the kernel, file, line and column and
+// saying what is allowed instead. Implementation: lower.cpp (statements and the kernel),
+// lower_expr.cpp (expressions), lower_math.cpp (hawk.math), lower_ctx.hpp (shared state).
+#pragma once
+
+#include "ir/ir.hpp"
+#include "ir/spec.hpp"
+
+namespace raptor::ir {
+
+Kernel lower(const KernelSpec& spec);
+
+// The names of the hawk.math functions the front end knows, for the Python side's checks.
+const std::vector<std::string>& math_function_names();
+
+}  // namespace raptor::ir

@@ -1,0 +1,392 @@
+// The front end's expressions (see lower.hpp): typing, broadcasting of scalars over
+// vectors, compile-time integers, conditional expressions under predicates, calls, and the
+// refusals of constructs outside the language. Start at `Lowerer::expr`.
+#include <bit>
+#include <cmath>
+
+#include "ir/lower.hpp"
+#include "ir/lower_ctx.hpp"
+#include "passes/eval.hpp"
+
+namespace raptor::ir::front {
+
+using parse::Expr;
+using parse::ExprKind;
+using parse::Loc;
+
+int Lowerer::konst(double v) {
+  // Keyed by bit pattern, so 0.0 and -0.0 stay apart and NaN finds itself.
+  const auto key = std::make_pair(0, std::bit_cast<uint64_t>(v));
+  if (auto it = const_cache_.find(key); it != const_cache_.end()) return it->second;
+  Value c;
+  c.op = Op::Const;
+  c.type = Type::F;
+  c.imm = v;
+  const int id = k.add(c);
+  const_cache_[key] = id;
+  return id;
+}
+
+int Lowerer::kbool(bool v) {
+  const auto key = std::make_pair(1, static_cast<uint64_t>(v));
+  if (auto it = const_cache_.find(key); it != const_cache_.end()) return it->second;
+  Value c;
+  c.op = Op::Const;
+  c.type = Type::B;
+  c.imm = v ? 1.0 : 0.0;
+  const int id = k.add(c);
+  const_cache_[key] = id;
+  return id;
+}
+
+std::optional<double> Lowerer::const_value(int v) const {
+  if (v < 0) return std::nullopt;
+  const Value& val = k.values[v];
+  if (val.op != Op::Const) return std::nullopt;
+  return val.type == Type::I ? static_cast<double>(val.iimm) : val.imm;
+}
+
+int Lowerer::emit(Op op, Type t, int a, int b, int c, int64_t iimm) {
+  const int arity = op_arity(op);
+  const int args[3] = {a, b, c};
+  if (passes::foldable(op)) {
+    double vals[3] = {0, 0, 0};
+    bool all_const = true;
+    for (int i = 0; i < arity; ++i) {
+      const auto cv = const_value(args[i]);
+      if (!cv) {
+        all_const = false;
+        break;
+      }
+      vals[i] = *cv;
+    }
+    if (all_const) {
+      const double r = passes::eval_op(op, vals, iimm);
+      if (t == Type::B) return kbool(r != 0.0);
+      if (t == Type::I) {
+        Value ci;
+        ci.op = Op::Const;
+        ci.type = Type::I;
+        ci.iimm = static_cast<int64_t>(r);
+        return k.add(ci);
+      }
+      return konst(r);
+    }
+  }
+  Value v;
+  v.op = op;
+  v.type = t;
+  for (int i = 0; i < arity; ++i) v.args[i] = args[i];
+  v.iimm = iimm;
+  v.pred = pred();
+  v.loc = cur_loc_;
+  return k.add(v);
+}
+
+int Lowerer::to_float(const TV& v, Loc loc, const char* what) {
+  if (v.kind == TV::Kind::Float) return v.comps[0];
+  if (v.kind == TV::Kind::Int) return konst(static_cast<double>(v.ival));
+  if (v.kind == TV::Kind::Bool)
+    error(loc, std::string(what) + " must be a number, got a bool; bools cannot be used as numbers "
+                                   "in a kernel, use where(cond, a, b)");
+  error(loc, std::string(what) + " must be a Scalar, got " + describe(v));
+}
+
+int Lowerer::to_bool(const TV& v, Loc loc, const char* what) {
+  if (v.kind == TV::Kind::Bool) return v.comps[0];
+  error(loc, std::string(what) + " must be a condition (a comparison, `and`/`or`/`not` of "
+                                 "comparisons, or a bool), got " + describe(v));
+}
+
+int64_t Lowerer::const_int(const TV& v, Loc loc, const char* what) {
+  if (v.kind == TV::Kind::Int) return v.ival;
+  error(loc, std::string(what) + " must be an integer known when the kernel is defined (a "
+                                 "literal, a loop variable or an int from the enclosing scope), got " +
+                 describe(v));
+}
+
+TV Lowerer::unary_map(Op op, const TV& a, Loc loc, const char* fname) {
+  if (a.kind == TV::Kind::Vector) {
+    std::vector<int> out;
+    for (int c : a.comps) out.push_back(emit(op, Type::F, c));
+    return TV::vec(out);
+  }
+  if (a.kind == TV::Kind::Float || a.kind == TV::Kind::Int) return TV::f(emit(op, Type::F, to_float(a, loc, fname)));
+  error(loc, std::string(fname) + " takes a Scalar or a Vector, got " + describe(a));
+}
+
+TV Lowerer::arith(const std::string& op, const TV& a, const TV& b, Loc loc) {
+  const bool a_bool = a.kind == TV::Kind::Bool, b_bool = b.kind == TV::Kind::Bool;
+  if (a_bool || b_bool) {
+    if (a.kind == TV::Kind::Vector || b.kind == TV::Kind::Vector)
+      error(loc, "cannot mix a Vector and a bool with '" + op + "'; choose between vectors with "
+                 "where(cond, a, b)");
+    error(loc, "bools cannot be used in arithmetic ('" + op + "'); use where(cond, a, b)");
+  }
+  if (!a.numeric() || !b.numeric())
+    error(loc, "'" + op + "' needs numbers, got " + describe(a) + " and " + describe(b));
+  if (op == "@") error(loc, "'@' is not supported; use dot(a, b)");
+  static const char* const kOps[] = {"+", "-", "*", "/", "**", "//", "%"};
+  bool known = false;
+  for (const char* o : kOps) known |= op == o;
+  if (!known) error(loc, "operator '" + op + "' is not allowed in a kernel; use + - * / ** // %");
+
+  if (a.kind == TV::Kind::Int && b.kind == TV::Kind::Int) {  // compile-time integers
+    const int64_t x = a.ival, y = b.ival;
+    if (op == "+") return TV::i(x + y);
+    if (op == "-") return TV::i(x - y);
+    if (op == "*") return TV::i(x * y);
+    if ((op == "//" || op == "%") && y == 0) error(loc, "integer division by zero");
+    if (op == "//") return TV::i(static_cast<int64_t>(std::floor(static_cast<double>(x) / static_cast<double>(y))));
+    if (op == "%") return TV::i(x - y * static_cast<int64_t>(std::floor(static_cast<double>(x) / static_cast<double>(y))));
+    if (op == "**" && y >= 0 && y < 63) {
+      int64_t r = 1;
+      for (int64_t i = 0; i < y; ++i) r *= x;
+      return TV::i(r);
+    }
+    // "/" and negative powers fall through to floats.
+  }
+  if (op == "**" && b.kind == TV::Kind::Int && b.ival >= -64 && b.ival <= 64) {
+    if (a.kind == TV::Kind::Vector) {
+      std::vector<int> out;
+      for (int c : a.comps) out.push_back(emit(Op::PowI, Type::F, c, -1, -1, b.ival));
+      return TV::vec(out);
+    }
+    return TV::f(emit(Op::PowI, Type::F, to_float(a, loc, "the base"), -1, -1, b.ival));
+  }
+  const int wa = a.width(), wb = b.width();
+  const bool va = a.kind == TV::Kind::Vector, vb = b.kind == TV::Kind::Vector;
+  if (va && vb && wa != wb)
+    error(loc, "cannot combine a Vector[" + std::to_string(wa) + "] and a Vector[" + std::to_string(wb) +
+                   "] with '" + op + "'");
+  const int w = va ? wa : wb;
+  auto comp = [&](const TV& t, int c) { return t.kind == TV::Kind::Vector ? t.comps[c] : to_float(t, loc, "an operand"); };
+  std::vector<int> out;
+  for (int c = 0; c < w; ++c) {
+    const int x = comp(a, c), y = comp(b, c);
+    int r;
+    if (op == "+") r = emit(Op::Add, Type::F, x, y);
+    else if (op == "-") r = emit(Op::Sub, Type::F, x, y);
+    else if (op == "*") r = emit(Op::Mul, Type::F, x, y);
+    else if (op == "/") r = emit(Op::Div, Type::F, x, y);
+    else if (op == "**") r = emit(Op::Pow, Type::F, x, y);
+    else if (op == "//") r = emit(Op::Floor, Type::F, emit(Op::Div, Type::F, x, y));
+    else {  // "%": Python's modulo, the sign of the divisor
+      const int q = emit(Op::Floor, Type::F, emit(Op::Div, Type::F, x, y));
+      r = emit(Op::Sub, Type::F, x, emit(Op::Mul, Type::F, q, y));
+    }
+    out.push_back(r);
+  }
+  if (va || vb) return TV::vec(out);
+  return TV::f(out[0]);
+}
+
+TV Lowerer::select(int cond, const TV& a, const TV& b, Loc loc) {
+  if (a.kind == TV::Kind::Bool && b.kind == TV::Kind::Bool)
+    return TV::b(emit(Op::Select, Type::B, cond, a.comps[0], b.comps[0]));
+  if (a.kind == TV::Kind::Bool || b.kind == TV::Kind::Bool)
+    error(loc, "both choices must be numbers or both conditions, got " + describe(a) + " and " + describe(b));
+  if (!a.numeric() || !b.numeric())
+    error(loc, "choices must be numbers, got " + describe(a) + " and " + describe(b));
+  const bool va = a.kind == TV::Kind::Vector, vb = b.kind == TV::Kind::Vector;
+  if (va && vb && a.width() != b.width())
+    error(loc, "choices have different sizes: " + describe(a) + " and " + describe(b));
+  const int w = va ? a.width() : b.width();
+  std::vector<int> out;
+  for (int c = 0; c < w; ++c) {
+    const int x = va ? a.comps[c] : to_float(a, loc, "a choice");
+    const int y = vb ? b.comps[c] : to_float(b, loc, "a choice");
+    out.push_back(emit(Op::Select, Type::F, cond, x, y));
+  }
+  return (va || vb) ? TV::vec(out) : TV::f(out[0]);
+}
+
+namespace {
+
+Op compare_op(const std::string& s) {
+  if (s == "<") return Op::Lt;
+  if (s == "<=") return Op::Le;
+  if (s == ">") return Op::Gt;
+  if (s == ">=") return Op::Ge;
+  if (s == "==") return Op::Eq;
+  return Op::Ne;
+}
+
+bool is_math_module(const std::string& name) {
+  return name == "hawk.math" || name == "math";
+}
+
+}  // namespace
+
+TV Lowerer::expr(const Expr& e) {
+  switch (e.kind) {
+    case ExprKind::Name:
+      return read_var(e.name, e.loc);
+    case ExprKind::Number:
+      if (e.is_int) return TV::i(e.int_value);
+      return TV::f(konst(e.number));
+    case ExprKind::Bool:
+      return TV::b(kbool(e.bool_value));
+    case ExprKind::String:
+      error(e.loc, "strings are not allowed in a kernel");
+    case ExprKind::List:
+      error(e.loc, "lists are not allowed in a kernel; build a vector with vec(a, b, c)");
+    case ExprKind::Other:
+      error(e.loc, e.name + " is not allowed in a kernel");
+    case ExprKind::Unary: {
+      const TV a = expr(*e.args[0]);
+      if (e.op == "~") error(e.loc, "'~' is not allowed in a kernel; use `not` for conditions");
+      if (a.kind == TV::Kind::Bool) error(e.loc, "unary '" + e.op + "' on a bool; use `not`");
+      if (e.op == "+") {
+        if (!a.numeric()) error(e.loc, "unary '+' needs a number, got " + describe(a));
+        return a;
+      }
+      if (a.kind == TV::Kind::Int) return TV::i(-a.ival);
+      return unary_map(Op::Neg, a, e.loc, "unary '-'");
+    }
+    case ExprKind::Not: {
+      const int c = to_bool(expr(*e.args[0]), e.args[0]->loc, "the operand of `not`");
+      return TV::b(emit(Op::Not, Type::B, c));
+    }
+    case ExprKind::Binary:
+      return arith(e.op, expr(*e.args[0]), expr(*e.args[1]), e.loc);
+    case ExprKind::BoolOp: {
+      int acc = -1;
+      for (const auto& a : e.args) {
+        const int c = to_bool(expr(*a), a->loc, ("an operand of `" + e.op + "`").c_str());
+        acc = acc < 0 ? c : emit(e.op == "and" ? Op::And : Op::Or, Type::B, acc, c);
+      }
+      return TV::b(acc);
+    }
+    case ExprKind::Compare: {
+      std::vector<TV> operands;
+      for (const auto& a : e.args) operands.push_back(expr(*a));
+      int acc = -1;
+      for (size_t i = 0; i + 1 < operands.size(); ++i) {
+        const TV& x = operands[i];
+        const TV& y = operands[i + 1];
+        const Loc loc = e.args[i]->loc;
+        if (x.kind == TV::Kind::Vector || y.kind == TV::Kind::Vector)
+          error(loc, "cannot compare " + describe(x) + " with " + describe(y) + "; compare a "
+                     "component v[i] or a length norm(v)");
+        if (x.kind == TV::Kind::Bool || y.kind == TV::Kind::Bool)
+          error(loc, "cannot compare conditions with '" + e.ops[i] + "'; combine them with "
+                     "`and`, `or`, `not`");
+        const int c = emit(compare_op(e.ops[i]), Type::B, to_float(x, loc, "a compared value"),
+                           to_float(y, loc, "a compared value"));
+        acc = acc < 0 ? c : emit(Op::And, Type::B, acc, c);
+      }
+      return TV::b(acc);
+    }
+    case ExprKind::IfExp: {
+      const int cond = to_bool(expr(*e.args[0]), e.args[0]->loc, "a conditional expression's test");
+      if (const auto cv = const_value(cond)) return expr(*e.args[*cv != 0.0 ? 1 : 2]);
+      const int outer = pred();
+      pred_stack_.push_back(outer < 0 ? cond : emit(Op::And, Type::B, outer, cond));
+      const TV a = expr(*e.args[1]);
+      pred_stack_.pop_back();
+      const int nc = emit(Op::Not, Type::B, cond);
+      pred_stack_.push_back(outer < 0 ? nc : emit(Op::And, Type::B, outer, nc));
+      const TV b = expr(*e.args[2]);
+      pred_stack_.pop_back();
+      return select(cond, a, b, e.loc);
+    }
+    case ExprKind::Call: {
+      const Expr& callee = *e.args[0];
+      if (e.args.size() - 1 > 0 && !e.keywords.empty())
+        error(e.loc, "keyword arguments are not supported in kernel calls; pass arguments by position");
+      if (callee.kind == ExprKind::Attribute) {
+        const TV base = expr(*callee.args[0]);
+        if (base.kind == TV::Kind::Table) {
+          if (callee.name != "at")
+            error(callee.loc, "a Table has one method, at(i): read entry i with " + std::string("w.at(i)"));
+          if (e.args.size() != 2) error(e.loc, "w.at(i) takes one index");
+          const TV idx = expr(*e.args[1]);
+          int index;
+          if (idx.kind == TV::Kind::Int) {
+            Value ci;
+            ci.op = Op::Const;
+            ci.type = Type::I;
+            ci.iimm = idx.ival;
+            index = k.add(ci);
+          } else if (idx.kind == TV::Kind::Float) {
+            index = emit(Op::ToIndex, Type::I, idx.comps[0]);
+          } else {
+            error(e.args[1]->loc, "a table index must be an integer or a Scalar (rounded down), got " +
+                                      describe(idx));
+          }
+          const Slot& slot = k.slots[base.slot];
+          std::vector<int> comps;
+          for (int c = 0; c < slot.width; ++c) {
+            Value v;
+            v.op = Op::LoadTable;
+            v.type = Type::F;
+            v.args[0] = index;
+            v.slot = base.slot;
+            v.comp = c;
+            v.pred = pred();
+            v.loc = cur_loc_;
+            comps.push_back(k.add(v));
+          }
+          return slot.is_vector ? TV::vec(comps) : TV::f(comps[0]);
+        }
+      }
+      const TV f = expr(callee);
+      std::vector<TV> args;
+      for (size_t i = 1; i < e.args.size(); ++i) args.push_back(expr(*e.args[i]));
+      if (f.kind == TV::Kind::Math) return call_math(f.name, args, e.loc);
+      if (f.kind == TV::Kind::Helper) return call_helper(f.helper, std::move(args), e.loc);
+      error(callee.loc, "cannot call " + describe(f) + "; a kernel calls hawk.math functions and "
+                        "@hawk.func helpers");
+    }
+    case ExprKind::Subscript: {
+      const TV base = expr(*e.args[0]);
+      if (base.kind == TV::Kind::Table)
+        error(e.loc, "read a Table entry with w.at(i), not w[i]");
+      const TV idx = expr(*e.args[1]);
+      if (base.kind == TV::Kind::Vector || base.kind == TV::Kind::Tuple) {
+        const int64_t n = base.kind == TV::Kind::Vector ? static_cast<int64_t>(base.comps.size())
+                                                        : static_cast<int64_t>(base.items.size());
+        int64_t i = const_int(idx, e.args[1]->loc, "an index");
+        if (i < 0) i += n;
+        if (i < 0 || i >= n)
+          error(e.args[1]->loc, "index " + std::to_string(const_int(idx, e.loc, "an index")) +
+                                    " is out of range for " + describe(base) + " (components 0.." +
+                                    std::to_string(n - 1) + ")");
+        return base.kind == TV::Kind::Vector ? TV::f(base.comps[i]) : base.items[i];
+      }
+      error(e.loc, "only vectors can be indexed, and this is " + describe(base));
+    }
+    case ExprKind::Attribute: {
+      const TV base = expr(*e.args[0]);
+      if (base.kind == TV::Kind::Module) {
+        if (base.name == "hawk" && e.name == "math") {
+          TV m = base;
+          m.name = "hawk.math";
+          return m;
+        }
+        if (is_math_module(base.name)) {
+          for (const std::string& n : math_function_names())
+            if (n == e.name) {
+              TV t;
+              t.kind = TV::Kind::Math;
+              t.name = e.name;
+              return t;
+            }
+          error(e.loc, "'" + base.name + "." + e.name + "' is not a hawk.math function");
+        }
+      }
+      error(e.loc, "attribute access is only allowed on hawk.math (as in hawk.math.sqrt(x)) and "
+                   "on tables (w.at(i)); '." + e.name + "' is not");
+    }
+    case ExprKind::Tuple: {
+      TV t;
+      t.kind = TV::Kind::Tuple;
+      for (const auto& a : e.args) t.items.push_back(expr(*a));
+      return t;
+    }
+  }
+  error(e.loc, "unsupported expression");
+}
+
+}  // namespace raptor::ir::front

@@ -1,0 +1,117 @@
+// hawk.math in the front end: each function's argument checks and its expansion into scalar
+// IR (vectors are components by now). The Python module hawk/math.py only names these.
+#include "ir/lower.hpp"
+#include "ir/lower_ctx.hpp"
+
+namespace raptor::ir {
+
+const std::vector<std::string>& math_function_names() {
+  static const std::vector<std::string> names = {
+      "vec",   "norm",    "dot",     "cross",   "normalize", "sqrt", "exp",   "log",
+      "sin",   "cos",     "tan",     "tanh",    "atan2",     "abs",  "minimum", "maximum",
+      "clamp", "floor",   "where",   "sign",    "float"};
+  return names;
+}
+
+namespace front {
+
+namespace {
+
+void arity(const Lowerer& l, const std::string& name, const std::vector<TV>& args, size_t n,
+           parse::Loc loc) {
+  if (args.size() != n)
+    l.error(loc, name + "() takes " + std::to_string(n) + " argument" + (n == 1 ? "" : "s") + ", got " +
+                     std::to_string(args.size()));
+}
+
+}  // namespace
+
+TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, parse::Loc loc) {
+  static const std::pair<const char*, Op> unary[] = {
+      {"sqrt", Op::Sqrt}, {"exp", Op::Exp}, {"log", Op::Log},     {"sin", Op::Sin},
+      {"cos", Op::Cos},   {"tan", Op::Tan}, {"tanh", Op::Tanh},   {"abs", Op::Abs},
+      {"floor", Op::Floor}, {"sign", Op::Sign}};
+  for (const auto& [n, op] : unary)
+    if (name == n) {
+      arity(*this, name, args, 1, loc);
+      return unary_map(op, args[0], loc, n);
+    }
+  auto vector_arg = [&](const TV& v, const char* what) {
+    if (v.kind != TV::Kind::Vector)
+      error(loc, name + "() takes " + what + ", got " + describe(v));
+    return v.comps;
+  };
+  if (name == "float") {
+    arity(*this, name, args, 1, loc);
+    return TV::f(to_float(args[0], loc, "float()'s argument"));
+  }
+  if (name == "vec") {
+    if (args.empty()) error(loc, "vec() needs at least one component");
+    std::vector<int> comps;
+    for (const TV& a : args) comps.push_back(to_float(a, loc, "each component of vec()"));
+    return TV::vec(comps);
+  }
+  if (name == "dot" || name == "norm" || name == "normalize") {
+    const bool is_dot = name == "dot";
+    arity(*this, name, args, is_dot ? 2 : 1, loc);
+    const std::vector<int> a = vector_arg(args[0], "a Vector");
+    const std::vector<int> b = is_dot ? vector_arg(args[1], "two Vectors") : a;
+    if (a.size() != b.size())
+      error(loc, "dot() of a Vector[" + std::to_string(a.size()) + "] and a Vector[" +
+                     std::to_string(b.size()) + "]");
+    int acc = emit(Op::Mul, Type::F, a[0], b[0]);
+    for (size_t c = 1; c < a.size(); ++c) acc = emit(Op::Add, Type::F, acc, emit(Op::Mul, Type::F, a[c], b[c]));
+    if (is_dot) return TV::f(acc);
+    const int len = emit(Op::Sqrt, Type::F, acc);
+    if (name == "norm") return TV::f(len);
+    std::vector<int> out;
+    for (int c : a) out.push_back(emit(Op::Div, Type::F, c, len));
+    return TV::vec(out);
+  }
+  if (name == "cross") {
+    arity(*this, name, args, 2, loc);
+    const std::vector<int> a = vector_arg(args[0], "two Vector[3]");
+    const std::vector<int> b = vector_arg(args[1], "two Vector[3]");
+    if (a.size() != 3 || b.size() != 3) error(loc, "cross() takes two Vector[3]");
+    auto term = [&](int i, int j) {
+      return emit(Op::Sub, Type::F, emit(Op::Mul, Type::F, a[i], b[j]), emit(Op::Mul, Type::F, a[j], b[i]));
+    };
+    return TV::vec({term(1, 2), term(2, 0), term(0, 1)});
+  }
+  if (name == "atan2" || name == "minimum" || name == "maximum") {
+    arity(*this, name, args, 2, loc);
+    const Op op = name == "atan2" ? Op::Atan2 : name == "minimum" ? Op::Min : Op::Max;
+    // Broadcast like arithmetic: reuse arith's shape checks by mapping components here.
+    const TV& a = args[0];
+    const TV& b = args[1];
+    if (!a.numeric() || !b.numeric())
+      error(loc, name + "() takes numbers, got " + describe(a) + " and " + describe(b));
+    const bool va = a.kind == TV::Kind::Vector, vb = b.kind == TV::Kind::Vector;
+    if (va && vb && a.width() != b.width())
+      error(loc, name + "() of " + describe(a) + " and " + describe(b));
+    const int w = va ? a.width() : b.width();
+    std::vector<int> out;
+    for (int c = 0; c < w; ++c)
+      out.push_back(emit(op, Type::F, va ? a.comps[c] : to_float(a, loc, "an argument"),
+                         vb ? b.comps[c] : to_float(b, loc, "an argument")));
+    return (va || vb) ? TV::vec(out) : TV::f(out[0]);
+  }
+  if (name == "clamp") {
+    arity(*this, name, args, 3, loc);
+    const TV lo = call_math("maximum", {args[0], args[1]}, loc);
+    return call_math("minimum", {lo, args[2]}, loc);
+  }
+  if (name == "where") {
+    arity(*this, name, args, 3, loc);
+    if (args[0].kind == TV::Kind::Vector)
+      error(loc, "where() takes one condition per sample, not a Vector; compare components");
+    const int cond = to_bool(args[0], loc, "where()'s first argument");
+    if (const auto cv = const_value(cond)) return *cv != 0.0 ? args[1] : args[2];
+    return select(cond, args[1], args[2], loc);
+  }
+  error(loc, "'" + name + "' is not a hawk.math function");
+}
+
+}  // namespace front
+
+}  // namespace raptor::ir

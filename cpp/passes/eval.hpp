@@ -1,0 +1,18 @@
+// The scalar meaning of each IR operator, in double precision: one definition shared by
+// constant folding (passes/fold.cpp) and the front end's folding of constant operands.
+// Follows jax.numpy where C and NumPy differ: minimum/maximum propagate NaN, sign(0) = 0.
+#pragma once
+
+#include <cstdint>
+
+#include "ir/ir.hpp"
+
+namespace raptor::passes {
+
+// Applies `op` to `args` (bools as 0/1, indices as doubles). `iimm` is PowI's exponent.
+double eval_op(ir::Op op, const double* args, int64_t iimm);
+
+// Whether eval_op can compute `op` from its operands alone (no loads).
+bool foldable(ir::Op op);
+
+}  // namespace raptor::passes

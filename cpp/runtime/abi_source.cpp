@@ -1,0 +1,53 @@
+// abi.h as a string literal (see abi_source.hpp). Regenerate after editing abi.h:
+//   the test RuntimeAbi.SourceMatchesHeader fails until this copy matches the header.
+#include "runtime/abi_source.hpp"
+
+namespace raptor::runtime {
+
+std::string_view abi_header_source() {
+  static constexpr std::string_view kText = R"raptor_abi(/* The calling convention between the runtime and generated kernel code.
+ *
+ * Every generated kernel is one C function per dtype:
+ *     extern "C" void <symbol>(raptor_args* a);
+ * that runs samples [a->begin, a->end) (positions in a->index when it is not null), each
+ * for the kernel's own step count, and reports what it finished and any error in *a.
+ * The codegen (codegen/cpp_emitter.cpp) writes this struct's definition into every
+ * translation unit verbatim from this file, so the two cannot drift apart.
+ * Plain C: it is also the layout the CUDA emitter and the XLA FFI handlers use.
+ */
+#ifndef RAPTOR_ABI_H
+#define RAPTOR_ABI_H
+#include <stdint.h>
+
+#define RAPTOR_ABI_VERSION 1
+
+/* error codes written to raptor_args.error[0] */
+#define RAPTOR_OK 0
+#define RAPTOR_ERR_TABLE_INDEX 1 /* error[1] = table slot, error[2] = index, error[3] = sample */
+
+typedef struct raptor_args {
+  int64_t n;              /* samples in each plane: the stride between components */
+  int64_t begin, end;     /* the range this call runs */
+  const int64_t* index;   /* active set: sample = index[i]; null: sample = i */
+  const void* const* in;  /* per slot: the plane or table read (null when not read) */
+  void* const* out;       /* per slot: the plane written (Mutable); for an in-out slot the
+                             runtime passes in == out, the JAX bridge may pass two buffers */
+  const double* params;   /* per slot: the Param's value (only Param slots are read) */
+  const int64_t* table_size; /* per slot: entries M of a Table (and of its TableSum) */
+  const uint8_t* mask_in; /* the Terminated plane read, or null */
+  uint8_t* mask_out;      /* the Terminated plane written (may equal mask_in), or null */
+  uint32_t finished;      /* out: samples this call finished */
+  int32_t zero_finished;  /* finished samples: 1 writes 0 into pure outputs (JAX), 0 skips */
+  double* const* sums;    /* per slot: ParamSum (1 x width) / TableSum (M x width) partials
+                             this call adds into, in double; null for other slots */
+  int64_t error[4];       /* out: first error of this call (error[0] = RAPTOR_ERR_*) */
+} raptor_args;
+
+typedef void (*raptor_kernel_fn)(raptor_args* a);
+
+#endif /* RAPTOR_ABI_H */
+)raptor_abi";
+  return kText;
+}
+
+}  // namespace raptor::runtime

@@ -1,0 +1,97 @@
+// Building host kernels (see build.hpp). Start at `build_host`.
+#include "runtime/build.hpp"
+
+#include <sstream>
+
+#include "runtime/registry.hpp"
+#include "runtime/sha256.hpp"
+
+namespace raptor::runtime {
+
+using codegen::DType;
+
+std::string kernel_digest(const ir::Kernel& k, DType dtype) {
+  return sha256_hex(ir::canonical(k) + "\ndtype=" + codegen::dtype_name(dtype) +
+                    "\nabi=" + std::to_string(RAPTOR_ABI_VERSION));
+}
+
+KernelEntry describe_kernel(const ir::Kernel& k, DType dtype) {
+  KernelEntry e;
+  for (const ir::Slot& s : k.slots) {
+    e.kinds.push_back(s.kind);
+    e.widths.push_back(s.width);
+    e.table_of.push_back(s.table_of);
+    e.slot_names.push_back(s.name);
+  }
+  e.name = k.name;
+  e.dtype_size = dtype == DType::F32 ? 4 : 8;
+  e.active_set = k.active_set;
+  e.digest = kernel_digest(k, dtype);
+  return e;
+}
+
+namespace {
+
+// The user's location nearest above generated line `line`: the last "// file:line  text"
+// comment before it, and the kernel whose function it is in.
+std::string locate(const std::string& source, int line) {
+  std::istringstream in(source);
+  std::string text, where, kernel;
+  for (int i = 1; std::getline(in, text) && i <= line; ++i) {
+    const size_t first = text.find_first_not_of(' ');
+    if (first == std::string::npos) continue;
+    if (text.compare(first, 15, "// ---- kernel ") == 0) {
+      kernel = text.substr(first + 15);
+      where.clear();
+    } else if (text.compare(first, 3, "// ") == 0 && text.find(':') != std::string::npos &&
+               first >= 4) {
+      where = text.substr(first + 3);
+    }
+  }
+  std::string out = kernel.empty() ? "" : "kernel " + kernel;
+  if (!where.empty()) out += (out.empty() ? "" : ", at ") + where;
+  return out;
+}
+
+}  // namespace
+
+BuildResult build_host(const std::vector<const ir::Kernel*>& kernels, Compiler& compiler,
+                       const CompileOptions& options) {
+  std::vector<codegen::KernelToEmit> todo;
+  std::vector<KernelEntry> entries;
+  for (const ir::Kernel* k : kernels) {
+    for (DType d : {DType::F32, DType::F64}) {
+      KernelEntry e = describe_kernel(*k, d);
+      e.symbol = codegen::symbol_name(*k, d, e.digest);
+      todo.push_back({k, d, e.symbol});
+      entries.push_back(std::move(e));
+    }
+  }
+  const std::string source = codegen::emit_cpp(todo);
+  BuildResult result;
+  try {
+    result.compile = compiler.compile(source, options);
+  } catch (const CompileFailure& f) {
+    std::string msg = "hawk: the C++ compiler rejected the code generated for ";
+    const std::string where = f.line > 0 ? locate(f.source, f.line) : "";
+    msg += where.empty() ? "these kernels" : where;
+    if (f.line > 0) msg += " (generated line " + std::to_string(f.line) + " of " + f.source_path.string() + ")";
+    msg += ":\n" + f.compiler_output.substr(0, 4000);
+    throw std::runtime_error(msg);
+  }
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    BuiltKernel bk;
+    for (int j = 0; j < 2; ++j) {
+      KernelEntry e = entries[2 * i + j];
+      e.module = result.compile.module;
+      e.fn = e.module->symbol(e.symbol);
+      const std::string digest = e.digest;
+      auto shared = global_registry().add(digest, std::make_shared<const KernelEntry>(std::move(e)));
+      (j == 0 ? bk.f32 : bk.f64) = shared;
+    }
+    result.kernels.push_back(std::move(bk));
+  }
+  return result;
+}
+
+}  // namespace raptor::runtime

@@ -1,0 +1,96 @@
+// Compiling a generated translation unit into a shared object through the system C++
+// compiler, cached on disk by the digest of everything that defines the result, and loading it.
+//
+// Layout in the cache directory, for key K (64 hex digits):
+//   <cache>/<K[0:2]>/K.so      the shared object
+//   <cache>/<K[0:2]>/K.sha256  the SHA-256 of K.so's bytes; K.so is loaded only when it matches
+//   <cache>/<K[0:2]>/K.cpp     the source that was compiled (for people to read)
+//   <cache>/<K[0:2]>/K.lock    flock'ed while K is compiled, so racing processes compile once
+// Files are written under unique temporary names and renamed into place.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "runtime/cache.hpp"
+#include "runtime/module.hpp"
+
+namespace raptor::runtime {
+
+// The default flags of a host compile.
+inline constexpr const char* kDefaultHostFlags =
+    "-O3 -march=native -fno-math-errno -ffp-contract=off -fPIC -shared -std=c++17 "
+    "-fvisibility=hidden";
+
+struct CompileOptions {
+  std::string target = "host";          // only "host" here (CUDA goes through NVRTC elsewhere)
+  std::optional<std::string> compiler;  // default: $RAPTOR_CXX, else "g++"
+  std::optional<std::string> flags;     // default: kDefaultHostFlags; split on whitespace
+};
+
+struct CompileResult {
+  std::shared_ptr<const Module> module;
+  std::string key;                      // the cache key (SHA-256 hex)
+  bool cache_hit = false;               // loaded from the cache without running the compiler
+  double compile_seconds = 0.0;         // time in the compiler (0 on a hit)
+  double total_seconds = 0.0;           // the whole compile() call
+  std::filesystem::path so_path;
+  std::filesystem::path source_path;    // <key>.cpp
+};
+
+// The compiler rejected the translation unit.
+struct CompileFailure : std::runtime_error {
+  CompileFailure(const std::string& what, std::string compiler_output_, std::string source_,
+                 int line_, int exit_status_, std::filesystem::path source_path_)
+      : std::runtime_error(what),
+        compiler_output(std::move(compiler_output_)),
+        source(std::move(source_)),
+        line(line_),
+        exit_status(exit_status_),
+        source_path(std::move(source_path_)) {}
+  std::string compiler_output;        // the compiler's stderr
+  std::string source;                 // the translation unit's text
+  int line;                           // line (1-based) of the first error in it; -1 if unknown
+  int exit_status;                    // the compiler's exit status
+  std::filesystem::path source_path;  // where the source was saved (kept for inspection)
+};
+
+// Compiles translation units into one cache directory. Holds the per-compiler identity
+// (its --version output, and the ISA macros when the flags say -march=native) so that a
+// compiler is asked once per Compiler object. Thread-safe.
+class Compiler {
+ public:
+  explicit Compiler(CacheDir cache);
+
+  // The cache key of `source` under `options` (runs the compiler once for its identity).
+  std::string key(const std::string& source, const CompileOptions& options = {});
+
+  // Loads the cached shared object for `source`, compiling it first when it is missing or its
+  // digest does not match. Throws CompileFailure when the compiler rejects the source and
+  // std::runtime_error when the compiler cannot be run or the result cannot be loaded.
+  CompileResult compile(const std::string& source, const CompileOptions& options = {});
+
+  const CacheDir& cache() const { return cache_; }
+
+  // The compiler and flags `options` resolve to.
+  static std::string resolve_compiler(const CompileOptions& options);
+  static std::string resolve_flags(const CompileOptions& options);
+
+ private:
+  const std::string& identity(const std::string& compiler, const std::string& flags);
+
+  CacheDir cache_;
+  std::mutex mu_;
+  std::map<std::string, std::string> identity_;  // compiler (+ flags when native) -> identity
+};
+
+// The first `<file>:<line>:<col>: error:` (or `fatal error:`) in compiler output that names
+// `file`; -1 when there is none.
+int first_error_line(const std::string& compiler_output, const std::string& file);
+
+}  // namespace raptor::runtime

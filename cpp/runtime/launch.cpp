@@ -1,0 +1,225 @@
+// The host launcher. See launch.hpp.
+#include "runtime/launch.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <stdexcept>
+
+namespace raptor::runtime {
+namespace {
+
+using ir::SlotKind;
+
+constexpr int64_t kAlign = 64;                 // chunk boundaries, in samples
+constexpr int64_t kParallelCombine = 1 << 16;  // sum elements above which combining is split
+
+bool is_sum(SlotKind k) { return k == SlotKind::ParamSum || k == SlotKind::TableSum; }
+
+struct ChunkOut {
+  uint32_t finished = 0;
+  int64_t error[4] = {0, 0, 0, 0};
+};
+
+}  // namespace
+
+bool KernelEntry::has_mask() const {
+  return std::find(kinds.begin(), kinds.end(), SlotKind::Terminated) != kinds.end();
+}
+
+std::string KernelEntry::slot_name(int slot) const {
+  if (slot >= 0 && static_cast<size_t>(slot) < slot_names.size() && !slot_names[slot].empty()) {
+    return slot_names[slot];
+  }
+  return "slot " + std::to_string(slot);
+}
+
+LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
+                    int64_t serial_threshold) {
+  const size_t ns = e.num_slots();
+  const auto bad = [&](const std::string& what) {
+    return std::invalid_argument("raptor: launching kernel '" + e.name + "': " + what);
+  };
+  if (e.fn == nullptr) throw bad("it has no compiled function");
+  if (b.slots.size() != ns) {
+    throw bad("the binding has " + std::to_string(b.slots.size()) + " slots, the kernel " +
+              std::to_string(ns));
+  }
+  if (e.widths.size() != ns || e.table_of.size() != ns) {
+    throw bad("its KernelEntry has inconsistent slot vectors");
+  }
+  if (e.dtype_size != 4 && e.dtype_size != 8) throw bad("dtype_size must be 4 or 8");
+  if (b.n < 0) throw bad("n must be >= 0");
+  const int64_t count = b.count < 0 ? b.n : b.count;
+  if (b.index == nullptr && count > b.n) throw bad("count exceeds n without an index");
+
+  // Per-slot argument arrays shared by every chunk.
+  std::vector<const void*> in(ns);
+  std::vector<void*> out(ns);
+  std::vector<double> params(ns);
+  std::vector<int64_t> table_size(ns);
+  std::vector<int64_t> sum_offset(ns, -1);  // offset of the slot's partial in a chunk's buffer
+  int64_t sum_total = 0;
+  for (size_t s = 0; s < ns; ++s) {
+    const SlotBinding& sb = b.slots[s];
+    in[s] = sb.in;
+    out[s] = sb.out;
+    params[s] = sb.param;
+    table_size[s] = sb.table_size;
+    if (!is_sum(e.kinds[s])) continue;
+    if (sb.out == nullptr) throw bad("sum output '" + e.slot_name(static_cast<int>(s)) +
+                                     "' has no output buffer");
+    int64_t entries = 1;
+    if (e.kinds[s] == SlotKind::TableSum) {
+      const int t = e.table_of[s];
+      if (table_size[s] <= 0 && t >= 0 && static_cast<size_t>(t) < ns) {
+        table_size[s] = b.slots[t].table_size;
+      }
+      entries = table_size[s];
+      if (entries < 0) throw bad("negative table size");
+    }
+    sum_offset[s] = sum_total;
+    sum_total += entries * e.widths[s];
+  }
+
+  // Chunking: boundaries on multiples of 64 positions.
+  int64_t n_chunks = count > 0 ? 1 : 0;
+  int64_t chunk_len = count;
+  const bool parallel = pool != nullptr && pool->size() > 1 && count >= serial_threshold;
+  if (parallel) {
+    const int64_t per_thread = e.has_mask() ? 4 : 2;  // masked kernels finish unevenly
+    const int64_t want = pool->size() * per_thread;
+    chunk_len = (count + want - 1) / want;
+    chunk_len = std::max<int64_t>(kAlign, (chunk_len + kAlign - 1) / kAlign * kAlign);
+    n_chunks = (count + chunk_len - 1) / chunk_len;
+  }
+
+  std::unique_ptr<double[]> partials;
+  std::vector<double*> sum_ptrs;
+  if (sum_total > 0 && n_chunks > 0) {
+    partials = std::make_unique_for_overwrite<double[]>(static_cast<size_t>(n_chunks * sum_total));
+    sum_ptrs.assign(static_cast<size_t>(n_chunks) * ns, nullptr);
+    for (int64_t c = 0; c < n_chunks; ++c) {
+      for (size_t s = 0; s < ns; ++s) {
+        if (sum_offset[s] >= 0) sum_ptrs[c * ns + s] = partials.get() + c * sum_total + sum_offset[s];
+      }
+    }
+  }
+
+  std::vector<ChunkOut> outs(static_cast<size_t>(n_chunks));
+  const auto run_chunk = [&](int64_t c, int /*worker*/) {
+    if (sum_total > 0) std::fill_n(partials.get() + c * sum_total, sum_total, 0.0);
+    raptor_args a{};
+    a.n = b.n;
+    a.begin = c * chunk_len;
+    a.end = std::min(count, a.begin + chunk_len);
+    a.index = b.index;
+    a.in = in.data();
+    a.out = out.data();
+    a.params = params.data();
+    a.table_size = table_size.data();
+    a.mask_in = b.mask_in;
+    a.mask_out = b.mask_out;
+    a.finished = 0;
+    a.zero_finished = b.zero_finished ? 1 : 0;
+    a.sums = sum_total > 0 ? sum_ptrs.data() + c * ns : nullptr;
+    e.fn(&a);
+    outs[c].finished = a.finished;
+    std::copy_n(a.error, 4, outs[c].error);
+  };
+  if (n_chunks == 1 || !parallel) {
+    for (int64_t c = 0; c < n_chunks; ++c) run_chunk(c, 0);
+  } else {
+    pool->parallel_for(n_chunks, run_chunk);
+  }
+
+  LaunchResult r;
+  r.chunks = static_cast<int>(n_chunks);
+  for (const ChunkOut& o : outs) {
+    r.finished += o.finished;
+    if (o.error[0] != RAPTOR_OK && (r.error == RAPTOR_OK || o.error[3] < r.error_sample)) {
+      r.error = o.error[0];
+      r.error_slot = o.error[1];
+      r.error_index = o.error[2];
+      r.error_sample = o.error[3];
+    }
+  }
+
+  // Combine partials in chunk order and write them as the kernel's dtype.
+  if (sum_total > 0) {
+    const auto combine = [&](int64_t lo, int64_t hi) {
+      for (size_t s = 0; s < ns; ++s) {
+        if (sum_offset[s] < 0) continue;
+        const int64_t size = (e.kinds[s] == SlotKind::TableSum ? table_size[s] : 1) * e.widths[s];
+        const int64_t first = std::max<int64_t>(lo, sum_offset[s]);
+        const int64_t last = std::min<int64_t>(hi, sum_offset[s] + size);
+        for (int64_t g = first; g < last; ++g) {
+          double acc = 0.0;
+          for (int64_t c = 0; c < n_chunks; ++c) acc += partials[c * sum_total + g];
+          const int64_t i = g - sum_offset[s];
+          if (e.dtype_size == 8) {
+            double* dst = static_cast<double*>(b.slots[s].out) + i;
+            *dst = b.accumulate_sums ? *dst + acc : acc;
+          } else {
+            float* dst = static_cast<float*>(b.slots[s].out) + i;
+            *dst = static_cast<float>(b.accumulate_sums ? static_cast<double>(*dst) + acc : acc);
+          }
+        }
+      }
+    };
+    if (n_chunks == 0) {
+      // Nothing ran: the sums are zero.
+      partials = std::make_unique<double[]>(static_cast<size_t>(sum_total));
+      n_chunks = 1;
+      combine(0, sum_total);
+    } else if (parallel && sum_total >= kParallelCombine) {
+      const int64_t parts = pool->size();
+      const int64_t step = (sum_total + parts - 1) / parts;
+      pool->parallel_for(parts, [&](int64_t p, int) {
+        combine(p * step, std::min(sum_total, (p + 1) * step));
+      });
+    } else {
+      combine(0, sum_total);
+    }
+  }
+
+  if (b.finished_count != nullptr && r.finished > 0 && e.has_mask()) {
+    std::atomic_ref<uint32_t>(*b.finished_count)
+        .fetch_add(static_cast<uint32_t>(r.finished), std::memory_order_relaxed);
+  }
+  return r;
+}
+
+std::string describe_error(const KernelEntry& e, const Binding& b, const LaunchResult& r) {
+  const std::string head = "kernel '" + e.name + "': ";
+  if (r.ok()) return head + "no error";
+  if (r.error == RAPTOR_ERR_TABLE_INDEX) {
+    const int slot = static_cast<int>(r.error_slot);
+    std::string m = head + "table '" + e.slot_name(slot) + "' index " +
+                    std::to_string(r.error_index) + " is out of range";
+    if (slot >= 0 && static_cast<size_t>(slot) < b.slots.size()) {
+      m += " [0, " + std::to_string(b.slots[slot].table_size) + ")";
+    }
+    return m + " at sample " + std::to_string(r.error_sample);
+  }
+  return head + "error code " + std::to_string(r.error) + " at sample " +
+         std::to_string(r.error_sample);
+}
+
+int64_t compact_active(const uint8_t* mask, int64_t* index, int64_t count) {
+  int64_t kept = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t s = index[i];
+    if (mask[s] == 0) index[kept++] = s;
+  }
+  return kept;
+}
+
+int64_t init_active(const uint8_t* mask, int64_t* index, int64_t n) {
+  int64_t kept = 0;
+  for (int64_t s = 0; s < n; ++s) {
+    if (mask == nullptr || mask[s] == 0) index[kept++] = s;
+  }
+  return kept;
+}
+
+}  // namespace raptor::runtime

@@ -1,0 +1,91 @@
+// The host launcher: the one code path that runs a compiled kernel over bound buffers, used
+// by plans, graphs, stepping loops and the XLA FFI handlers alike. Small launches run on the
+// calling thread; large ones are split into 64-sample-aligned chunks across a ThreadPool.
+// Reductions (ParamSum/TableSum) get per-chunk double partials combined in chunk order, so a
+// result is reproducible for a given thread count. Kernel errors come back in LaunchResult.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/ir.hpp"
+#include "runtime/abi.h"
+#include "runtime/module.hpp"
+#include "runtime/thread_pool.hpp"
+
+namespace raptor::runtime {
+
+// A compiled kernel's interface, independent of the IR object it came from.
+struct KernelEntry {
+  raptor_kernel_fn fn = nullptr;
+  std::vector<ir::SlotKind> kinds;  // per slot
+  std::vector<int> widths;          // per slot: components (1 for Param/Terminated)
+  std::vector<int> table_of;        // per slot: TableSum -> its Table slot; else -1
+  std::vector<std::string> slot_names;  // per slot, for messages (may be empty)
+  std::string name;                 // the kernel's name, for messages
+  std::string symbol;               // the exported symbol fn was found as
+  std::string digest;               // registry key (see registry.hpp)
+  int dtype_size = 8;               // 4: float32, 8: float64 (sum outputs are written so)
+  bool active_set = false;          // Guard(active_set=True): callers pass an index
+  std::shared_ptr<const Module> module;  // keeps `fn` loaded
+
+  size_t num_slots() const { return kinds.size(); }
+  bool has_mask() const;
+  std::string slot_name(int slot) const;  // the name, or "slot <i>"
+};
+
+// What one slot is bound to.
+struct SlotBinding {
+  const void* in = nullptr;  // Plane / Table / in-out Mutable: the buffer read
+  void* out = nullptr;       // Mutable: the plane written (== in for in-out);
+                             // ParamSum/TableSum: the output (dtype) the sum is written to
+  double param = 0.0;        // Param: the value
+  int64_t table_size = 0;    // Table: entries M (TableSum: 0 takes its table's M)
+};
+
+struct Binding {
+  int64_t n = 0;                     // samples per plane (the component stride)
+  std::vector<SlotBinding> slots;    // one per kernel slot
+  const uint8_t* mask_in = nullptr;  // the Terminated plane, when the kernel has one
+  uint8_t* mask_out = nullptr;       // usually == mask_in
+  const int64_t* index = nullptr;    // active set: run samples index[0..count); null: 0..count
+  int64_t count = -1;                // positions to run; -1: n
+  bool zero_finished = false;        // finished samples get 0 in pure outputs (JAX)
+  bool accumulate_sums = false;      // add sums to the outputs instead of overwriting them
+  uint32_t* finished_count = nullptr;  // if set and the kernel has a mask: += finished (atomic)
+};
+
+struct LaunchResult {
+  int64_t finished = 0;  // samples finished by this launch
+  int64_t error = RAPTOR_OK;  // RAPTOR_ERR_*: the error with the lowest sample index
+  int64_t error_slot = -1;
+  int64_t error_index = 0;
+  int64_t error_sample = -1;
+  int chunks = 0;        // how many calls the kernel was split into (0: nothing to run)
+  bool ok() const { return error == RAPTOR_OK; }
+};
+
+// Below this many samples a launch runs on the calling thread. Measured for a memory-bound
+// y = a*x + b float64 kernel (see the report in test_runtime_launch.cpp).
+inline constexpr int64_t kDefaultSerialThreshold = 32768;
+
+// Runs `entry` over `binding`. Throws std::invalid_argument for a binding that does not fit
+// the kernel (slot count, missing sum output); kernel errors are returned, never thrown.
+LaunchResult launch(const KernelEntry& entry, const Binding& binding, ThreadPool* pool,
+                    int64_t serial_threshold = kDefaultSerialThreshold);
+
+// A message a user can act on for a failed launch, e.g.
+// "kernel 'k': table 'w' index 12 is out of range [0, 10) at sample 7".
+std::string describe_error(const KernelEntry& entry, const Binding& binding,
+                           const LaunchResult& result);
+
+// Keeps the entries of index[0..count) whose sample is live (mask[index[i]] == 0), in order;
+// returns the new count.
+int64_t compact_active(const uint8_t* mask, int64_t* index, int64_t count);
+
+// Fills index with the live samples of [0, n) (mask null: all); returns their count.
+int64_t init_active(const uint8_t* mask, int64_t* index, int64_t n);
+
+}  // namespace raptor::runtime

@@ -1,0 +1,219 @@
+"""Binding a compiled kernel to arrays: every check a user's values must pass, with messages
+that name the kernel and the plane, done before anything runs (bad input changes nothing),
+then one ``raptor_core._core.Bound`` that holds the arrays' pointers by reference.
+
+Start at ``bind``. Layouts (SPEC §1): Scalar ``(N,)``, Vector[k] ``(k, N)``, Terminated
+bool ``(N,)``, Table ``(M,)`` or ``(M, k)``, Param a number or a 0-d/1-element float array
+(read at each launch), finished_count uint32 ``(1,)``; sums of derived kernels ``(k,)`` /
+``(M,)`` / ``(M, k)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from raptor_core import _core
+
+from eagle.errors import ModeError
+from hawk.kernel import Kernel, SlotInfo
+
+__all__ = ["Bound", "bind", "as_host_array"]
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def as_host_array(value: Any, who: str, name: str) -> np.ndarray:
+    """The NumPy view of a host array, without a copy; refuses what would need one."""
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__cuda_array_interface__") and not hasattr(value, "__array_interface__"):
+        raise ModeError(f"{who}: '{name}' is a GPU array; this plan runs on the host (target 'host'): pass a NumPy array")
+    if hasattr(value, "__array_interface__") or hasattr(value, "__array__") or hasattr(value, "__dlpack__"):
+        try:
+            arr = np.from_dlpack(value) if hasattr(value, "__dlpack__") else np.asarray(value)
+        except (TypeError, BufferError, RuntimeError) as err:
+            raise TypeError(f"{who}: '{name}' cannot be read as a host array without a copy ({err})") from None
+        iface = getattr(value, "__array_interface__", None)
+        if iface is not None and arr.__array_interface__["data"][0] != iface["data"][0]:
+            raise TypeError(f"{who}: '{name}' would be copied to become an array; bind an array that owns its memory so later writes are seen")
+        return arr
+    raise TypeError(f"{who}: '{name}' must be an array, got {type(value).__name__}")
+
+
+def _param_value(value: Any, who: str, name: str) -> tuple[float, tuple[int, int, bool] | None, Any]:
+    """(value now, a by-reference source or None, the object to keep alive)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{who}: Param '{name}' must be a number, got a bool")
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value), None, None
+    arr = as_host_array(value, who, name) if not isinstance(value, (list, tuple)) else None
+    if arr is None:
+        raise TypeError(f"{who}: Param '{name}' must be a number or a 0-d/1-element array, got {type(value).__name__}")
+    if arr.size != 1:
+        raise ValueError(f"{who}: Param '{name}' is one value for all samples; got an array of shape {arr.shape}")
+    if arr.dtype not in _FLOATS:
+        if np.issubdtype(arr.dtype, np.number) and not np.issubdtype(arr.dtype, np.complexfloating):
+            return float(arr.reshape(())), None, None
+        raise ModeError(f"{who}: Param '{name}' has dtype {arr.dtype}; pass a float")
+    return float(arr.reshape(())), (arr.ctypes.data, arr.dtype == np.float32), arr
+
+
+class Bound:
+    """A kernel bound to arrays by reference: ``launch()`` runs it over the arrays' current
+    contents. Made by ``plan.bind(...)``."""
+
+    def __init__(self, plan: Any, core: Any, dtype: np.dtype, n: int, arrays: dict[str, Any]) -> None:
+        self.plan = plan
+        self._core = core
+        self.dtype = dtype
+        self.n = n
+        self.arrays = arrays  # keeps every bound buffer alive while the binding exists
+
+    @property
+    def kernel(self) -> Kernel:
+        return self.plan.kernel
+
+    @property
+    def name(self) -> str:
+        return self.plan.kernel.name
+
+    def launch(self) -> int:
+        """One launch over every live sample; returns how many samples it finished. A kernel
+        error (a Table index out of range) raises RuntimeError naming the kernel and table."""
+        from eagle.runtime import host_runtime
+
+        return self._core.launch(host_runtime())
+
+    def reset_active(self) -> None:
+        """For Guard(active_set=True) kernels: rebuild the live-sample index map from the mask
+        (call it after changing the mask yourself)."""
+        self._core.reset_active()
+
+    @property
+    def live(self) -> int:
+        """Samples in the active set (n for kernels without one)."""
+        return self._core.live
+
+    def __repr__(self) -> str:
+        return f"<eagle.Bound {self.name} n={self.n} {self.dtype.name}>"
+
+
+def _first_float_dtype(kernel: Kernel, values: Mapping[str, Any], who: str) -> tuple[np.dtype, str]:
+    for s in kernel.slots:
+        if s.kind in ("plane", "mutable", "table", "param_sum", "table_sum") and s.name in values:
+            v = values[s.name]
+            dt = getattr(v, "dtype", None)
+            if dt is not None:
+                dt = np.dtype(dt)
+                if dt in _FLOATS:
+                    return dt, s.name
+                raise ModeError(f"{who}: plane '{s.name}' is {dt}, which is not supported; a kernel runs float32 or float64 planes")
+    return np.dtype(np.float64), ""
+
+
+def _expected_shape(s: SlotInfo, n: int | None, m: int | None) -> tuple:
+    if s.kind in ("plane", "mutable"):
+        return (s.width, n) if s.is_vector else (n,)
+    if s.kind == "terminated":
+        return (n,)
+    if s.kind == "param_sum":
+        return (s.width,)
+    return (m, s.width) if s.is_vector else (m,)
+
+
+def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> Bound:
+    """Checks ``values`` against ``plan.kernel`` and binds them (see the module docstring)."""
+    kernel: Kernel = plan.kernel
+    who = f"eagle: kernel '{kernel.name}'"
+    names = {s.name for s in kernel.slots}
+    extra = [k for k in values if k not in names and k != "finished_count"]
+    if extra:
+        raise TypeError(f"{who}: {extra[0]!r} is not a parameter (parameters: {[s.name for s in kernel.slots]})")
+    missing = [s.name for s in kernel.slots if s.name not in values]
+    if missing:
+        raise TypeError(f"{who}: missing value(s) for {missing}")
+
+    dtype, first = _first_float_dtype(kernel, values, who)
+    arrays: dict[str, Any] = {}
+    n: int | None = None
+    table_m: dict[int, int] = {}
+    ns = len(kernel.slots)
+    ins, outs = [0] * ns, [0] * ns
+    params, sizes = [0.0] * ns, [0] * ns
+    sources: list[tuple[int, int, bool]] = []
+    mask_ptr = 0
+
+    # Sample count from the first plane or mask.
+    for s in kernel.slots:
+        if s.kind in ("plane", "mutable", "terminated"):
+            arr = as_host_array(values[s.name], who, s.name)
+            if arr.ndim >= 1:
+                n = int(arr.shape[-1])
+                break
+    for i, s in enumerate(kernel.slots):
+        value = values[s.name]
+        if s.kind == "param":
+            params[i], src, keep = _param_value(value, who, s.name)
+            if src is not None:
+                sources.append((i, src[0], src[1]))
+                arrays[s.name] = keep
+            continue
+        arr = as_host_array(value, who, s.name)
+        if s.kind == "terminated":
+            if arr.dtype != np.bool_:
+                raise ModeError(f"{who}: the Terminated mask '{s.name}' must be a bool array, got {arr.dtype}")
+        elif arr.dtype not in _FLOATS:
+            raise ModeError(f"{who}: plane '{s.name}' is {arr.dtype}, which is not supported; a kernel runs float32 or float64 planes")
+        elif arr.dtype != dtype:
+            raise ModeError(f"{who}: mixed floating dtypes in one launch (plane '{s.name}' is {arr.dtype}, the first plane '{first}' is {dtype}); bind every plane in one float dtype")
+        m = None
+        if s.kind in ("table", "table_sum"):
+            m = int(arr.shape[0]) if arr.ndim >= 1 else -1
+            if s.kind == "table_sum":
+                m = table_m.get(s.table_of, m)
+        want = _expected_shape(s, n, m)
+        if arr.shape != want:
+            what = {"table": "Table", "table_sum": "sum output", "param_sum": "sum output"}.get(s.kind, "plane")
+            raise ValueError(f"{who}: {what} '{s.name}' must have shape {want}" + (f" for n={n}" if s.kind in ("plane", "mutable", "terminated") else "") + f", got {arr.shape}")
+        if not arr.flags.c_contiguous:
+            raise ValueError(f"{who}: '{s.name}' is not C-contiguous; pass np.ascontiguousarray(...) and bind that array (a copy would hide later writes)")
+        if arr.ctypes.data % arr.dtype.itemsize:
+            raise ValueError(f"{who}: '{s.name}' is not aligned to its {arr.dtype.itemsize}-byte elements")
+        written = s.kind in ("mutable", "terminated", "param_sum", "table_sum")
+        if written and not arr.flags.writeable:
+            raise ValueError(f"{who}: '{s.name}' is written by the kernel but the array is read-only")
+        arrays[s.name] = arr
+        ptr = arr.ctypes.data
+        if s.kind == "terminated":
+            mask_ptr = ptr
+        elif s.kind in ("plane", "table"):
+            ins[i] = ptr
+        elif s.kind == "mutable":
+            outs[i] = ptr
+            if s.inout:
+                ins[i] = ptr
+        else:
+            outs[i] = ptr
+        if s.kind == "table":
+            sizes[i] = m
+            table_m[i] = m
+        if s.kind == "table_sum":
+            sizes[i] = m
+
+    finished_ptr = 0
+    if "finished_count" in values:
+        fc = as_host_array(values["finished_count"], who, "finished_count")
+        if fc.dtype != np.uint32 or fc.shape != (1,):
+            raise ValueError(f"{who}: finished_count must be a uint32 array of shape (1,), got {fc.dtype} {fc.shape}")
+        if not fc.flags.writeable:
+            raise ValueError(f"{who}: finished_count is read-only")
+        arrays["finished_count"] = fc
+        finished_ptr = fc.ctypes.data
+    if kernel.guard.active_set and not mask_ptr:
+        raise ValueError(f"{who}: Guard(active_set=True) needs a Terminated parameter to know which samples are live")
+
+    entry = plan.entry(dtype)
+    core = _core.Bound.make(entry, n or 0, ins, outs, params, sizes, sources, mask_ptr, mask_ptr, finished_ptr, zero_finished)
+    return Bound(plan, core, dtype, n or 0, arrays)

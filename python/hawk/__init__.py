@@ -1,0 +1,19 @@
+"""hawk: the raptor kernel language.
+
+A Python function decorated with ``@hawk.kernel``, whose parameters carry the annotation
+types below, is compiled (by raptor's C++ core) into a kernel that runs once per sample over
+structure-of-arrays planes, with derived tangent and adjoint kernels. See SPEC §1 and
+docs/language.md. Names are defined in hawk.kernel, hawk.types, hawk.math and hawk.errors.
+"""
+
+from hawk import math
+from hawk.errors import KernelError
+from hawk.kernel import Helper, Kernel, SlotInfo, func, kernel
+from hawk.types import Guard, Mutable, Param, Scalar, Table, Terminated, Vector
+
+__version__ = "0.6.0"
+
+__all__ = [
+    "Guard", "Helper", "Kernel", "KernelError", "Mutable", "Param", "Scalar", "SlotInfo",
+    "Table", "Terminated", "Vector", "func", "kernel", "math",
+]

@@ -1,0 +1,196 @@
+"""``@hawk.kernel`` and ``@hawk.func``: a Python function becomes a compiled kernel.
+
+The decorator reads the function (hawk/source.py) and hands it to the compiler
+(``raptor_core._core.lower``) at once, so a kernel outside the language is refused where
+it is defined. A ``Kernel`` holds the compiler's IR; derived kernels (``tangent``,
+``adjoint``) are ``Kernel`` objects too. Running kernels is eagle's job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from raptor_core import _core
+
+from hawk.source import SourceUnavailable, kernel_spec
+from hawk.types import Guard
+
+__all__ = ["Kernel", "Helper", "SlotInfo", "kernel", "func"]
+
+DTYPES = ("float32", "float64")
+
+
+@dataclass(frozen=True)
+class SlotInfo:
+    """One parameter of a compiled kernel, as the runtime sees it.
+
+    kind: "param", "plane", "mutable", "terminated", "table", "param_sum" or "table_sum".
+    """
+
+    name: str
+    kind: str
+    width: int
+    is_vector: bool
+    inout: bool
+    table_of: int
+
+    @property
+    def is_input(self) -> bool:
+        """Whether a caller supplies it: everything but pure outputs and sums."""
+        if self.kind == "mutable":
+            return self.inout
+        return self.kind not in ("param_sum", "table_sum")
+
+    @property
+    def is_output(self) -> bool:
+        return self.kind in ("mutable", "terminated", "param_sum", "table_sum")
+
+    def annotation(self) -> str:
+        inner = f"Vector[{self.width}]" if self.is_vector else "Scalar"
+        return {
+            "param": "Param",
+            "plane": inner,
+            "mutable": f"Mutable[{inner}]",
+            "terminated": "Terminated",
+            "table": f"Table[{inner}]",
+            "param_sum": "ParamSum",
+            "table_sum": f"TableSum[{inner}]",
+        }[self.kind]
+
+
+class Kernel:
+    """A compiled hawk kernel: its signature, IR and emitted code, and its derivatives.
+
+    Made by ``@hawk.kernel`` or derived with ``tangent`` / ``adjoint``. Run it with
+    ``eagle.plan.auto([kernel])`` or ``eagle.frameworks.jax.function(kernel)``.
+    """
+
+    def __init__(self, core: Any, guard: Guard | None = None, origin: str = "") -> None:
+        self._core = core
+        self.guard = guard or Guard()
+        self._origin = origin
+        self.slots: tuple[SlotInfo, ...] = tuple(SlotInfo(*s) for s in core.slots())
+
+    # --- what it is
+    @property
+    def name(self) -> str:
+        return self._core.name
+
+    @property
+    def steps(self) -> int:
+        return self._core.steps
+
+    @property
+    def file(self) -> str:
+        return self._core.file
+
+    @property
+    def ir(self) -> str:
+        """The optimized IR, one value per line."""
+        return self._core.ir()
+
+    def digest(self, dtype: str = "float64") -> str:
+        """The SHA-256 of the kernel's IR and dtype: its name in caches and in the JAX bridge."""
+        return self._core.digest(_dtype(dtype))
+
+    def cpp(self, dtype: str = "float64") -> str:
+        """The C++ translation unit the host build compiles for this kernel."""
+        return self._core.cpp(_dtype(dtype))
+
+    def slot(self, name: str) -> SlotInfo:
+        for s in self.slots:
+            if s.name == name:
+                return s
+        raise KeyError(f"kernel '{self.name}' has no parameter '{name}'")
+
+    @property
+    def inputs(self) -> list[str]:
+        return [s.name for s in self.slots if s.is_input]
+
+    @property
+    def outputs(self) -> list[str]:
+        return [s.name for s in self.slots if s.is_output]
+
+    # --- derivatives
+    def tangent(self, wrt: Sequence[str], with_primal: bool = True) -> "Kernel":
+        """The forward-mode kernel: primal inputs plus ``<w>_dot`` for each ``w`` in wrt;
+        outputs ``<m>_dot`` for each output (and the primal outputs when with_primal)."""
+        return Kernel(self._core.tangent(list(_names(wrt)), bool(with_primal)), None, f"tangent of {self.name}")
+
+    def adjoint(self, wrt: Sequence[str]) -> "Kernel":
+        """The reverse-mode kernel: primal inputs plus ``<m>_bar`` for each output; returns
+        ``<w>_bar`` for each ``w`` in wrt (sums over samples for Params and Tables)."""
+        return Kernel(self._core.adjoint(list(_names(wrt))), None, f"adjoint of {self.name}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            f"hawk kernel '{self.name}' is not called directly: run it with "
+            f"eagle.plan.auto([{self.name}]) and plan.bind(...).launch(), or make it a JAX "
+            f"function with eagle.frameworks.jax.function({self.name})"
+        )
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{s.name}: {s.annotation()}" for s in self.slots)
+        extra = f", steps={self.steps}" if self.steps != 1 else ""
+        extra += ", active_set=True" if self.guard.active_set else ""
+        return f"<hawk.Kernel {self.name}({params}){extra}>"
+
+
+def _names(wrt: Sequence[str] | str) -> Sequence[str]:
+    return (wrt,) if isinstance(wrt, str) else tuple(wrt)
+
+
+def _dtype(dtype: Any) -> str:
+    import numpy as np
+
+    name = np.dtype(dtype).name
+    if name not in DTYPES:
+        raise ValueError(f"a kernel is built for float32 or float64, not {name}")
+    return name
+
+
+class Helper:
+    """A ``@hawk.func`` helper: inlined into the kernels that call it."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"hawk helper '{self.__name__}' can only be called inside a kernel or another helper")
+
+    def __repr__(self) -> str:
+        return f"<hawk.func {self.__name__}>"
+
+
+def func(fn: Callable[..., Any]) -> Helper:
+    """Marks a helper function that kernels (and other helpers) may call. It is inlined;
+    its parameters take whatever types the call passes, and it ends with ``return value``."""
+    return Helper(fn)
+
+
+def kernel(fn: Callable[..., Any] | None = None, *, steps: int = 1, guard: Guard | None = None) -> Any:
+    """Compiles a Python function into a hawk kernel (SPEC §1).
+
+    ``@hawk.kernel`` makes a map (one pass per sample); ``@hawk.kernel(steps=k)`` a stepping
+    kernel whose launches advance each sample k steps; ``guard=Guard(active_set=True)`` asks
+    eagle to launch only over live samples. Raises ``hawk.KernelError`` for anything outside
+    the language, naming the kernel, file, line and what is allowed instead.
+    """
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"hawk.kernel: steps must be a positive int, got {steps!r}")
+    if guard is not None and not isinstance(guard, Guard):
+        raise TypeError(f"hawk.kernel: guard must be a hawk.Guard, got {type(guard).__name__}")
+
+    def build(f: Callable[..., Any]) -> Kernel:
+        try:
+            spec = kernel_spec(f, steps, bool(guard and guard.active_set))
+        except SourceUnavailable as err:
+            raise _core.KernelError(str(err)) from None
+        return Kernel(_core.lower(spec), guard)
+
+    if fn is not None:
+        return build(fn)
+    return build

@@ -1,0 +1,137 @@
+"""The annotation types of hawk kernel parameters (SPEC §1).
+
+``Param``, ``Scalar``, ``Vector[k]``, ``Mutable[T]``, ``Terminated`` and ``Table[T]`` are
+markers: hawk reads them from a kernel's signature and never instantiates them. ``Guard``
+configures how eagle launches a kernel. ``param_kind`` turns one annotation into the
+``(kind, width, is_vector)`` triple the compiler takes, or an error message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Param", "Scalar", "Vector", "Mutable", "Terminated", "Table", "Guard", "param_kind"]
+
+
+class _Marker:
+    """Base of the annotation markers; they are types for annotation only."""
+
+    def __init__(self, *_: Any, **__: Any) -> None:
+        raise TypeError(f"{type(self).__name__} is a kernel parameter annotation, not a value")
+
+
+class Param(_Marker):
+    """One float for every sample of a launch (a Python float, 0-d or 1-element array)."""
+
+
+class Scalar(_Marker):
+    """A plane of shape ``(N,)``: one float per sample."""
+
+
+class Terminated(_Marker):
+    """The stop mask, a bool plane ``(N,)``: a finished sample is skipped."""
+
+
+@dataclass(frozen=True)
+class VectorType:
+    """``Vector[k]``: a plane of shape ``(k, N)``, k floats per sample."""
+
+    k: int
+
+    def __repr__(self) -> str:
+        return f"Vector[{self.k}]"
+
+
+class Vector(_Marker):
+    """``Vector[k]``: a plane of shape ``(k, N)`` (components leading)."""
+
+    def __class_getitem__(cls, k: int) -> VectorType:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise TypeError(f"Vector[k] needs a positive integer k, got {k!r}")
+        return VectorType(k)
+
+
+@dataclass(frozen=True)
+class MutableType:
+    """``Mutable[T]``: a plane of type T the kernel writes."""
+
+    of: Any
+
+    def __repr__(self) -> str:
+        return f"Mutable[{_name(self.of)}]"
+
+
+class Mutable(_Marker):
+    """``Mutable[Scalar]`` or ``Mutable[Vector[k]]``: a plane the kernel writes."""
+
+    def __class_getitem__(cls, of: Any) -> MutableType:
+        return MutableType(of)
+
+
+@dataclass(frozen=True)
+class TableType:
+    """``Table[T]``: one buffer of M entries of T shared by all samples."""
+
+    of: Any
+
+    def __repr__(self) -> str:
+        return f"Table[{_name(self.of)}]"
+
+
+class Table(_Marker):
+    """``Table[Scalar]`` (shape ``(M,)``) or ``Table[Vector[k]]`` (shape ``(M, k)``)."""
+
+    def __class_getitem__(cls, of: Any) -> TableType:
+        return TableType(of)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """How eagle launches a kernel. ``active_set=True``: keep an index map of live samples
+    and launch only over them (for kernels whose samples finish at very different times)."""
+
+    active_set: bool = False
+
+
+ALLOWED = "Param, Scalar, Vector[k], Mutable[Scalar], Mutable[Vector[k]], Terminated, Table[Scalar] or Table[Vector[k]]"
+
+
+def _name(t: Any) -> str:
+    return getattr(t, "__name__", None) or repr(t)
+
+
+def param_kind(annotation: Any) -> tuple[str, int, bool] | str:
+    """``(kind, width, is_vector)`` for an annotation, or a message saying what is wrong.
+
+    kind is one of "param", "plane", "mutable", "terminated", "table".
+    """
+    if annotation is Param:
+        return ("param", 1, False)
+    if annotation is Scalar:
+        return ("plane", 1, False)
+    if isinstance(annotation, VectorType):
+        return ("plane", annotation.k, True)
+    if annotation is Terminated:
+        return ("terminated", 1, False)
+    if isinstance(annotation, MutableType):
+        inner = annotation.of
+        if inner is Scalar:
+            return ("mutable", 1, False)
+        if isinstance(inner, VectorType):
+            return ("mutable", inner.k, True)
+        return f"Mutable[...] takes Scalar or Vector[k], got {_name(inner)}"
+    if isinstance(annotation, TableType):
+        inner = annotation.of
+        if inner is Scalar:
+            return ("table", 1, False)
+        if isinstance(inner, VectorType):
+            return ("table", inner.k, True)
+        return f"Table[...] takes Scalar or Vector[k], got {_name(inner)}"
+    if annotation is Vector:
+        return "Vector needs its size: Vector[k]"
+    if annotation is Mutable:
+        return "Mutable needs its type: Mutable[Scalar] or Mutable[Vector[k]]"
+    if annotation is Table:
+        return "Table needs its entry type: Table[Scalar] or Table[Vector[k]]"
+    return f"is annotated {_name(annotation)}; use {ALLOWED}"

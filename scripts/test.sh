@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Sets everything up (scripts/setup.sh) and runs every test:
+#   1. cpp     C++ tests (GoogleTest, Release) in build/cpp
+#   2. asan    the same tests under AddressSanitizer + UBSan in build/asan (Debug)
+#   3. fuzz    each libFuzzer target for 10 s, built with clang in build/fuzz (skipped
+#              without clang++)
+#   4. pytest  python -m pytest -q tests (no tests collected counts as a failure)
+# Every step runs even if an earlier one failed; the exit status is non-zero if any failed.
+# Environment: RAPTOR_FUZZ_SECONDS (default 10), JOBS (default nproc).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+START=$SECONDS
+
+bash "$ROOT/scripts/setup.sh"
+
+PY="$ROOT/.venv/bin/python"
+export PATH="$ROOT/.venv/bin:$PATH"
+JOBS="${JOBS:-$(nproc)}"
+FUZZ_SECONDS="${RAPTOR_FUZZ_SECONDS:-10}"
+GEN=()
+command -v ninja >/dev/null 2>&1 && GEN=(-G Ninja)
+
+log() { printf '\n[test] ==== %s\n' "$*"; }
+
+# configure_build <build dir> <cmake args...>: configure (regenerating a build dir whose
+# generator differs) and build with $JOBS jobs.
+configure_build() {
+  local dir="$1"; shift
+  if [[ -f "$dir/CMakeCache.txt" ]]; then
+    local want="${GEN[1]:-Unix Makefiles}" have
+    have="$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$dir/CMakeCache.txt")"
+    [[ "$have" == "$want" ]] || rm -rf "$dir"
+  fi
+  cmake -S "$ROOT" -B "$dir" "${GEN[@]}" "$@"
+  cmake --build "$dir" -j "$JOBS"
+}
+
+step_cpp() {
+  configure_build "$ROOT/build/cpp" -DCMAKE_BUILD_TYPE=Release -DRAPTOR_BUILD_TESTS=ON \
+    -DRAPTOR_BUILD_PYTHON=OFF -DRAPTOR_SANITIZE=
+  ctest --test-dir "$ROOT/build/cpp" --output-on-failure --no-tests=error -j "$JOBS"
+}
+
+step_asan() {
+  configure_build "$ROOT/build/asan" -DCMAKE_BUILD_TYPE=Debug -DRAPTOR_BUILD_TESTS=ON \
+    -DRAPTOR_BUILD_PYTHON=OFF -DRAPTOR_SANITIZE=address,undefined
+  ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
+  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    ctest --test-dir "$ROOT/build/asan" --output-on-failure --no-tests=error -j "$JOBS"
+}
+
+step_fuzz() {
+  if ! command -v clang++ >/dev/null 2>&1; then
+    echo "[test] clang++ not found: fuzzers skipped"
+    return 0
+  fi
+  local -a sources=()
+  shopt -s nullglob
+  sources=("$ROOT"/cpp/fuzz/fuzz_*.cpp)
+  shopt -u nullglob
+  if (( ${#sources[@]} == 0 )); then
+    echo "[test] no fuzz targets (cpp/fuzz/fuzz_*.cpp): nothing to fuzz"
+    return 0
+  fi
+  configure_build "$ROOT/build/fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_COMPILER="$(command -v clang++)" \
+    -DRAPTOR_FUZZ=ON -DRAPTOR_BUILD_TESTS=OFF -DRAPTOR_BUILD_PYTHON=OFF \
+    -DRAPTOR_SANITIZE=address,undefined
+  local src name corpus seeds artifacts failed=0
+  for src in "${sources[@]}"; do
+    name="$(basename "$src" .cpp)"
+    corpus="$ROOT/build/fuzz/corpus_$name"
+    artifacts="$ROOT/build/fuzz/artifacts_$name/"
+    seeds="$ROOT/tests/fuzz_corpus/$name"
+    mkdir -p "$corpus" "$artifacts"
+    if [[ -d "$seeds" ]]; then cp -r "$seeds"/. "$corpus"/; fi
+    echo "[test] fuzzing $name for ${FUZZ_SECONDS}s (corpus: build/fuzz/corpus_$name)"
+    if ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
+       UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+       "$ROOT/build/fuzz/$name" -max_total_time="$FUZZ_SECONDS" -timeout=25 \
+         -artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" \
+         >"$ROOT/build/fuzz/$name.log" 2>&1; then
+      tail -n 12 "$ROOT/build/fuzz/$name.log"
+    else
+      tail -n 80 "$ROOT/build/fuzz/$name.log"
+      echo "[test] FAIL: $name found a crash (inputs in build/fuzz/artifacts_$name/)"
+      failed=1
+    fi
+  done
+  return "$failed"
+}
+
+step_pytest() {
+  local rc=0
+  "$PY" -m pytest -q tests || rc=$?
+  if (( rc == 5 )); then
+    echo "[test] FAIL: pytest collected no tests in tests/ (exit code 5): an empty test suite" \
+         "is a failure, not a pass"
+  fi
+  return "$rc"
+}
+
+declare -a SUMMARY=()
+FAILED=0
+run_step() {
+  local name="$1" t0=$SECONDS rc
+  log "$name"
+  set +e
+  ( set -euo pipefail; "step_$name" )
+  rc=$?
+  set -e
+  if (( rc == 0 )); then
+    SUMMARY+=("$name: ok ($((SECONDS - t0))s)")
+  else
+    SUMMARY+=("$name: FAILED rc=$rc ($((SECONDS - t0))s)")
+    FAILED=1
+  fi
+}
+
+run_step cpp
+run_step asan
+run_step fuzz
+run_step pytest
+
+echo
+for line in "${SUMMARY[@]}"; do echo "[test]   $line"; done
+if (( FAILED )); then
+  echo "[test] SUMMARY: FAILED in $((SECONDS - START))s -- $(IFS=';'; echo "${SUMMARY[*]}")"
+  exit 1
+fi
+echo "[test] SUMMARY: all passed in $((SECONDS - START))s -- $(IFS=';'; echo "${SUMMARY[*]}")"
