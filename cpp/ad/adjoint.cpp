@@ -121,7 +121,9 @@ class AdjointPass {
       bool act = false;
       if (v.type == Type::F) {
         switch (v.op) {
-          case Op::LoadParam: case Op::LoadPlane: case Op::LoadTable:
+          case Op::LoadParam:
+          case Op::LoadPlane:
+          case Op::LoadTable:
             act = in_wrt_[v.slot];
             break;
           case Op::Select:

@@ -15,12 +15,23 @@ namespace {
 
 Type result_type(Op op, Type operand1) {
   switch (op) {
-    case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne:
-    case Op::Not: case Op::And: case Op::Or: case Op::LoadMask:
+    case Op::Lt:
+    case Op::Le:
+    case Op::Gt:
+    case Op::Ge:
+    case Op::Eq:
+    case Op::Ne:
+    case Op::Not:
+    case Op::And:
+    case Op::Or:
+    case Op::LoadMask:
       return Type::B;
-    case Op::ToIndex: return Type::I;
-    case Op::Select: return operand1;
-    default: return Type::F;
+    case Op::ToIndex:
+      return Type::I;
+    case Op::Select:
+      return operand1;
+    default:
+      return Type::F;
   }
 }
 
@@ -125,10 +136,15 @@ std::vector<int> wrt_slots(const ir::Kernel& k, const std::vector<std::string>& 
       case SlotKind::Mutable:
         if (!slot.inout) why = "is a pure output (a Mutable that is written but never read)";
         break;
-      case SlotKind::Terminated: why = "is the Terminated mask, which carries no derivative"; break;
+      case SlotKind::Terminated:
+        why = "is the Terminated mask, which carries no derivative";
+        break;
       case SlotKind::ParamSum:
-      case SlotKind::TableSum: why = "is a summed output of a derived kernel"; break;
-      default: break;
+      case SlotKind::TableSum:
+        why = "is a summed output of a derived kernel";
+        break;
+      default:
+        break;
     }
     if (why) throw std::invalid_argument(head + "'" + name + "' " + why + tail);
     for (const int prev : out)

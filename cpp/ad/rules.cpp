@@ -44,9 +44,24 @@ using Kind = Partial::Kind;
 
 bool has_partials(Op op) {
   switch (op) {
-    case Op::Neg: case Op::Sqrt: case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos:
-    case Op::Tan: case Op::Tanh: case Op::Abs: case Op::Add: case Op::Sub: case Op::Mul:
-    case Op::Div: case Op::Pow: case Op::Atan2: case Op::Min: case Op::Max: case Op::PowI:
+    case Op::Neg:
+    case Op::Sqrt:
+    case Op::Exp:
+    case Op::Log:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Tan:
+    case Op::Tanh:
+    case Op::Abs:
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Pow:
+    case Op::Atan2:
+    case Op::Min:
+    case Op::Max:
+    case Op::PowI:
       return true;
     default:
       return false;
@@ -140,9 +155,12 @@ std::vector<Partial> partials(Builder& b, int v, const std::function<bool(int)>&
     case Op::PowI: {
       const int64_t n = val.iimm;
       if (!n0 || n == 0) break;
-      if (n == 1) one(0);
-      else if (n == 2) mul(0, op(Op::Mul, {c(2.0), x}));
-      else mul(0, op(Op::Mul, {c(static_cast<double>(n)), b.powi(x, n - 1, p)}));
+      if (n == 1)
+        one(0);
+      else if (n == 2)
+        mul(0, op(Op::Mul, {c(2.0), x}));
+      else
+        mul(0, op(Op::Mul, {c(static_cast<double>(n)), b.powi(x, n - 1, p)}));
       break;
     }
     default:
@@ -153,10 +171,14 @@ std::vector<Partial> partials(Builder& b, int v, const std::function<bool(int)>&
 
 int apply(Builder& b, const Partial& p, int x, int pred) {
   switch (p.kind) {
-    case Kind::One: return x;
-    case Kind::MinusOne: return b.op(Op::Neg, {x}, pred);
-    case Kind::Mul: return b.op(Op::Mul, {x, p.value}, pred);
-    case Kind::Div: return b.op(Op::Div, {x, p.value}, pred);
+    case Kind::One:
+      return x;
+    case Kind::MinusOne:
+      return b.op(Op::Neg, {x}, pred);
+    case Kind::Mul:
+      return b.op(Op::Mul, {x, p.value}, pred);
+    case Kind::Div:
+      return b.op(Op::Div, {x, p.value}, pred);
   }
   return x;
 }

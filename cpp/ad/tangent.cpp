@@ -20,7 +20,7 @@ using ir::Value;
 namespace {
 
 struct TangentSlots {
-  std::vector<int> primal;  // k's slot -> the new kernel's slot holding it, -1: dropped
+  std::vector<int> primal;   // k's slot -> the new kernel's slot holding it, -1: dropped
   std::vector<int> dot_in;   // a wrt input -> its tangent slot ("w_dot"), else -1
   std::vector<int> dot_out;  // an output -> its tangent slot ("m_dot", "s_dot"), else -1
 };
@@ -129,9 +129,12 @@ class TangentPass {
         const auto ps = partials(b_, prim_[i], [&](int arg) { return dot_[v.args[arg]] != -1; });
         for (const Partial& part : ps) {
           const int da = dot_[v.args[part.arg]];
-          if (d == -1) d = apply(b_, part, da, p);
-          else if (part.kind == Partial::Kind::MinusOne) d = b_.op(Op::Sub, {d, da}, p);
-          else d = b_.op(Op::Add, {d, apply(b_, part, da, p)}, p);
+          if (d == -1)
+            d = apply(b_, part, da, p);
+          else if (part.kind == Partial::Kind::MinusOne)
+            d = b_.op(Op::Sub, {d, da}, p);
+          else
+            d = b_.op(Op::Add, {d, apply(b_, part, da, p)}, p);
         }
       }
     }

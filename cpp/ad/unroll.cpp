@@ -74,7 +74,10 @@ ir::Kernel unroll(const ir::Kernel& k) {
     for (size_t i = 0; i < k.values.size(); ++i) {
       const Value& v = k.values[i];
       switch (v.op) {
-        case Op::Const: case Op::LoadParam: case Op::LoadPlane: case Op::LoadMask:
+        case Op::Const:
+        case Op::LoadParam:
+        case Op::LoadPlane:
+        case Op::LoadMask:
           map[i] = leaves.get(v);
           break;
         case Op::LoadState:

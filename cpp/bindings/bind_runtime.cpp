@@ -15,6 +15,7 @@
 #include "runtime/build.hpp"
 #include "runtime/cache.hpp"
 #include "runtime/registry.hpp"
+#include "runtime/shared_pool.hpp"
 #include "runtime/thread_pool.hpp"
 
 namespace nb = nanobind;
@@ -78,6 +79,8 @@ void bind_runtime(nb::module_& m) {
   nb::class_<ThreadPool>(m, "Runtime", "The host thread pool every launch of this process shares.")
       .def(nb::init<int>(), nb::arg("num_threads") = 0)
       .def_prop_ro("num_threads", &ThreadPool::size);
+  m.def("shared_runtime", []() -> ThreadPool& { return runtime::shared_pool(); }, nb::rv_policy::reference,
+        "The process's shared host pool ($RAPTOR_NUM_THREADS threads, default all cores).");
 
   nb::class_<runtime::Compiler>(m, "Compiler", "Compiles generated C++ into a private cache directory.")
       .def("__init__",

@@ -1,6 +1,7 @@
 // The Python module raptor_core._core (nanobind): the compiler for hawk and the runtime for
 // eagle. Thin: conversions and exceptions only; behaviour lives in the stages. The compiler
-// half is bind_compiler.cpp, the runtime half bind_runtime.cpp.
+// half is bind_compiler.cpp, the runtime half bind_runtime.cpp, the XLA FFI
+// handler capsules bind_ffi.cpp.
 #include <nanobind/nanobind.h>
 
 #include "bindings/bindings.hpp"
@@ -13,4 +14,5 @@ NB_MODULE(_core, m) {
   m.def("abi_version", []() { return RAPTOR_ABI_VERSION; }, "Version of the kernel calling convention.");
   raptor::bindings::bind_compiler(m);
   raptor::bindings::bind_runtime(m);
+  raptor::bindings::bind_ffi(m);
 }

@@ -64,10 +64,15 @@ const char* prelude() {
 #define RAPTOR_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
-// jax.numpy semantics where C differs: NaN propagates through minimum/maximum, sign(0) = 0.
-template <class T> inline T rp_min(T a, T b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }
-template <class T> inline T rp_max(T a, T b) { return a != a ? a : (b != b ? b : (b > a ? b : a)); }
-template <class T> inline T rp_sign(T a) { return a != a ? a : T((a > T(0)) - (a < T(0))); }
+// jax.numpy semantics where C differs: NaN propagates through minimum/maximum, which order
+// signed zeros (min(-0, +0) = -0, max = +0); sign keeps the sign of zero.
+template <class T> inline T rp_min(T a, T b) {
+  return a != a ? a : (b != b ? b : (a == b ? (std::signbit(a) ? a : b) : (b < a ? b : a)));
+}
+template <class T> inline T rp_max(T a, T b) {
+  return a != a ? a : (b != b ? b : (a == b ? (std::signbit(a) ? b : a) : (b > a ? b : a)));
+}
+template <class T> inline T rp_sign(T a) { return (a != a || a == T(0)) ? a : T((a > T(0)) - (a < T(0))); }
 // A float index for Table.at(): rounded down; non-finite or huge values become -1 (out of range).
 template <class T> inline int64_t rp_index(T a) {
   const T f = std::floor(a);

@@ -36,36 +36,66 @@ double sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }  // keeps NaN a
 
 double eval(Op op, const double* a, int64_t iimm) {
   switch (op) {
-    case Op::Neg: return -a[0];
-    case Op::Sqrt: return std::sqrt(a[0]);
-    case Op::Exp: return std::exp(a[0]);
-    case Op::Log: return std::log(a[0]);
-    case Op::Sin: return std::sin(a[0]);
-    case Op::Cos: return std::cos(a[0]);
-    case Op::Tan: return std::tan(a[0]);
-    case Op::Tanh: return std::tanh(a[0]);
-    case Op::Abs: return std::fabs(a[0]);
-    case Op::Floor: return std::floor(a[0]);
-    case Op::Sign: return sign(a[0]);
-    case Op::Add: return a[0] + a[1];
-    case Op::Sub: return a[0] - a[1];
-    case Op::Mul: return a[0] * a[1];
-    case Op::Div: return a[0] / a[1];
-    case Op::Pow: return std::pow(a[0], a[1]);
-    case Op::Atan2: return std::atan2(a[0], a[1]);
-    case Op::Min: return std::isnan(a[0]) || std::isnan(a[1]) ? kNaN : (a[0] < a[1] ? a[0] : a[1]);
-    case Op::Max: return std::isnan(a[0]) || std::isnan(a[1]) ? kNaN : (a[0] > a[1] ? a[0] : a[1]);
-    case Op::PowI: return powi(a[0], iimm);
-    case Op::Lt: return a[0] < a[1];
-    case Op::Le: return a[0] <= a[1];
-    case Op::Gt: return a[0] > a[1];
-    case Op::Ge: return a[0] >= a[1];
-    case Op::Eq: return a[0] == a[1];
-    case Op::Ne: return a[0] != a[1];
-    case Op::Not: return a[0] == 0.0;
-    case Op::And: return a[0] != 0.0 && a[1] != 0.0;
-    case Op::Or: return a[0] != 0.0 || a[1] != 0.0;
-    default: return kNaN;  // leaves, Select and ToIndex are handled by the caller
+    case Op::Neg:
+      return -a[0];
+    case Op::Sqrt:
+      return std::sqrt(a[0]);
+    case Op::Exp:
+      return std::exp(a[0]);
+    case Op::Log:
+      return std::log(a[0]);
+    case Op::Sin:
+      return std::sin(a[0]);
+    case Op::Cos:
+      return std::cos(a[0]);
+    case Op::Tan:
+      return std::tan(a[0]);
+    case Op::Tanh:
+      return std::tanh(a[0]);
+    case Op::Abs:
+      return std::fabs(a[0]);
+    case Op::Floor:
+      return std::floor(a[0]);
+    case Op::Sign:
+      return sign(a[0]);
+    case Op::Add:
+      return a[0] + a[1];
+    case Op::Sub:
+      return a[0] - a[1];
+    case Op::Mul:
+      return a[0] * a[1];
+    case Op::Div:
+      return a[0] / a[1];
+    case Op::Pow:
+      return std::pow(a[0], a[1]);
+    case Op::Atan2:
+      return std::atan2(a[0], a[1]);
+    case Op::Min:
+      return std::isnan(a[0]) || std::isnan(a[1]) ? kNaN : (a[0] < a[1] ? a[0] : a[1]);
+    case Op::Max:
+      return std::isnan(a[0]) || std::isnan(a[1]) ? kNaN : (a[0] > a[1] ? a[0] : a[1]);
+    case Op::PowI:
+      return powi(a[0], iimm);
+    case Op::Lt:
+      return a[0] < a[1];
+    case Op::Le:
+      return a[0] <= a[1];
+    case Op::Gt:
+      return a[0] > a[1];
+    case Op::Ge:
+      return a[0] >= a[1];
+    case Op::Eq:
+      return a[0] == a[1];
+    case Op::Ne:
+      return a[0] != a[1];
+    case Op::Not:
+      return a[0] == 0.0;
+    case Op::And:
+      return a[0] != 0.0 && a[1] != 0.0;
+    case Op::Or:
+      return a[0] != 0.0 || a[1] != 0.0;
+    default:
+      return kNaN;  // leaves, Select and ToIndex are handled by the caller
   }
 }
 
@@ -103,8 +133,10 @@ class SampleRunner {
         if (slot.kind != SlotKind::Mutable) continue;
         for (int c = 0; c < slot.width; ++c) {
           double& out = b_.slots[s].out[c * N + n];
-          if (slot.inout) out = b_.slots[s].in[c * N + n];
-          else if (b_.zero_finished) out = 0.0;
+          if (slot.inout)
+            out = b_.slots[s].in[c * N + n];
+          else if (b_.zero_finished)
+            out = 0.0;
         }
       }
       return;
@@ -132,8 +164,10 @@ class SampleRunner {
         } else if (slot.kind == SlotKind::TableSum && on) {
           const int64_t idx = i_[st.index];
           const int64_t m = table_entries(k_, b_, st.slot);
-          if (idx < 0 || idx >= m) error(st.slot, idx, n);
-          else b_.slots[st.slot].out[idx * slot.width + st.comp] += x;
+          if (idx < 0 || idx >= m)
+            error(st.slot, idx, n);
+          else
+            b_.slots[st.slot].out[idx * slot.width + st.comp] += x;
         }
       }
       state = std::move(next);
@@ -167,10 +201,18 @@ class SampleRunner {
         f_[i] = v.imm;
         i_[i] = v.iimm;
         return;
-      case Op::LoadParam: f_[i] = b_.slots[v.slot].in[v.comp]; return;
-      case Op::LoadPlane: f_[i] = b_.slots[v.slot].in[v.comp * N + n]; return;
-      case Op::LoadState: f_[i] = state[v.slot][v.comp]; return;
-      case Op::LoadMask: f_[i] = 0.0; return;  // only live samples are evaluated
+      case Op::LoadParam:
+        f_[i] = b_.slots[v.slot].in[v.comp];
+        return;
+      case Op::LoadPlane:
+        f_[i] = b_.slots[v.slot].in[v.comp * N + n];
+        return;
+      case Op::LoadState:
+        f_[i] = state[v.slot][v.comp];
+        return;
+      case Op::LoadMask:
+        f_[i] = 0.0;
+        return;  // only live samples are evaluated
       case Op::LoadTable: {
         const int64_t m = table_entries(k_, b_, v.slot);
         int64_t idx = i_[v.args[0]];
@@ -195,7 +237,9 @@ class SampleRunner {
         i_[i] = i_[c ? v.args[1] : v.args[2]];
         return;
       }
-      case Op::ToIndex: i_[i] = to_index(f_[v.args[0]]); return;
+      case Op::ToIndex:
+        i_[i] = to_index(f_[v.args[0]]);
+        return;
       default: {
         double a[3] = {0, 0, 0};
         for (int j = 0; j < op_arity(v.op); ++j) a[j] = f_[v.args[j]];
@@ -221,16 +265,28 @@ InterpBinding make_binding(const Kernel& k, int64_t n, int64_t table_entries) {
     const Slot& slot = k.slots[s];
     const size_t w = static_cast<size_t>(slot.width);
     switch (slot.kind) {
-      case SlotKind::Param: b.slots[s].in.assign(w, 0.0); break;
-      case SlotKind::Plane: b.slots[s].in.assign(w * n, 0.0); break;
+      case SlotKind::Param:
+        b.slots[s].in.assign(w, 0.0);
+        break;
+      case SlotKind::Plane:
+        b.slots[s].in.assign(w * n, 0.0);
+        break;
       case SlotKind::Mutable:
         if (slot.inout) b.slots[s].in.assign(w * n, 0.0);
         b.slots[s].out.assign(w * n, 0.0);
         break;
-      case SlotKind::Terminated: b.mask.assign(n, 0); break;
-      case SlotKind::Table: b.slots[s].in.assign(w * table_entries, 0.0); break;
-      case SlotKind::ParamSum: b.slots[s].out.assign(w, 0.0); break;
-      case SlotKind::TableSum: b.slots[s].out.assign(w * table_entries, 0.0); break;
+      case SlotKind::Terminated:
+        b.mask.assign(n, 0);
+        break;
+      case SlotKind::Table:
+        b.slots[s].in.assign(w * table_entries, 0.0);
+        break;
+      case SlotKind::ParamSum:
+        b.slots[s].out.assign(w, 0.0);
+        break;
+      case SlotKind::TableSum:
+        b.slots[s].out.assign(w * table_entries, 0.0);
+        break;
     }
   }
   return b;
@@ -247,17 +303,25 @@ void interpret(const Kernel& k, InterpBinding& b) {
     const size_t w = static_cast<size_t>(slot.width);
     const InterpSlot& d = b.slots[s];
     switch (slot.kind) {
-      case SlotKind::Param: check_size(k, s, "in", d.in.size(), w); break;
-      case SlotKind::Plane: check_size(k, s, "in", d.in.size(), w * N); break;
+      case SlotKind::Param:
+        check_size(k, s, "in", d.in.size(), w);
+        break;
+      case SlotKind::Plane:
+        check_size(k, s, "in", d.in.size(), w * N);
+        break;
       case SlotKind::Mutable:
         if (slot.inout) check_size(k, s, "in", d.in.size(), w * N);
         check_size(k, s, "out", d.out.size(), w * N);
         break;
-      case SlotKind::Terminated: check_size(k, s, "mask", b.mask.size(), N); break;
+      case SlotKind::Terminated:
+        check_size(k, s, "mask", b.mask.size(), N);
+        break;
       case SlotKind::Table:
         if (d.in.size() % w != 0) check_size(k, s, "in", d.in.size(), (d.in.size() / w + 1) * w);
         break;
-      case SlotKind::ParamSum: check_size(k, s, "out", d.out.size(), w); break;
+      case SlotKind::ParamSum:
+        check_size(k, s, "out", d.out.size(), w);
+        break;
       case SlotKind::TableSum:
         check_size(k, s, "out", d.out.size(),
                    static_cast<size_t>(table_entries(k, b, static_cast<int>(s))) * w);

@@ -44,10 +44,10 @@ struct InterpSlot {
 
 struct InterpBinding {
   int64_t n = 0;
-  std::vector<InterpSlot> slots;  // one per kernel slot
-  std::vector<uint8_t> mask;      // the Terminated plane (n bytes), updated in place
-  bool zero_finished = false;     // skipped samples: write 0 into pure outputs
-  uint32_t finished = 0;          // out: samples finished by this call (added to)
+  std::vector<InterpSlot> slots;    // one per kernel slot
+  std::vector<uint8_t> mask;        // the Terminated plane (n bytes), updated in place
+  bool zero_finished = false;       // skipped samples: write 0 into pure outputs
+  uint32_t finished = 0;            // out: samples finished by this call (added to)
   int64_t error[4] = {0, 0, 0, 0};  // first error: code, slot, index, sample (runtime/abi.h)
 };
 

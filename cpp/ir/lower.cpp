@@ -258,19 +258,21 @@ void Lowerer::assign(const parse::Expr& target, const TV& value, parse::Loc loc)
       const parse::Expr& base = *target.args[0];
       if (base.kind != parse::ExprKind::Name)
         error(loc, "only a component of a named vector can be assigned, as in v[0] = x");
-      TV vec = read_var(base.name, base.loc);
+      // A Mutable's unassigned components stay unassigned (not read), so writing one
+      // component does not make the plane in-out.
+      const auto& vars = frame().vars;
+      const auto it = vars.find(base.name);
+      TV vec = it != vars.end() && it->second.param_slot >= 0 && !it->second.maybe_undefined
+                   ? it->second.value
+                   : read_var(base.name, base.loc);
       if (vec.kind != TV::Kind::Vector)
         error(loc, "'" + base.name + "' is " + describe(vec) + "; only a Vector's components can "
                    "be assigned with [i]");
-      // Keep unassigned Mutable components unassigned: read_var materialized them, so re-read
-      // the variable's raw value.
-      const auto& vars = frame().vars;
-      if (auto it = vars.find(base.name); it != vars.end()) vec = it->second.value;
-      int64_t i = const_int(expr(*target.args[1]), target.args[1]->loc, "a vector index");
+      const int64_t written = const_int(expr(*target.args[1]), target.args[1]->loc, "a vector index");
       const int64_t n = static_cast<int64_t>(vec.comps.size());
-      if (i < 0) i += n;
+      const int64_t i = written < 0 ? written + n : written;
       if (i < 0 || i >= n)
-        error(target.args[1]->loc, "index " + std::to_string(i) + " is out of range for a Vector[" +
+        error(target.args[1]->loc, "index " + std::to_string(written) + " is out of range for a Vector[" +
                                        std::to_string(n) + "] (components 0.." + std::to_string(n - 1) + ")");
       vec.comps[i] = to_float(value, loc, "a vector component");
       assign_name(base.name, vec, loc);
@@ -393,10 +395,10 @@ TV Lowerer::symbol(const Symbol& s, const std::string& name, parse::Loc loc) {
       t.name = name;
       return t;
     }
-    case Symbol::Kind::Module: {
+    case Symbol::Kind::Module: {  // named by what it is (hawk.math), not by the local alias
       TV t;
       t.kind = TV::Kind::Module;
-      t.name = name;
+      t.name = s.name;
       return t;
     }
     case Symbol::Kind::Unsupported:

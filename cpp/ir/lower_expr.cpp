@@ -228,7 +228,8 @@ TV Lowerer::expr(const Expr& e) {
     case ExprKind::Bool:
       return TV::b(kbool(e.bool_value));
     case ExprKind::String:
-      error(e.loc, "strings are not allowed in a kernel");
+      error(e.loc, "strings are not allowed in a kernel; use numbers and conditions instead "
+                   "(keep labels and names in Python)");
     case ExprKind::List:
       error(e.loc, "lists are not allowed in a kernel; build a vector with vec(a, b, c)");
     case ExprKind::Other:
@@ -248,13 +249,27 @@ TV Lowerer::expr(const Expr& e) {
       const int c = to_bool(expr(*e.args[0]), e.args[0]->loc, "the operand of `not`");
       return TV::b(emit(Op::Not, Type::B, c));
     }
-    case ExprKind::Binary:
-      return arith(e.op, expr(*e.args[0]), expr(*e.args[1]), e.loc);
+    case ExprKind::Binary: {
+      const TV lhs = expr(*e.args[0]);  // left to right, as Python evaluates
+      const TV rhs = expr(*e.args[1]);
+      return arith(e.op, lhs, rhs, e.loc);
+    }
     case ExprKind::BoolOp: {
+      // Python short-circuits: each operand after the first is used only when the ones
+      // before it did not decide the result, so it is lowered under that predicate (a table
+      // read guarded by `i < M and w.at(i) > 0` is not bounds-checked when i >= M).
+      const bool is_and = e.op == "and";
       int acc = -1;
+      const int outer = pred();
       for (const auto& a : e.args) {
-        const int c = to_bool(expr(*a), a->loc, ("an operand of `" + e.op + "`").c_str());
-        acc = acc < 0 ? c : emit(e.op == "and" ? Op::And : Op::Or, Type::B, acc, c);
+        if (acc >= 0) {
+          const int go_on = is_and ? acc : emit(Op::Not, Type::B, acc);
+          pred_stack_.push_back(outer < 0 ? go_on : emit(Op::And, Type::B, outer, go_on));
+        }
+        const TV operand = expr(*a);
+        if (acc >= 0) pred_stack_.pop_back();
+        const int c = to_bool(operand, a->loc, ("an operand of `" + e.op + "`").c_str());
+        acc = acc < 0 ? c : emit(is_and ? Op::And : Op::Or, Type::B, acc, c);
       }
       return TV::b(acc);
     }

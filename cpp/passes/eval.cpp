@@ -30,15 +30,22 @@ double powi(double x, int64_t n) {
 
 double nan_min(double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  if (a == b) return std::signbit(a) ? a : b;  // min(-0, +0) = -0 in either order, as XLA
   return a < b ? a : b;
 }
 
 double nan_max(double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  if (a == b) return std::signbit(a) ? b : a;  // max(-0, +0) = +0 in either order, as XLA
   return a > b ? a : b;
 }
 
 }  // namespace
+
+int64_t to_index(double x) {
+  const double f = std::floor(x);
+  return (f >= -9.0e18 && f <= 9.0e18) ? static_cast<int64_t>(f) : int64_t{-1};
+}
 
 bool foldable(Op op) {
   switch (op) {
@@ -62,7 +69,7 @@ double eval_op(Op op, const double* a, int64_t iimm) {
     case Op::Tanh: return std::tanh(a[0]);
     case Op::Abs: return std::fabs(a[0]);
     case Op::Floor: return std::floor(a[0]);
-    case Op::Sign: return std::isnan(a[0]) ? a[0] : (a[0] > 0) - (a[0] < 0);
+    case Op::Sign: return (std::isnan(a[0]) || a[0] == 0.0) ? a[0] : (a[0] > 0) - (a[0] < 0);
     case Op::Add: return a[0] + a[1];
     case Op::Sub: return a[0] - a[1];
     case Op::Mul: return a[0] * a[1];
@@ -82,7 +89,7 @@ double eval_op(Op op, const double* a, int64_t iimm) {
     case Op::And: return (a[0] != 0.0) && (a[1] != 0.0);
     case Op::Or: return (a[0] != 0.0) || (a[1] != 0.0);
     case Op::Select: return a[0] != 0.0 ? a[1] : a[2];
-    case Op::ToIndex: return std::floor(a[0]);
+    case Op::ToIndex: return static_cast<double>(to_index(a[0]));
     default: return std::numeric_limits<double>::quiet_NaN();
   }
 }

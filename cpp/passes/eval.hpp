@@ -1,6 +1,7 @@
 // The scalar meaning of each IR operator, in double precision: one definition shared by
 // constant folding (passes/fold.cpp) and the front end's folding of constant operands.
-// Follows jax.numpy where C and NumPy differ: minimum/maximum propagate NaN, sign(0) = 0.
+// Follows jax.numpy where C and NumPy differ: minimum/maximum propagate NaN and order signed
+// zeros (min(-0, +0) = -0, max = +0), sign keeps the sign of zero.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,10 @@ namespace raptor::passes {
 
 // Applies `op` to `args` (bools as 0/1, indices as doubles). `iimm` is PowI's exponent.
 double eval_op(ir::Op op, const double* args, int64_t iimm);
+
+// A float table index as an entry number: rounded down; NaN, infinities and values beyond
+// +-9e18 become -1 (out of range), never an undefined conversion.
+int64_t to_index(double x);
 
 // Whether eval_op can compute `op` from its operands alone (no loads).
 bool foldable(ir::Op op);

@@ -105,7 +105,7 @@ void fold_and_cse(Kernel& k) {
         v = Value{};
         v.op = Op::Const;
         v.type = t;
-        if (t == Type::I) v.iimm = static_cast<int64_t>(r);
+        if (t == Type::I) v.iimm = static_cast<int64_t>(r);  // r came from to_index: in range
         else v.imm = t == Type::B ? (r != 0.0 ? 1.0 : 0.0) : r;
       } else if (const int id = identity(k, i); id >= 0) {
         repl[i] = id;

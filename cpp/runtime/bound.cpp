@@ -17,9 +17,15 @@ BoundLaunch::BoundLaunch(std::shared_ptr<const KernelEntry> entry, Binding bindi
 
 void BoundLaunch::reset_active() { active_count_ = -1; }
 
-int64_t BoundLaunch::live() const {
+void BoundLaunch::build_active() {
+  index_.resize(static_cast<size_t>(binding_.n));
+  active_count_ = init_active(binding_.mask_in, index_.data(), binding_.n);
+}
+
+int64_t BoundLaunch::live() {
   if (!entry_->active_set) return binding_.n;
-  return active_count_ < 0 ? binding_.n : active_count_;
+  if (active_count_ < 0) build_active();
+  return active_count_;
 }
 
 LaunchResult BoundLaunch::run(ThreadPool* pool) {
@@ -28,10 +34,7 @@ LaunchResult BoundLaunch::run(ThreadPool* pool) {
                                             : *static_cast<const double*>(p.ptr);
   }
   if (entry_->active_set) {
-    if (active_count_ < 0) {
-      index_.resize(static_cast<size_t>(binding_.n));
-      active_count_ = init_active(binding_.mask_in, index_.data(), binding_.n);
-    }
+    if (active_count_ < 0) build_active();
     binding_.index = index_.data();
     binding_.count = active_count_;
   }

@@ -30,8 +30,9 @@ class BoundLaunch {
 
   // Active set: rebuild the index map from the mask (after the caller changed the mask).
   void reset_active();
-  // Live samples in the active set (n when the kernel has none).
-  int64_t live() const;
+  // Live samples in the active set (n when the kernel has none); builds the index map from
+  // the mask when it is not built yet.
+  int64_t live();
 
   const KernelEntry& entry() const { return *entry_; }
   const Binding& binding() const { return binding_; }
@@ -43,6 +44,7 @@ class BoundLaunch {
   std::vector<ParamSource> params_;
   std::vector<int64_t> index_;
   int64_t active_count_ = -1;  // -1: not built yet
+  void build_active();
 };
 
 }  // namespace raptor::runtime

@@ -21,6 +21,7 @@ KernelEntry describe_kernel(const ir::Kernel& k, DType dtype) {
     e.kinds.push_back(s.kind);
     e.widths.push_back(s.width);
     e.table_of.push_back(s.table_of);
+    e.inout.push_back(s.inout ? 1 : 0);
     e.slot_names.push_back(s.name);
   }
   e.name = k.name;

@@ -23,6 +23,7 @@ struct KernelEntry {
   std::vector<ir::SlotKind> kinds;  // per slot
   std::vector<int> widths;          // per slot: components (1 for Param/Terminated)
   std::vector<int> table_of;        // per slot: TableSum -> its Table slot; else -1
+  std::vector<char> inout;          // per slot: a Mutable whose old value is read
   std::vector<std::string> slot_names;  // per slot, for messages (may be empty)
   std::string name;                 // the kernel's name, for messages
   std::string symbol;               // the exported symbol fn was found as

@@ -1,6 +1,7 @@
 // ThreadPool: generation counter + spin-then-futex-wait dispatch. See thread_pool.hpp.
 #include "runtime/thread_pool.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -13,9 +14,10 @@
 namespace raptor::runtime {
 namespace {
 
-// Spins before sleeping: long enough to catch the next launch of a stepping loop, short
-// enough not to hold a core when the caller goes away (about 50 us on current x86).
-constexpr int kSpinIterations = 1 << 12;
+// How long a waiting thread spins before it sleeps on the futex: long enough to catch the next
+// launch of a stepping loop (or the end of a short job), short enough not to hold a core when
+// the caller goes away. Spinning yields now and then so an oversubscribed machine still runs.
+constexpr auto kSpinTime = std::chrono::microseconds(50);
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -27,10 +29,15 @@ inline void cpu_relax() {
 
 // Waits until `a` differs from `old`: spin, then futex wait. Returns the new value.
 uint32_t wait_change(const std::atomic<uint32_t>& a, uint32_t old) {
-  for (int i = 0; i < kSpinIterations; ++i) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  for (int i = 1;; ++i) {
     const uint32_t v = a.load(std::memory_order_acquire);
     if (v != old) return v;
     cpu_relax();
+    if (i % 64 == 0) {
+      if (std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::yield();
+    }
   }
   for (;;) {
     a.wait(old, std::memory_order_acquire);
@@ -90,7 +97,9 @@ void ThreadPool::run_chunks(int worker) {
 }
 
 void ThreadPool::worker_loop(const std::stop_token& stop, int worker) {
-  uint32_t seen = generation_.load(std::memory_order_acquire);
+  // Jobs are only published after construction, when generation_ was 0: a worker that starts
+  // late must still run the first job.
+  uint32_t seen = 0;
   for (;;) {
     seen = wait_change(generation_, seen);
     if (stopping_.load(std::memory_order_acquire) || stop.stop_requested()) return;

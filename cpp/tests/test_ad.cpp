@@ -23,6 +23,9 @@
 #include "ir/interp.hpp"
 #include "ir/ir.hpp"
 #include "runtime/abi.h"
+#ifdef RAPTOR_TEST_AD_WITH_PASSES
+#include "passes/optimize.hpp"
+#endif
 
 namespace raptor::ad {
 namespace {
@@ -89,9 +92,14 @@ class Harness {
   size_t size(const ir::Slot& s) const {
     const size_t w = static_cast<size_t>(s.width);
     switch (s.kind) {
-      case SlotKind::Param: case SlotKind::ParamSum: return w;
-      case SlotKind::Table: case SlotKind::TableSum: return w * m_;
-      default: return w * n_;
+      case SlotKind::Param:
+      case SlotKind::ParamSum:
+        return w;
+      case SlotKind::Table:
+      case SlotKind::TableSum:
+        return w * m_;
+      default:
+        return w * n_;
     }
   }
 
@@ -131,8 +139,10 @@ class Harness {
     for (size_t s = 0; s < k.slots.size(); ++s) {
       const auto it = in.find(k.slots[s].name);
       if (is_input(k.slots[s])) {
-        if (it == in.end()) ADD_FAILURE() << "no input for " << k.slots[s].name;
-        else b.slots[s].in = it->second;
+        if (it == in.end())
+          ADD_FAILURE() << "no input for " << k.slots[s].name;
+        else
+          b.slots[s].in = it->second;
       }
     }
     ir::interpret(k, b);
@@ -155,6 +165,26 @@ class Harness {
   std::vector<uint8_t> mask_;
 };
 
+// The derived kernels the checks run; built with -DRAPTOR_TEST_AD_WITH_PASSES they also go
+// through passes::optimize, as the compile pipeline does.
+Kernel derive_tangent(const Kernel& k, const std::vector<std::string>& wrt, bool with_primal) {
+  Kernel t = tangent(k, wrt, with_primal);
+#ifdef RAPTOR_TEST_AD_WITH_PASSES
+  passes::optimize(t);
+  ir::verify(t);
+#endif
+  return t;
+}
+
+Kernel derive_adjoint(const Kernel& k, const std::vector<std::string>& wrt) {
+  Kernel a = adjoint(k, wrt);
+#ifdef RAPTOR_TEST_AD_WITH_PASSES
+  passes::optimize(a);
+  ir::verify(a);
+#endif
+  return a;
+}
+
 // The names of the slots of tangent(k, wrt, with_primal), found by their documented
 // positions (tangent.hpp), as the JAX bridge finds them: `in` maps a wrt input to its tangent
 // input, `out` an output of k to its tangent output.
@@ -165,15 +195,16 @@ struct DerivedNames {
 DerivedNames tangent_names(const Kernel& k, const Kernel& t, const std::vector<std::string>& wrt,
                            bool with_primal) {
   size_t a = 0;
-  for (const auto& s : k.slots)
-    a += with_primal || is_input(s) || s.kind == SlotKind::Terminated;
+  for (const auto& s : k.slots) a += with_primal || is_input(s) || s.kind == SlotKind::Terminated;
   DerivedNames n;
   for (size_t j = 0; j < wrt.size(); ++j) n.in[wrt[j]] = t.slots.at(a + j).name;
   size_t c = a + wrt.size();
   for (const auto& s : k.slots) {
     if (!is_output(s)) continue;
-    if (s.kind == SlotKind::Mutable && n.in.count(s.name)) n.out[s.name] = n.in[s.name];
-    else n.out[s.name] = t.slots.at(c++).name;
+    if (s.kind == SlotKind::Mutable && n.in.count(s.name))
+      n.out[s.name] = n.in[s.name];
+    else
+      n.out[s.name] = t.slots.at(c++).name;
   }
   EXPECT_EQ(c, t.slots.size());
   return n;
@@ -207,8 +238,8 @@ DerivedNames adjoint_names(const Kernel& k, const Kernel& a, const std::vector<s
 void check_tangent(const Kernel& k, Harness& h, const std::vector<std::string>& wrt,
                    double tol = 1e-7) {
   SCOPED_TRACE("tangent of " + k.name);
-  const Kernel t = tangent(k, wrt, false);
-  const Kernel tp = tangent(k, wrt, true);
+  const Kernel t = derive_tangent(k, wrt, false);
+  const Kernel tp = derive_tangent(k, wrt, true);
   const DerivedNames tn = tangent_names(k, t, wrt, false);
   const DerivedNames tpn = tangent_names(k, tp, wrt, true);
   EXPECT_EQ(t.steps, 1);
@@ -255,8 +286,8 @@ void check_tangent(const Kernel& k, Harness& h, const std::vector<std::string>& 
 void check_adjoint(const Kernel& k, Harness& h, const std::vector<std::string>& wrt,
                    bool nonzero = true, double tol = 1e-12) {
   SCOPED_TRACE("adjoint of " + k.name);
-  const Kernel t = tangent(k, wrt, false);
-  const Kernel a = adjoint(k, wrt);
+  const Kernel t = derive_tangent(k, wrt, false);
+  const Kernel a = derive_adjoint(k, wrt);
   const DerivedNames tn = tangent_names(k, t, wrt, false);
   const DerivedNames an = adjoint_names(k, a, wrt);
   EXPECT_EQ(a.steps, 1);
@@ -284,7 +315,9 @@ void check_adjoint(const Kernel& k, Harness& h, const std::vector<std::string>& 
     scale += abs_dot(c, tan);
   }
   EXPECT_NEAR(lhs, rhs, tol * (1 + scale)) << "lhs " << lhs << " rhs " << rhs;
-  if (nonzero) EXPECT_GT(scale, 0.0) << "a trivial check";
+  if (nonzero) {
+    EXPECT_GT(scale, 0.0) << "a trivial check";
+  }
 }
 
 // Both first-order checks, then the second-order ones on the derived kernels.
@@ -295,11 +328,11 @@ void check_all(const Kernel& k, Harness& h, const std::vector<std::string>& wrt,
   check_tangent(k, h, wrt);
   check_adjoint(k, h, wrt, nonzero);
   // Second derivatives (zero for a kernel linear in wrt: no triviality check).
-  const Kernel a = adjoint(k, wrt);
-  check_tangent(a, h, wrt, 1e-6);   // tangent of the adjoint vs differences of the adjoint
+  const Kernel a = derive_adjoint(k, wrt);
+  check_tangent(a, h, wrt, 1e-7);   // tangent of the adjoint vs differences of the adjoint
   check_adjoint(a, h, wrt, false);  // adjoint of the adjoint vs tangent of the adjoint
-  const Kernel t = tangent(k, wrt, false);
-  check_tangent(t, h, wrt, 1e-6);   // tangent of the tangent vs differences of the tangent
+  const Kernel t = derive_tangent(k, wrt, false);
+  check_tangent(t, h, wrt, 1e-7);  // tangent of the tangent vs differences of the tangent
   check_adjoint(t, h, wrt, false);
 }
 
@@ -311,8 +344,8 @@ int count_ops(const Kernel& k, Op op) {
 
 std::vector<std::string> slot_list(const Kernel& k) {
   std::vector<std::string> out;
-  const char* kinds[] = {"param", "plane", "mutable", "terminated", "table", "param_sum",
-                         "table_sum"};
+  const char* kinds[] = {"param", "plane",     "mutable",  "terminated",
+                         "table", "param_sum", "table_sum"};
   for (const auto& s : k.slots)
     out.push_back(s.name + ":" + kinds[static_cast<int>(s.kind)] + (s.inout ? ":inout" : ""));
   return out;
@@ -343,11 +376,11 @@ struct OpCase {
 
 TEST(AD, EveryOperatorFirstAndSecondOrder) {
   const OpCase cases[] = {
-      {Op::Neg, -1, 1},      {Op::Sqrt, 0.5, 2},    {Op::Exp, -1, 1},     {Op::Log, 0.5, 2},
-      {Op::Sin, -2, 2},      {Op::Cos, -2, 2},      {Op::Tan, -1, 1},     {Op::Tanh, -2, 2},
-      {Op::Abs, 0.2, 1},     {Op::Abs, -1, -0.2},   {Op::Floor, 0.1, 0.9}, {Op::Sign, 0.2, 1},
-      {Op::Add, -1, 1},      {Op::Sub, -1, 1},      {Op::Mul, -1, 1},     {Op::Div, -1, 1},
-      {Op::Pow, 0.5, 2},     {Op::Atan2, -1, 1},    {Op::Min, -1, 1},     {Op::Max, -1, 1},
+      {Op::Neg, -1, 1},      {Op::Sqrt, 0.5, 2},       {Op::Exp, -1, 1},      {Op::Log, 0.5, 2},
+      {Op::Sin, -2, 2},      {Op::Cos, -2, 2},         {Op::Tan, -1, 1},      {Op::Tanh, -2, 2},
+      {Op::Abs, 0.2, 1},     {Op::Abs, -1, -0.2},      {Op::Floor, 0.1, 0.9}, {Op::Sign, 0.2, 1},
+      {Op::Add, -1, 1},      {Op::Sub, -1, 1},         {Op::Mul, -1, 1},      {Op::Div, -1, 1},
+      {Op::Pow, 0.5, 2},     {Op::Atan2, -1, 1},       {Op::Min, -1, 1},      {Op::Max, -1, 1},
       {Op::PowI, 0.5, 2, 3}, {Op::PowI, -2, -0.5, -2}, {Op::PowI, 0.5, 2, 0}, {Op::PowI, 0.5, 2, 1},
       {Op::PowI, -1, 1, 2},
   };
@@ -383,10 +416,10 @@ TEST(AD, JaxConventionsAtSpecialPoints) {
     return h.run(a, {{"p", {1.0}}, {"x", {x}}, {"y", {y}}, {"z_bar", {1.0}}})
         .out.at(std::string(wrt) + "_bar")[0];
   };
-  EXPECT_EQ(grad(Op::Abs, 0.0, 0, 0, "x"), 1.0);      // jax.grad(jnp.abs)(0.) == 1
+  EXPECT_EQ(grad(Op::Abs, 0.0, 0, 0, "x"), 1.0);  // jax.grad(jnp.abs)(0.) == 1
   EXPECT_EQ(grad(Op::Abs, -0.0, 0, 0, "x"), 1.0);
   EXPECT_TRUE(std::isinf(grad(Op::Sqrt, 0.0, 0, 0, "x")));  // inf, as JAX
-  EXPECT_EQ(grad(Op::Pow, 0.0, 2.0, 0, "y"), 0.0);     // d/dy x**y at x = 0
+  EXPECT_EQ(grad(Op::Pow, 0.0, 2.0, 0, "y"), 0.0);          // d/dy x**y at x = 0
   EXPECT_EQ(grad(Op::Pow, 0.0, 2.0, 0, "x"), 0.0);
   EXPECT_TRUE(std::isnan(grad(Op::Pow, 0.0, 0.0, 0, "x")));  // JAX: nan
   EXPECT_EQ(grad(Op::Pow, 0.0, 1.0, 0, "x"), 1.0);
@@ -411,9 +444,9 @@ Kernel drag_kernel() {
   Builder b(k);
   int lv[3];
   for (int c = 0; c < 3; ++c) lv[c] = b.load(Op::LoadPlane, v, c);
-  const int sq = b.op(Op::Add, {b.op(Op::Add, {b.op(Op::Mul, {lv[0], lv[0]}),
-                                                b.op(Op::Mul, {lv[1], lv[1]})}),
-                                b.op(Op::Mul, {lv[2], lv[2]})});
+  const int sq =
+      b.op(Op::Add, {b.op(Op::Add, {b.op(Op::Mul, {lv[0], lv[0]}), b.op(Op::Mul, {lv[1], lv[1]})}),
+                     b.op(Op::Mul, {lv[2], lv[2]})});
   const int norm = b.named(b.op(Op::Sqrt, {sq}), "speed");
   const int k1 = b.op(Op::Mul, {b.load(Op::LoadParam, cd, 0), norm});
   const int ldt = b.load(Op::LoadParam, dt, 0);
@@ -461,8 +494,8 @@ Kernel osc_kernel(int steps) {
   store(k, x, 0, b.op(Op::Add, {lx, b.op(Op::Mul, {ldt, lv})}));
   const int tn = b.op(Op::Add, {lt, ldt});
   store(k, t, 0, tn);
-  store(k, e, 0, b.op(Op::Add, {le, b.op(Op::Add, {b.op(Op::Mul, {lx, lx}),
-                                                   b.op(Op::Mul, {lv, lv})})}));
+  store(k, e, 0,
+        b.op(Op::Add, {le, b.op(Op::Add, {b.op(Op::Mul, {lx, lx}), b.op(Op::Mul, {lv, lv})})}));
   k.terminate = b.op(Op::Ge, {tn, b.load(Op::LoadPlane, tf, 0)});
   return k;
 }
@@ -543,13 +576,15 @@ TEST(AD, PredicatesKeepNaNOutOfBranchesNotTaken) {
   check_all(guarded_kernel(), h, {"x", "p"});
   Harness neg(8, 1, 5);
   neg.range("x", -2, -0.2);
-  check_all(guarded_kernel(), neg, {"x", "p"});
+  check_all(guarded_kernel(), neg, {"x", "p"}, false);  // zero where x < 0
   const Kernel a = adjoint(guarded_kernel(), {"x", "p"});
-  const auto r = neg.run(a, {{"p", {2.0}}, {"x", neg.random(8, -2, -0.1)}, {"z_bar", neg.random(8)}});
+  const auto r =
+      neg.run(a, {{"p", {2.0}}, {"x", neg.random(8, -2, -0.1)}, {"z_bar", neg.random(8)}});
   for (double g : r.out.at("x_bar")) EXPECT_EQ(g, 0.0);
   EXPECT_EQ(r.out.at("p_bar")[0], 0.0);
   const Kernel t = tangent(guarded_kernel(), {"x"}, false);
-  const auto rt = neg.run(t, {{"p", {2.0}}, {"x", neg.random(8, -2, -0.1)}, {"x_dot", neg.random(8)}});
+  const auto rt =
+      neg.run(t, {{"p", {2.0}}, {"x", neg.random(8, -2, -0.1)}, {"x_dot", neg.random(8)}});
   for (double d : rt.out.at("z_dot")) EXPECT_EQ(d, 0.0);
 }
 
@@ -568,8 +603,8 @@ Kernel table_kernel() {
   const int idx = b.op(Op::ToIndex, {li});
   const int e0 = b.load(Op::LoadTable, w, 0, ok, idx);
   const int e1 = b.load(Op::LoadTable, w, 1, ok, idx);
-  const int r = b.op(Op::Add, {b.op(Op::Mul, {e0, b.load(Op::LoadPlane, x, 0)}),
-                               b.op(Op::Mul, {e1, e1})});
+  const int r =
+      b.op(Op::Add, {b.op(Op::Mul, {e0, b.load(Op::LoadPlane, x, 0)}), b.op(Op::Mul, {e1, e1})});
   store(k, z, 0, b.op(Op::Select, {ok, r, b.constant(0.0)}));
   return k;
 }
@@ -596,8 +631,8 @@ Kernel inout_kernel() {
   Builder b(k);
   const int m0 = b.load(Op::LoadState, m, 0);
   const int m1 = b.load(Op::LoadState, m, 1);
-  store(k, m, 0, b.op(Op::Add, {b.op(Op::Mul, {m0, b.load(Op::LoadParam, a, 0)}),
-                                b.op(Op::Sin, {m1})}));
+  store(k, m, 0,
+        b.op(Op::Add, {b.op(Op::Mul, {m0, b.load(Op::LoadParam, a, 0)}), b.op(Op::Sin, {m1})}));
   store(k, m, 1, b.op(Op::Sub, {m1, m0}));
   store(k, z, 0, b.op(Op::Mul, {m0, m1}));
   return k;
@@ -618,7 +653,7 @@ TEST(AD, DerivedKernelsVerifyAndDeriveAgain) {
   for (const Kernel* d : {&a, &aa, &ta, &tt}) EXPECT_NO_THROW(ir::verify(*d)) << d->name;
   Harness h = osc_harness();
   check_adjoint(aa, h, {"c", "x_bar"}, false);
-  check_tangent(aa, h, {"c", "x_bar"}, 1e-6);
+  check_tangent(aa, h, {"c", "x_bar"}, 1e-7);
 }
 
 TEST(AD, TangentSlotLayout) {
@@ -629,42 +664,39 @@ TEST(AD, TangentSlotLayout) {
                                       "c_dot:param", "x_dot:mutable:inout", "v_dot:mutable",
                                       "t_dot:mutable", "energy_dot:mutable"}));
   EXPECT_EQ(slot_list(tangent(k, {"c"}, true)),
-            (std::vector<std::string>{"dt:param", "c:param", "t_final:plane",
-                                      "terminated:terminated", "x:mutable:inout",
-                                      "v:mutable:inout", "t:mutable:inout", "energy:mutable",
-                                      "c_dot:param", "x_dot:mutable", "v_dot:mutable",
-                                      "t_dot:mutable", "energy_dot:mutable"}));
+            (std::vector<std::string>{
+                "dt:param", "c:param", "t_final:plane", "terminated:terminated", "x:mutable:inout",
+                "v:mutable:inout", "t:mutable:inout", "energy:mutable", "c_dot:param",
+                "x_dot:mutable", "v_dot:mutable", "t_dot:mutable", "energy_dot:mutable"}));
   EXPECT_EQ(tangent(k, {"c"}, false).terminate, -1);
   EXPECT_NE(tangent(k, {"c"}, true).terminate, -1);
   const Kernel t = tangent(table_kernel(), {"w"}, false);
-  EXPECT_EQ(slot_list(t), (std::vector<std::string>{"w:table", "i:plane", "x:plane",
-                                                    "w_dot:table", "z_dot:mutable"}));
+  EXPECT_EQ(slot_list(t), (std::vector<std::string>{"w:table", "i:plane", "x:plane", "w_dot:table",
+                                                    "z_dot:mutable"}));
 }
 
 TEST(AD, AdjointSlotLayout) {
   const Kernel k = osc_kernel(3);
   const Kernel a = adjoint(k, {"c", "x", "t_final"});
   EXPECT_EQ(slot_list(a),
-            (std::vector<std::string>{"dt:param", "c:param", "t_final:plane",
-                                      "terminated:terminated", "x:plane", "v:plane", "t:plane",
-                                      "x_bar:mutable:inout", "v_bar:plane", "t_bar:plane",
-                                      "energy_bar:plane", "c_bar:param_sum",
-                                      "t_final_bar:mutable"}));
+            (std::vector<std::string>{
+                "dt:param", "c:param", "t_final:plane", "terminated:terminated", "x:plane",
+                "v:plane", "t:plane", "x_bar:mutable:inout", "v_bar:plane", "t_bar:plane",
+                "energy_bar:plane", "c_bar:param_sum", "t_final_bar:mutable"}));
   const Kernel at = adjoint(table_kernel(), {"w", "x"});
-  EXPECT_EQ(slot_list(at), (std::vector<std::string>{"w:table", "i:plane", "x:plane",
-                                                     "z_bar:plane", "w_bar:table_sum",
-                                                     "x_bar:mutable"}));
+  EXPECT_EQ(slot_list(at), (std::vector<std::string>{"w:table", "i:plane", "x:plane", "z_bar:plane",
+                                                     "w_bar:table_sum", "x_bar:mutable"}));
   EXPECT_EQ(at.slots[4].table_of, 0);
   // The adjoint of an adjoint: sums become cotangent inputs.
   const Kernel aa = adjoint(at, {"w"});
-  EXPECT_EQ(slot_list(aa), (std::vector<std::string>{"w:table", "i:plane", "x:plane",
-                                                     "z_bar:plane", "w_bar_bar:table",
-                                                     "x_bar_bar:plane", "w_bar:table_sum"}));
+  EXPECT_EQ(slot_list(aa),
+            (std::vector<std::string>{"w:table", "i:plane", "x:plane", "z_bar:plane",
+                                      "w_bar_bar:table", "x_bar_bar:plane", "w_bar:table_sum"}));
   // And a tangent of an adjoint: sums get tangent sums.
   const Kernel ta = tangent(at, {"w"}, false);
-  EXPECT_EQ(slot_list(ta), (std::vector<std::string>{"w:table", "i:plane", "x:plane",
-                                                     "z_bar:plane", "w_dot:table",
-                                                     "w_bar_dot:table_sum", "x_bar_dot:mutable"}));
+  EXPECT_EQ(slot_list(ta),
+            (std::vector<std::string>{"w:table", "i:plane", "x:plane", "z_bar:plane", "w_dot:table",
+                                      "w_bar_dot:table_sum", "x_bar_dot:mutable"}));
   EXPECT_EQ(ta.slots[5].table_of, 0);
 }
 
@@ -714,9 +746,9 @@ TEST(AD, DeadTangentsAreNotEmitted) {
   const int z2 = add_slot(k, "z2", SlotKind::Mutable);
   Builder b(k);
   const int lp = b.load(Op::LoadParam, p, 0);
-  store(k, z, 0, b.op(Op::Add, {b.op(Op::Mul, {b.load(Op::LoadPlane, x, 0),
-                                                b.load(Op::LoadPlane, y, 0)}),
-                                b.op(Op::Sin, {lp})}));
+  store(k, z, 0,
+        b.op(Op::Add, {b.op(Op::Mul, {b.load(Op::LoadPlane, x, 0), b.load(Op::LoadPlane, y, 0)}),
+                       b.op(Op::Sin, {lp})}));
   store(k, z2, 0, b.op(Op::Cos, {lp}));
   const Kernel t = tangent(k, {"x"}, false);
   EXPECT_EQ(count_ops(t, Op::Sin), 0);
@@ -745,16 +777,15 @@ TEST(AD, AdjointComputesEachPrimalValueOnce) {
   Builder b(k);
   const int lx = b.load(Op::LoadPlane, x, 0);
   const int lp = b.load(Op::LoadParam, p, 0);
-  const int r = b.op(Op::Add, {b.op(Op::Add, {b.op(Op::Mul, {b.op(Op::Exp, {lx}),
-                                                             b.op(Op::Tanh, {lx})}),
-                                              b.op(Op::Mul, {b.op(Op::Sqrt, {lx}),
-                                                             b.op(Op::Sin, {lx})})}),
-                               b.op(Op::Atan2, {lx, lp})});
+  const int r =
+      b.op(Op::Add, {b.op(Op::Add, {b.op(Op::Mul, {b.op(Op::Exp, {lx}), b.op(Op::Tanh, {lx})}),
+                                    b.op(Op::Mul, {b.op(Op::Sqrt, {lx}), b.op(Op::Sin, {lx})})}),
+                     b.op(Op::Atan2, {lx, lp})});
   store(k, z, 0, r);
   const Kernel a = adjoint(k, {"x", "p"});
   for (const Op op : {Op::Exp, Op::Tanh, Op::Sqrt, Op::Sin, Op::LoadPlane})
     EXPECT_EQ(count_ops(a, op), op == Op::LoadPlane ? 2 : 1) << ir::op_name(op);
-  EXPECT_EQ(count_ops(a, Op::Atan2), 0);  // its partials need only its operands
+  EXPECT_EQ(count_ops(a, Op::Atan2), 0);      // its partials need only its operands
   EXPECT_EQ(count_ops(a, Op::LoadParam), 1);  // p
   const Kernel t = tangent(k, {"x", "p"}, true);
   for (const Op op : {Op::Exp, Op::Tanh, Op::Sqrt, Op::Sin, Op::Atan2})

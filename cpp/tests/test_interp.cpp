@@ -120,8 +120,7 @@ struct TableKernel {
     z = add_slot(k, "z", SlotKind::Mutable);
     ad::Builder b(k);
     const int idx = b.op(Op::ToIndex, {b.load(Op::LoadPlane, i, 0)});
-    const int pred =
-        with_pred ? b.op(Op::Gt, {b.load(Op::LoadPlane, c, 0), b.constant(0.0)}) : -1;
+    const int pred = with_pred ? b.op(Op::Gt, {b.load(Op::LoadPlane, c, 0), b.constant(0.0)}) : -1;
     const int e = b.load(Op::LoadTable, w, 1, pred, idx);
     store(k, z, 0, e);
     verify(k);

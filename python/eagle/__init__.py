@@ -9,8 +9,8 @@ from eagle import plan
 from eagle.binding import Bound
 from eagle.errors import ModeError
 from eagle.graph import BuiltGraph, Graph
-from eagle.runtime import set_num_threads
+from eagle.runtime import host_runtime
 
 __version__ = "0.6.0"
 
-__all__ = ["Bound", "BuiltGraph", "Graph", "ModeError", "plan", "set_num_threads"]
+__all__ = ["Bound", "BuiltGraph", "Graph", "ModeError", "host_runtime", "plan"]

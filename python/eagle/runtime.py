@@ -1,29 +1,15 @@
-"""The process's host runtime: the one thread pool every eagle launch on the CPU shares.
-
-It is created on first use with ``$RAPTOR_NUM_THREADS`` threads (default: all cores);
-``set_num_threads`` replaces it. This is the single piece of process-wide state in eagle,
-kept here so it is in one place.
+"""The process's host runtime: the one thread pool every host launch shares (eagle's plans,
+graphs and loops, and the JAX bridge's XLA handlers). It is created in C++ on first use with
+``$RAPTOR_NUM_THREADS`` threads (default: all cores); see cpp/runtime/shared_pool.hpp.
 """
 
 from __future__ import annotations
 
 from raptor_core import _core
 
-__all__ = ["host_runtime", "set_num_threads"]
-
-_state: dict[str, _core.Runtime] = {}
+__all__ = ["host_runtime"]
 
 
 def host_runtime() -> _core.Runtime:
-    """The shared host thread pool (created on first use)."""
-    rt = _state.get("host")
-    if rt is None:
-        rt = _state["host"] = _core.Runtime(0)
-    return rt
-
-
-def set_num_threads(n: int) -> None:
-    """Replaces the host thread pool with one of ``n`` threads (the caller included)."""
-    if n < 1:
-        raise ValueError(f"eagle.set_num_threads: n must be >= 1, got {n}")
-    _state["host"] = _core.Runtime(int(n))
+    """The shared host thread pool."""
+    return _core.shared_runtime()

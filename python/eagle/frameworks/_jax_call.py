@@ -1,0 +1,111 @@
+"""One kernel call as the JAX bridge sees it: a hawk kernel built for one dtype, its input
+and output slots in the bridge's order, and its derived kernels (tangent and adjoint, each
+again a ``KernelCall``). A ``KernelCall`` is the static parameter of the bridge's one
+primitive (eagle/frameworks/_jax_rules.py); it is hashable by digest.
+
+Order (SPEC §3): inputs are the kernel's input slots in signature order (Params, planes,
+in-out Mutables, the mask, tables); outputs are the Mutable planes and sums in signature
+order, then the updated mask last.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+
+import eagle.plan
+from hawk.kernel import Kernel, SlotInfo
+
+__all__ = ["KernelCall", "call_for"]
+
+_lock = threading.Lock()
+_calls: dict[tuple[str, str], "KernelCall"] = {}
+
+
+class KernelCall:
+    """A kernel compiled for one dtype, with the bridge's view of its slots."""
+
+    def __init__(self, kernel: Kernel, dtype: np.dtype, plan: Any) -> None:
+        self.kernel = kernel
+        self.dtype = np.dtype(dtype)
+        self.plan = plan
+        self.digest = plan.digest(self.dtype)
+        self.inputs: tuple[SlotInfo, ...] = tuple(s for s in kernel.slots if s.is_input)
+        outs = [s for s in kernel.slots if s.kind in ("mutable", "param_sum", "table_sum")]
+        outs += [s for s in kernel.slots if s.kind == "terminated"]
+        self.outputs: tuple[SlotInfo, ...] = tuple(outs)
+        self.roles = kernel._core.slot_roles()  # per slot: (role, primal name)
+        self._derived: dict[tuple, KernelCall] = {}
+
+    # --- identity (a primitive parameter)
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, KernelCall) and other.digest == self.digest
+
+    def __repr__(self) -> str:
+        return f"KernelCall({self.kernel.name}, {self.dtype.name})"
+
+    # --- slots
+    def input_index(self, name: str) -> int:
+        for i, s in enumerate(self.inputs):
+            if s.name == name:
+                return i
+        raise KeyError(name)
+
+    def output_index(self, name: str) -> int:
+        for i, s in enumerate(self.outputs):
+            if s.name == name:
+                return i
+        raise KeyError(name)
+
+    def role(self, slot: SlotInfo) -> tuple[str, str]:
+        return tuple(self.roles[self.kernel.slots.index(slot)])  # type: ignore[return-value]
+
+    def aliases(self) -> dict[int, int]:
+        """Operand -> result aliases: an in-out Mutable's old value and the mask are updated in
+        place when their input buffer is donated."""
+        out = {}
+        for i, s in enumerate(self.inputs):
+            if (s.kind == "mutable" and s.inout) or s.kind == "terminated":
+                out[i] = self.output_index(s.name)
+        return out
+
+    # --- derived kernels
+    def tangent(self, wrt: Sequence[str]) -> "KernelCall":
+        key = ("t", tuple(wrt))
+        with _lock:
+            hit = self._derived.get(key)
+        if hit is None:
+            hit = call_for(self.kernel.tangent(list(wrt), with_primal=False), self.dtype)
+            with _lock:
+                self._derived[key] = hit
+        return hit
+
+    def adjoint(self, wrt: Sequence[str]) -> "KernelCall":
+        key = ("a", tuple(wrt))
+        with _lock:
+            hit = self._derived.get(key)
+        if hit is None:
+            hit = call_for(self.kernel.adjoint(list(wrt)), self.dtype)
+            with _lock:
+                self._derived[key] = hit
+        return hit
+
+
+def call_for(kernel: Kernel, dtype: Any, cache_dir: str | None = None) -> KernelCall:
+    """The KernelCall of ``kernel`` in ``dtype``, compiling (or loading from the cache) and
+    registering it for the XLA handlers on first use."""
+    dtype = np.dtype(dtype)
+    key = (kernel.digest(dtype.name), dtype.name)
+    with _lock:
+        hit = _calls.get(key)
+    if hit is not None:
+        return hit
+    (plan,) = eagle.plan.auto([kernel], cache_dir=cache_dir)
+    call = KernelCall(kernel, dtype, plan)
+    with _lock:
+        return _calls.setdefault(key, call)

@@ -1,0 +1,222 @@
+"""The JAX bridge's one primitive, ``raptor_kernel``, and its rules: kernels all the way down.
+
+The primitive is parameterized by a ``KernelCall`` (a kernel in one dtype). Its rules:
+
+- abstract eval: output shapes from the kernel's slots and the sample count N;
+- lowering: an XLA FFI custom call "raptor_kernel" whose one attribute is the digest; the
+  handler (cpp/ffi/xla_handler.cpp) finds the compiled kernel by digest;
+- JVP: the primal call, plus a call of the kernel's tangent kernel (tangents only, linear
+  in the tangent inputs) with respect to exactly the inputs whose tangents are not zero;
+- transpose: a call linear in its undefined inputs U is transposed by a call of its
+  adjoint kernel with respect to U (a tangent kernel is linear in its tangents; an adjoint
+  kernel in its cotangents), so every order of jvp/vjp is again a kernel call;
+- batching: batched planes fold into the sample axis (free for a trailing batch axis, one
+  transpose otherwise); a batched Param or Table, or a kernel with sums over samples, runs
+  one launch per batch entry (``lax.map``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+
+from raptor_core import _core
+
+from eagle.frameworks._jax_call import KernelCall
+
+__all__ = ["kernel_p", "bind_call"]
+
+TARGET = "raptor_kernel"
+
+kernel_p = Primitive("raptor_kernel")
+kernel_p.multiple_results = True
+
+_registered = False
+
+
+def register_targets() -> None:
+    """Registers the XLA FFI handlers with JAX (once per process)."""
+    global _registered
+    if _registered:
+        return
+    targets = _core.ffi_targets()
+    if "cpu" not in targets:
+        raise RuntimeError("eagle.frameworks.jax: this build of raptor_core has no XLA FFI handlers (it was built without the XLA FFI headers); reinstall raptor with jaxlib available at build time")
+    jax.ffi.register_ffi_target(TARGET, targets["cpu"], platform="cpu", api_version=1)
+    _registered = True
+
+
+def bind_call(call: KernelCall, args: Sequence[Any]) -> list[Any]:
+    return kernel_p.bind(*args, call=call)
+
+
+# ---------------------------------------------------------------------------------------------
+# abstract evaluation and lowering
+
+
+def _sample_count(call: KernelCall, avals: Sequence[Any]) -> int:
+    for s, a in zip(call.inputs, avals):
+        if s.kind in ("plane", "mutable", "terminated"):
+            return int(a.shape[-1]) if a.shape else 1
+    return 0
+
+
+def _abstract_eval(*avals: Any, call: KernelCall) -> list[jax.core.ShapedArray]:
+    n = _sample_count(call, avals)
+    dt = call.dtype
+    outs = []
+    for s in call.outputs:
+        if s.kind == "mutable":
+            outs.append(jax.core.ShapedArray((s.width, n) if s.is_vector else (n,), dt))
+        elif s.kind == "terminated":
+            outs.append(jax.core.ShapedArray((n,), np.bool_))
+        elif s.kind == "param_sum":
+            outs.append(jax.core.ShapedArray((), dt) if s.width == 1 else jax.core.ShapedArray((s.width,), dt))
+        else:  # table_sum: the shape of its table
+            table = call.kernel.slots[s.table_of]
+            t_aval = avals[call.inputs.index(table)]
+            outs.append(jax.core.ShapedArray(t_aval.shape, dt))
+    return outs
+
+
+kernel_p.def_abstract_eval(_abstract_eval)
+
+
+def _lowering(ctx: Any, *operands: Any, call: KernelCall) -> Any:
+    rule = jax.ffi.ffi_lowering(TARGET, operand_output_aliases=call.aliases() or None)
+    return rule(ctx, *operands, digest=call.digest)
+
+
+mlir.register_lowering(kernel_p, _lowering, platform="cpu")
+
+_eager: dict[KernelCall, Any] = {}
+
+
+def _impl(*args: Any, call: KernelCall) -> Any:
+    fn = _eager.get(call)
+    if fn is None:
+        fn = _eager[call] = jax.jit(lambda *a: kernel_p.bind(*a, call=call))
+    return fn(*args)
+
+
+kernel_p.def_impl(_impl)
+
+# ---------------------------------------------------------------------------------------------
+# forward mode
+
+
+def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall) -> tuple[list, list]:
+    outs = kernel_p.bind(*primals, call=call)
+    nz = [i for i, t in enumerate(tangents) if type(t) is not ad.Zero and call.inputs[i].kind != "terminated"]
+    zeros = [ad.Zero(jax.typeof(o).to_tangent_aval()) for o in outs]
+    if not nz:
+        return outs, zeros
+    tcall = call.tangent([call.inputs[i].name for i in nz])
+    by_name_primal = {s.name: p for s, p in zip(call.inputs, primals)}
+    by_name_tangent = {call.inputs[i].name: tangents[i] for i in nz}
+    t_args = []
+    for s in tcall.inputs:
+        role, primal = tcall.role(s)
+        t_args.append(by_name_tangent[primal] if role == "t" else by_name_primal[primal])
+    t_outs = kernel_p.bind(*t_args, call=tcall)
+    out_tangents = list(zeros)
+    for s, t in zip(tcall.outputs, t_outs):
+        role, primal = tcall.role(s)
+        if role == "t":
+            out_tangents[call.output_index(primal)] = t
+    return outs, out_tangents
+
+
+ad.primitive_jvps[kernel_p] = _jvp
+
+# ---------------------------------------------------------------------------------------------
+# reverse mode
+
+
+def _zeros(aval: Any) -> Any:
+    return jnp.zeros(aval.shape, aval.dtype)
+
+
+def _transpose(cts: Sequence[Any], *args: Any, call: KernelCall) -> list[Any]:
+    undefined = [i for i, a in enumerate(args) if ad.is_undefined_primal(a)]
+    acall = call.adjoint([call.inputs[i].name for i in undefined])
+    values = {}
+    for s, a in zip(call.inputs, args):
+        values[s.name] = _zeros(a.aval) if ad.is_undefined_primal(a) else a
+    out_cts = {}
+    for s, ct in zip(call.outputs, cts):
+        if s.kind == "terminated":
+            continue
+        out_cts[s.name] = ct
+    a_args = []
+    for s in acall.inputs:
+        role, primal = acall.role(s)
+        if role == "c":
+            ct = out_cts[primal]
+            if type(ct) is ad.Zero:
+                ct = _zeros(ct.aval)
+            a_args.append(ct)
+        else:
+            a_args.append(values[primal])
+    a_outs = kernel_p.bind(*a_args, call=acall)
+    result: list[Any] = [None] * len(args)
+    for s, v in zip(acall.outputs, a_outs):
+        role, primal = acall.role(s)
+        if role != "c":
+            continue
+        i = call.input_index(primal)
+        if i in undefined:
+            result[i] = v.reshape(args[i].aval.shape) if hasattr(v, "reshape") else v
+    for i in undefined:
+        if result[i] is None:
+            result[i] = ad.Zero(args[i].aval)
+    return result
+
+
+ad.primitive_transposes[kernel_p] = _transpose
+
+# ---------------------------------------------------------------------------------------------
+# vmap
+
+
+def _batch(args: Sequence[Any], dims: Sequence[Any], *, call: KernelCall) -> tuple[list, list]:
+    size = next(a.shape[d] for a, d in zip(args, dims) if d is not batching.not_mapped)
+    uniform_batched = any(d is not batching.not_mapped and s.kind in ("param", "table") for s, d in zip(call.inputs, dims))
+    has_sums = any(s.kind in ("param_sum", "table_sum") for s in call.outputs)
+    if uniform_batched or has_sums:
+        return _batch_by_entry(args, dims, call, size)
+    folded = []
+    for s, a, d in zip(call.inputs, args, dims):
+        if s.kind in ("param", "table"):
+            folded.append(a)
+            continue
+        if d is batching.not_mapped:
+            a = jnp.broadcast_to(a[..., None], a.shape + (size,))
+        else:
+            a = jnp.moveaxis(a, d, -1)
+        folded.append(a.reshape(a.shape[:-2] + (a.shape[-2] * size,)))
+    outs = kernel_p.bind(*folded, call=call)
+    result = [o.reshape(o.shape[:-1] + (o.shape[-1] // size, size)) for o in outs]
+    return result, [r.ndim - 1 for r in result]
+
+
+def _batch_by_entry(args: Sequence[Any], dims: Sequence[Any], call: KernelCall, size: int) -> tuple[list, list]:
+    moved = [a if d is batching.not_mapped else jnp.moveaxis(a, d, 0) for a, d in zip(args, dims)]
+    mapped = [i for i, d in enumerate(dims) if d is not batching.not_mapped]
+
+    def one(xs: Sequence[Any]) -> list[Any]:
+        full = list(moved)
+        for i, x in zip(mapped, xs):
+            full[i] = x
+        return kernel_p.bind(*full, call=call)
+
+    outs = jax.lax.map(one, [moved[i] for i in mapped])
+    return list(outs), [0] * len(outs)
+
+
+batching.primitive_batchers[kernel_p] = _batch

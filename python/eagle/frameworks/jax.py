@@ -1,0 +1,141 @@
+"""eagle.frameworks.jax: hawk kernels as JAX functions (SPEC §3).
+
+``function(kernel, wrt=...)`` returns a ``KernelFunction``: called with JAX (or NumPy)
+arrays, it checks them with the messages users read, then binds the bridge's primitive
+(eagle/frameworks/_jax_rules.py), so jit, grad, vmap, scan, jacfwd, jacrev and hessian all
+work at any order. Outputs are the kernel's Mutable planes in order with the updated mask
+last; one output is returned bare.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from eagle.errors import ModeError
+from eagle.frameworks import _jax_rules
+from eagle.frameworks._jax_call import call_for
+from hawk.kernel import Kernel
+
+__all__ = ["KernelFunction", "function"]
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+class KernelFunction:
+    """A hawk kernel as a JAX-callable function. Made by ``function(kernel, wrt=...)``."""
+
+    def __init__(self, kernel: Kernel, wrt: Sequence[str]) -> None:
+        self.kernel = kernel
+        self.inputs = [s.name for s in kernel.slots if s.is_input]
+        outs = [s.name for s in kernel.slots if s.kind == "mutable"]
+        outs += [s.name for s in kernel.slots if s.kind == "terminated"]
+        self.outputs = outs
+        wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+        for w in wrt:
+            if w not in self.inputs:
+                raise ValueError(f"eagle.frameworks.jax.function: {kernel.name}: wrt names {w!r}, which is not an input (inputs: {self.inputs})")
+            if kernel.slot(w).kind == "terminated":
+                raise ValueError(f"eagle.frameworks.jax.function: {kernel.name}: the Terminated mask {w!r} is a stop decision and carries no derivative")
+        self.wrt = list(wrt)
+        self.__name__ = kernel.name
+        self.__doc__ = f"The hawk kernel {kernel.name} as a JAX function: {self.inputs} -> {self.outputs}."
+        _jax_rules.register_targets()
+
+    def __repr__(self) -> str:
+        return f"KernelFunction({self.kernel.name!r}, inputs={self.inputs}, outputs={self.outputs}, wrt={self.wrt})"
+
+    # --- calling convention
+    def _arguments(self, args: tuple, kwargs: dict) -> list[Any]:
+        name = self.kernel.name
+        if len(args) > len(self.inputs):
+            raise TypeError(f"{name}: takes {len(self.inputs)} inputs ({self.inputs}), got {len(args)}")
+        values = dict(zip(self.inputs, args))
+        for k, v in kwargs.items():
+            if k not in self.inputs:
+                raise TypeError(f"{name}: {k!r} is not an input (inputs: {self.inputs})")
+            if k in values:
+                raise TypeError(f"{name}: input {k!r} given twice")
+            values[k] = v
+        missing = [k for k in self.inputs if k not in values]
+        if missing:
+            raise TypeError(f"{name}: missing input(s) {missing}")
+        return [values[k] for k in self.inputs]
+
+    def _prepare(self, values: list[Any]) -> tuple[np.dtype, list[Any]]:
+        name = self.kernel.name
+        slots = [self.kernel.slot(k) for k in self.inputs]
+        arrays = []
+        dtype = None
+        first = ""
+        for s, v in zip(slots, values):
+            weak = isinstance(v, (int, float)) and not isinstance(v, bool)
+            a = v if weak else jnp.asarray(v)
+            if not weak:
+                weak = bool(getattr(jax.typeof(a), "weak_type", False))
+            arrays.append((a, weak))
+            if s.kind == "terminated" or weak:
+                continue
+            dt = np.dtype(a.dtype)
+            if dt not in _FLOATS:
+                raise ModeError(f"eagle.frameworks.jax {name}: plane '{s.name}' is {dt}, which is not supported; a kernel runs float32 or float64 planes")
+            if dtype is None:
+                dtype, first = dt, s.name
+            elif dt != dtype:
+                raise ModeError(
+                    f"eagle.frameworks.jax {name}: mixed floating dtypes in one call (plane '{s.name}' is {dt}, the first plane is {dtype}); "
+                    f"pass every plane in one float dtype (cast with .astype), or turn jax_enable_x64 on or off for all of them"
+                )
+        if dtype is None:
+            dtype = np.dtype(jnp.zeros(()).dtype)
+        n = None
+        for s, (a, _) in zip(slots, arrays):
+            if s.kind in ("plane", "mutable", "terminated") and np.ndim(a) >= 1:
+                n = int(np.shape(a)[-1])
+                break
+        out = []
+        for s, (a, weak) in zip(slots, arrays):
+            if s.kind == "param":
+                if np.size(a) != 1:
+                    raise ValueError(f"eagle.frameworks.jax: {name}: Param '{s.name}' is one value per call; got shape {np.shape(a)}")
+                out.append(jnp.asarray(a, dtype=dtype).reshape(()))
+                continue
+            if s.kind == "terminated":
+                a = jnp.asarray(a)
+                if a.dtype != np.bool_:
+                    raise ModeError(f"eagle.frameworks.jax {name}: the Terminated mask '{s.name}' must be bool, got {a.dtype}")
+                want = (n,)
+            elif s.kind == "table":
+                a = jnp.asarray(a, dtype=dtype)
+                want = (np.shape(a)[0] if np.ndim(a) else -1, s.width) if s.is_vector else (np.shape(a)[0] if np.ndim(a) else -1,)
+            else:
+                a = jnp.asarray(a, dtype=dtype)
+                want = (s.width, n) if s.is_vector else (n,)
+            if tuple(np.shape(a)) != tuple(want):
+                raise ValueError(f"eagle.frameworks.jax: {name}: input '{s.name}' must have shape {tuple(want)} for n={n}, got {tuple(np.shape(a))}")
+            out.append(a)
+        return dtype, out
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        dtype, ops = self._prepare(self._arguments(args, kwargs))
+        call = call_for(self.kernel, dtype)
+        outs = _jax_rules.bind_call(call, ops)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def function(kernel: Kernel, wrt: Sequence[str] = ()) -> KernelFunction:
+    """A hawk kernel as a JAX function (works under jit, grad, vmap, scan, jacfwd, jacrev,
+    hessian). ``wrt`` names the inputs you mean to differentiate; their derived kernels are
+    built now, others on first use. Kernels built with ``Guard(active_set=True)`` are refused:
+    their index map belongs to eagle's launcher."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"eagle.frameworks.jax.function takes a hawk kernel, got {type(kernel).__name__}")
+    if kernel.guard.active_set:
+        raise ModeError(
+            f"eagle.frameworks.jax.function: {kernel.name} is built with Guard(active_set=True), whose index map belongs to eagle's "
+            "launcher: run it with eagle.plan.auto, or build it without active_set"
+        )
+    return KernelFunction(kernel, wrt)
