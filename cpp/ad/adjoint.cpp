@@ -80,6 +80,12 @@ AdjointSlots lay_out(const ir::Kernel& k, const std::vector<int>& wrt, ir::Kerne
     m.bar[s] = static_cast<int>(a.slots.size());
     a.slots.push_back(std::move(copy));
   }
+  for (int s = 0; s < ns; ++s) {  // roles, for callers that map slots back (the JAX bridge)
+    if (m.primal[s] >= 0) a.slots[m.primal[s]].role = 'p';
+    if (m.bar[s] >= 0) a.slots[m.bar[s]].role = 'c';
+    for (const int d : {m.primal[s], m.bar[s]})
+      if (d >= 0) a.slots[d].primal = k.slots[s].name;
+  }
   return m;
 }
 

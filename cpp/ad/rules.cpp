@@ -31,8 +31,9 @@
 //   load_table     the index has no derivative; the entry's tangent is the tangent table's
 //                  entry, its cotangent a TableSum at the same index (in the transforms)
 // Differences from JAX, on purpose: a value whose predicate is false contributes exactly 0
-// to its operands' cotangents (the transforms wrap contributions in select(pred, ., 0)),
-// where JAX's jnp.where(x > 0, jnp.sqrt(x), 0.) has a NaN gradient at x < 0.
+// to its operands' cotangents (adjoint.cpp wraps each contribution whose partial is not a
+// constant in select(pred, ct * partial, 0)), where JAX's jnp.where(x > 0, jnp.sqrt(x), 0.) has a
+// NaN gradient at x < 0.
 #include "ad/rules.hpp"
 
 #include <stdexcept>

@@ -75,6 +75,13 @@ TangentSlots lay_out(const ir::Kernel& k, const std::vector<int>& wrt, bool with
     m.dot_out[s] = static_cast<int>(t.slots.size());
     t.slots.push_back(std::move(slot));
   }
+  for (int s = 0; s < ns; ++s) {  // roles, for callers that map slots back (the JAX bridge)
+    if (m.primal[s] >= 0) t.slots[m.primal[s]].role = 'p';
+    for (const int d : {m.dot_in[s], m.dot_out[s]})
+      if (d >= 0) t.slots[d].role = 't';
+    for (const int d : {m.primal[s], m.dot_in[s], m.dot_out[s]})
+      if (d >= 0) t.slots[d].primal = k.slots[s].name;
+  }
   return m;
 }
 

@@ -1,5 +1,6 @@
 // raptor_core._core, compiler half: `lower(spec)` (hawk's kernel definition), the Kernel
 // handle (IR text, digests, emitted C++, tangent/adjoint), and KernelError.
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -143,6 +144,14 @@ void bind_compiler(nb::module_& m) {
       .def_prop_ro("active_set", [](const KernelHandle& h) { return h.kernel->active_set; })
       .def("slots", &slots, "(name, kind, width, is_vector, inout, table_of) per parameter")
       .def("ir", [](const KernelHandle& h) { return ir::print(*h.kernel); }, "The IR as text.")
+      .def("slot_roles",
+           [](const KernelHandle& h) {
+             std::vector<std::pair<std::string, std::string>> out;
+             for (const ir::Slot& s : h.kernel->slots)
+               out.emplace_back(std::string(1, s.role), s.primal.empty() ? s.name : s.primal);
+             return out;
+           },
+           "(role, primal name) per slot: 'p' primal, 't' tangent, 'c' cotangent of that slot.")
       .def("num_values", [](const KernelHandle& h) { return h.kernel->values.size(); })
       .def("digest", [](const KernelHandle& h, const std::string& dtype) {
              return runtime::kernel_digest(*h.kernel, dtype_from(dtype));

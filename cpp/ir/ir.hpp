@@ -53,7 +53,7 @@ enum class Op : uint8_t {
   Not, And, Or,
   // B, T, T -> T  (T any type)
   Select,
-  // F -> I: floor toward zero of a float index (truncation); 
+  // F -> I: a float table index rounded down (NaN, inf, huge: -1, out of range)
   ToIndex,
 };
 
@@ -97,6 +97,11 @@ struct Slot {
   bool is_vector = false;  // written as Vector[k] (a (k, N) plane) rather than Scalar
   bool inout = false;   // Mutable: the kernel reads its old value
   int table_of = -1;    // TableSum: the Table slot whose size it has
+  // Derived kernels (ad/): what this slot is relative to the kernel it was derived from:
+  // 'p' a primal slot, 't' a tangent, 'c' a cotangent, of that kernel's slot `primal`.
+  // User kernels: 'p' and their own name. Not part of the kernel's meaning (nor its digest).
+  char role = 'p';
+  std::string primal;
 };
 
 // A value an output component ends the step with.

@@ -5,7 +5,8 @@
 namespace raptor::runtime {
 
 std::string_view abi_header_source() {
-  static constexpr std::string_view kText = R"raptor_abi(/* The calling convention between the runtime and generated kernel code.
+  static constexpr std::string_view kText =
+      R"raptor_abi(/* The calling convention between the runtime and generated kernel code.
  *
  * Every generated kernel is one C function per dtype:
  *     extern "C" void <symbol>(raptor_args* a);

@@ -16,8 +16,8 @@ namespace fs = std::filesystem;
 namespace {
 
 [[noreturn]] void refuse(const fs::path& dir, const std::string& why, const std::string& fix) {
-  throw std::runtime_error("raptor: refusing to use cache directory '" + dir.string() + "': " +
-                           why + ". " + fix +
+  throw std::runtime_error("raptor: refusing to use cache directory '" + dir.string() +
+                           "': " + why + ". " + fix +
                            " (or pass another cache_dir / set RAPTOR_CACHE_DIR)");
 }
 

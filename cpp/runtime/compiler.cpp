@@ -203,8 +203,8 @@ const std::string& Compiler::identity(const std::string& compiler, const std::st
 
 std::string Compiler::key(const std::string& source, const CompileOptions& options) {
   if (options.target != "host") {
-    throw std::invalid_argument("raptor: the host compiler cannot build target '" +
-                                options.target + "' (only \"host\")");
+    throw std::invalid_argument("raptor: the host compiler cannot build target '" + options.target +
+                                "' (only \"host\")");
   }
   const std::string compiler = resolve_compiler(options);
   const std::string flags = resolve_flags(options);
@@ -248,8 +248,7 @@ CompileResult Compiler::compile(const std::string& source, const CompileOptions&
       for (auto& f : split_flags(resolve_flags(options))) argv.push_back(std::move(f));
       argv.insert(argv.end(), {r.source_path.string(), "-o", out.path().string()});
       const auto tc = Clock::now();
-      const ProcessResult pr =
-          run_process(argv, "Install it, or set RAPTOR_CXX to a C++ compiler");
+      const ProcessResult pr = run_process(argv, "Install it, or set RAPTOR_CXX to a C++ compiler");
       r.compile_seconds = seconds_since(tc);
       if (pr.exit_status != 0) {
         const int line = first_error_line(pr.err, r.source_path.string());

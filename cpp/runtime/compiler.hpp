@@ -35,12 +35,12 @@ struct CompileOptions {
 
 struct CompileResult {
   std::shared_ptr<const Module> module;
-  std::string key;                      // the cache key (SHA-256 hex)
-  bool cache_hit = false;               // loaded from the cache without running the compiler
-  double compile_seconds = 0.0;         // time in the compiler (0 on a hit)
-  double total_seconds = 0.0;           // the whole compile() call
+  std::string key;               // the cache key (SHA-256 hex)
+  bool cache_hit = false;        // loaded from the cache without running the compiler
+  double compile_seconds = 0.0;  // time in the compiler (0 on a hit)
+  double total_seconds = 0.0;    // the whole compile() call
   std::filesystem::path so_path;
-  std::filesystem::path source_path;    // <key>.cpp
+  std::filesystem::path source_path;  // <key>.cpp
 };
 
 // The compiler rejected the translation unit.

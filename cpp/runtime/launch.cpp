@@ -66,8 +66,8 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
     params[s] = sb.param;
     table_size[s] = sb.table_size;
     if (!is_sum(e.kinds[s])) continue;
-    if (sb.out == nullptr) throw bad("sum output '" + e.slot_name(static_cast<int>(s)) +
-                                     "' has no output buffer");
+    if (sb.out == nullptr)
+      throw bad("sum output '" + e.slot_name(static_cast<int>(s)) + "' has no output buffer");
     int64_t entries = 1;
     if (e.kinds[s] == SlotKind::TableSum) {
       const int t = e.table_of[s];
@@ -100,7 +100,8 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
     sum_ptrs.assign(static_cast<size_t>(n_chunks) * ns, nullptr);
     for (int64_t c = 0; c < n_chunks; ++c) {
       for (size_t s = 0; s < ns; ++s) {
-        if (sum_offset[s] >= 0) sum_ptrs[c * ns + s] = partials.get() + c * sum_total + sum_offset[s];
+        if (sum_offset[s] >= 0)
+          sum_ptrs[c * ns + s] = partials.get() + c * sum_total + sum_offset[s];
       }
     }
   }
@@ -174,9 +175,8 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
     } else if (parallel && sum_total >= kParallelCombine) {
       const int64_t parts = pool->size();
       const int64_t step = (sum_total + parts - 1) / parts;
-      pool->parallel_for(parts, [&](int64_t p, int) {
-        combine(p * step, std::min(sum_total, (p + 1) * step));
-      });
+      pool->parallel_for(
+          parts, [&](int64_t p, int) { combine(p * step, std::min(sum_total, (p + 1) * step)); });
     } else {
       combine(0, sum_total);
     }

@@ -20,16 +20,16 @@ namespace raptor::runtime {
 // A compiled kernel's interface, independent of the IR object it came from.
 struct KernelEntry {
   raptor_kernel_fn fn = nullptr;
-  std::vector<ir::SlotKind> kinds;  // per slot
-  std::vector<int> widths;          // per slot: components (1 for Param/Terminated)
-  std::vector<int> table_of;        // per slot: TableSum -> its Table slot; else -1
-  std::vector<char> inout;          // per slot: a Mutable whose old value is read
-  std::vector<std::string> slot_names;  // per slot, for messages (may be empty)
-  std::string name;                 // the kernel's name, for messages
-  std::string symbol;               // the exported symbol fn was found as
-  std::string digest;               // registry key (see registry.hpp)
-  int dtype_size = 8;               // 4: float32, 8: float64 (sum outputs are written so)
-  bool active_set = false;          // Guard(active_set=True): callers pass an index
+  std::vector<ir::SlotKind> kinds;       // per slot
+  std::vector<int> widths;               // per slot: components (1 for Param/Terminated)
+  std::vector<int> table_of;             // per slot: TableSum -> its Table slot; else -1
+  std::vector<char> inout;               // per slot: a Mutable whose old value is read
+  std::vector<std::string> slot_names;   // per slot, for messages (may be empty)
+  std::string name;                      // the kernel's name, for messages
+  std::string symbol;                    // the exported symbol fn was found as
+  std::string digest;                    // registry key (see registry.hpp)
+  int dtype_size = 8;                    // 4: float32, 8: float64 (sum outputs are written so)
+  bool active_set = false;               // Guard(active_set=True): callers pass an index
   std::shared_ptr<const Module> module;  // keeps `fn` loaded
 
   size_t num_slots() const { return kinds.size(); }
@@ -47,29 +47,31 @@ struct SlotBinding {
 };
 
 struct Binding {
-  int64_t n = 0;                     // samples per plane (the component stride)
-  std::vector<SlotBinding> slots;    // one per kernel slot
-  const uint8_t* mask_in = nullptr;  // the Terminated plane, when the kernel has one
-  uint8_t* mask_out = nullptr;       // usually == mask_in
-  const int64_t* index = nullptr;    // active set: run samples index[0..count); null: 0..count
-  int64_t count = -1;                // positions to run; -1: n
-  bool zero_finished = false;        // finished samples get 0 in pure outputs (JAX)
-  bool accumulate_sums = false;      // add sums to the outputs instead of overwriting them
+  int64_t n = 0;                       // samples per plane (the component stride)
+  std::vector<SlotBinding> slots;      // one per kernel slot
+  const uint8_t* mask_in = nullptr;    // the Terminated plane, when the kernel has one
+  uint8_t* mask_out = nullptr;         // usually == mask_in
+  const int64_t* index = nullptr;      // active set: run samples index[0..count); null: 0..count
+  int64_t count = -1;                  // positions to run; -1: n
+  bool zero_finished = false;          // finished samples get 0 in pure outputs (JAX)
+  bool accumulate_sums = false;        // add sums to the outputs instead of overwriting them
   uint32_t* finished_count = nullptr;  // if set and the kernel has a mask: += finished (atomic)
 };
 
 struct LaunchResult {
-  int64_t finished = 0;  // samples finished by this launch
+  int64_t finished = 0;       // samples finished by this launch
   int64_t error = RAPTOR_OK;  // RAPTOR_ERR_*: the error with the lowest sample index
   int64_t error_slot = -1;
   int64_t error_index = 0;
   int64_t error_sample = -1;
-  int chunks = 0;        // how many calls the kernel was split into (0: nothing to run)
+  int chunks = 0;  // how many calls the kernel was split into (0: nothing to run)
   bool ok() const { return error == RAPTOR_OK; }
 };
 
-// Below this many samples a launch runs on the calling thread. Measured for a memory-bound
-// y = a*x + b float64 kernel (see the report in test_runtime_launch.cpp).
+// Below this many samples a launch runs on the calling thread. Measured with the memory-bound
+// y = a*x + b float64 kernel (RuntimeLaunch.MeasureSerialThreshold, 2 cores): splitting breaks
+// even near 16K samples and wins 2x at 32K when the pool is warm; a sleeping pool costs another
+// 25-40 us to wake, so 32768 keeps one-off launches from paying for threads.
 inline constexpr int64_t kDefaultSerialThreshold = 32768;
 
 // Runs `entry` over `binding`. Throws std::invalid_argument for a binding that does not fit

@@ -80,8 +80,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   pid_t pid = -1;
   const int rc = ::posix_spawnp(&pid, args[0], &actions.a, nullptr, args.data(), envp.data());
   if (rc != 0) {
-    throw std::runtime_error("raptor: cannot run '" + argv[0] + "': " + std::strerror(rc) +
-                             ". " + what_to_do);
+    throw std::runtime_error("raptor: cannot run '" + argv[0] + "': " + std::strerror(rc) + ". " +
+                             what_to_do);
   }
   out_w.reset();
   err_w.reset();

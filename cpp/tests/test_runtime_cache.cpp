@@ -109,8 +109,7 @@ TEST(RuntimeCache, RefusesOtherOwner) {
   ASSERT_EQ(::chown(dir.c_str(), nobody->pw_uid, nobody->pw_gid), 0);
   const std::string msg = message_of([&] { open_cache_dir(dir.string()); });
   EXPECT_NE(msg.find(dir.string()), std::string::npos) << msg;
-  EXPECT_NE(msg.find("owned by uid " + std::to_string(nobody->pw_uid)), std::string::npos)
-      << msg;
+  EXPECT_NE(msg.find("owned by uid " + std::to_string(nobody->pw_uid)), std::string::npos) << msg;
   // A subdirectory of a good cache owned by someone else is refused as well.
   const fs::path good = tmp.path() / "good";
   open_cache_dir(good.string());

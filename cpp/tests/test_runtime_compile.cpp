@@ -22,8 +22,7 @@ using testing::TempDir;
 // A unique source, so concurrent tests never share a cache entry by accident.
 std::string unique_kernels() {
   std::random_device rd;
-  return testing::kernels_source("// nonce " + std::to_string(rd()) + std::to_string(rd()) +
-                                 "\n");
+  return testing::kernels_source("// nonce " + std::to_string(rd()) + std::to_string(rd()) + "\n");
 }
 
 // Runs axpy_f64 from `m` on a few samples and checks the result.
@@ -63,8 +62,9 @@ TEST(RuntimeCompile, CompileRunAndCacheHit) {
     std::ifstream saved(first.source_path);
     const std::string text((std::istreambuf_iterator<char>(saved)), {});
     EXPECT_EQ(text, src);
-    std::printf("[ measure ] compile of a tiny TU (6 functions, -O3): %.3f s (in compiler %.3f s)\n",
-                first.total_seconds, first.compile_seconds);
+    std::printf(
+        "[ measure ] compile of a tiny TU (6 functions, -O3): %.3f s (in compiler %.3f s)\n",
+        first.total_seconds, first.compile_seconds);
   }
   first.module.reset();
   // A new Compiler object (as in a new process) finds it.
@@ -78,9 +78,10 @@ TEST(RuntimeCompile, CompileRunAndCacheHit) {
   check_axpy(*hit.module);
   const CompileResult hit2 = c2.compile(src);  // compiler identity now known
   EXPECT_TRUE(hit2.cache_hit);
-  std::printf("[ measure ] cache hit: %.2f ms with a new Compiler (runs '--version' etc.), "
-              "%.3f ms with a warm one\n",
-              cold * 1e3, hit2.total_seconds * 1e3);
+  std::printf(
+      "[ measure ] cache hit: %.2f ms with a new Compiler (runs '--version' etc.), "
+      "%.3f ms with a warm one\n",
+      cold * 1e3, hit2.total_seconds * 1e3);
   EXPECT_EQ(testing::count_temp_files(tmp.path()), 0);
   // Different flags or compiler give a different key.
   CompileOptions o;

@@ -48,8 +48,8 @@ std::unique_ptr<TempDir> RuntimeLaunch::tmp_;
 std::shared_ptr<const Module> RuntimeLaunch::module_;
 std::unique_ptr<ThreadPool> RuntimeLaunch::pool_;
 
-const std::vector<int64_t> kSizes = {0, 1, 63, 64, 65, kThreshold - 1, kThreshold, kThreshold + 1,
-                                     1000000};
+const std::vector<int64_t> kSizes = {
+    0, 1, 63, 64, 65, kThreshold - 1, kThreshold, kThreshold + 1, 1000000};
 
 template <class T>
 std::vector<T> random_plane(int64_t len, unsigned seed, double lo = -1.0, double hi = 1.0) {
@@ -121,8 +121,8 @@ struct SumsCase {
 
 template <class T>
 SumsCase run_sums(const KernelEntry& e, ThreadPool* pool, int64_t n, int64_t m,
-                  const std::vector<T>& x, const std::vector<T>& idx, const int64_t* index = nullptr,
-                  int64_t count = -1) {
+                  const std::vector<T>& x, const std::vector<T>& idx,
+                  const int64_t* index = nullptr, int64_t count = -1) {
   std::vector<T> w(2 * m);
   for (int64_t i = 0; i < 2 * m; ++i) w[i] = T(i % 5 + 1);
   std::vector<T> y(n, T(0));
@@ -343,8 +343,9 @@ TEST_F(RuntimeLaunch, MeasureSerialThreshold) {
       for (int i = 0; i < 5; ++i) launch(e, b, par ? &pool : nullptr, par ? 0 : INT64_MAX);
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < reps; ++i) launch(e, b, par ? &pool : nullptr, par ? 0 : INT64_MAX);
-      t[par] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                   .count() / reps;
+      t[par] =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+          reps;
     }
     std::printf("[ measure ]   n=%8lld  serial %9.2f us  parallel %9.2f us  (%.2fx)\n",
                 static_cast<long long>(n), t[0], t[1], t[0] / t[1]);

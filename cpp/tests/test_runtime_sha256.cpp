@@ -10,8 +10,7 @@ namespace {
 
 TEST(RuntimeSha256, StandardVectors) {
   EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(sha256_hex("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   EXPECT_EQ(sha256_hex(std::string(1000000, 'a')),
@@ -24,7 +23,8 @@ TEST(RuntimeSha256, IncrementalMatchesOneShot) {
   const std::string want = sha256_hex(data);
   for (const size_t piece : {1u, 3u, 55u, 56u, 63u, 64u, 65u, 200u}) {
     Sha256 h;
-    for (size_t p = 0; p < data.size(); p += piece) h.update(std::string_view(data).substr(p, piece));
+    for (size_t p = 0; p < data.size(); p += piece)
+      h.update(std::string_view(data).substr(p, piece));
     EXPECT_EQ(h.hex_digest(), want) << "piece " << piece;
   }
   // Lengths around the padding boundary.

@@ -185,8 +185,8 @@ ad.primitive_transposes[kernel_p] = _transpose
 
 
 def _batch(args: Sequence[Any], dims: Sequence[Any], *, call: KernelCall) -> tuple[list, list]:
-    size = next(a.shape[d] for a, d in zip(args, dims) if d is not batching.not_mapped)
-    uniform_batched = any(d is not batching.not_mapped and s.kind in ("param", "table") for s, d in zip(call.inputs, dims))
+    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+    uniform_batched = any(d is not None and s.kind in ("param", "table") for s, d in zip(call.inputs, dims))
     has_sums = any(s.kind in ("param_sum", "table_sum") for s in call.outputs)
     if uniform_batched or has_sums:
         return _batch_by_entry(args, dims, call, size)
@@ -195,7 +195,7 @@ def _batch(args: Sequence[Any], dims: Sequence[Any], *, call: KernelCall) -> tup
         if s.kind in ("param", "table"):
             folded.append(a)
             continue
-        if d is batching.not_mapped:
+        if d is None:
             a = jnp.broadcast_to(a[..., None], a.shape + (size,))
         else:
             a = jnp.moveaxis(a, d, -1)
@@ -206,8 +206,8 @@ def _batch(args: Sequence[Any], dims: Sequence[Any], *, call: KernelCall) -> tup
 
 
 def _batch_by_entry(args: Sequence[Any], dims: Sequence[Any], call: KernelCall, size: int) -> tuple[list, list]:
-    moved = [a if d is batching.not_mapped else jnp.moveaxis(a, d, 0) for a, d in zip(args, dims)]
-    mapped = [i for i, d in enumerate(dims) if d is not batching.not_mapped]
+    moved = [a if d is None else jnp.moveaxis(a, d, 0) for a, d in zip(args, dims)]
+    mapped = [i for i, d in enumerate(dims) if d is not None]
 
     def one(xs: Sequence[Any]) -> list[Any]:
         full = list(moved)
