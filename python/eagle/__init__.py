@@ -5,12 +5,16 @@ by reference; ``eagle.Graph`` runs bound launches and foreign nodes in order; th
 is ``eagle.frameworks.jax``. Definitions live in the submodules named below.
 """
 
-from eagle import plan
+from eagle import diff, graph, interop, plan
 from eagle.binding import Bound
 from eagle.errors import ModeError
 from eagle.graph import BuiltGraph, Graph
+from eagle.loop import Report, Runner, until_done
 from eagle.runtime import host_runtime
 
 __version__ = "0.6.0"
 
-__all__ = ["Bound", "BuiltGraph", "Graph", "ModeError", "host_runtime", "plan"]
+__all__ = [
+    "Bound", "BuiltGraph", "Graph", "ModeError", "Report", "Runner", "diff", "graph", "host_runtime",
+    "interop", "plan", "until_done",
+]

@@ -64,12 +64,13 @@ class Bound:
     """A kernel bound to arrays by reference: ``launch()`` runs it over the arrays' current
     contents. Made by ``plan.bind(...)``."""
 
-    def __init__(self, plan: Any, core: Any, dtype: np.dtype, n: int, arrays: dict[str, Any]) -> None:
+    def __init__(self, plan: Any, core: Any, dtype: np.dtype, n: int, arrays: dict[str, Any], param_values: dict[str, Any]) -> None:
         self.plan = plan
         self._core = core
         self.dtype = dtype
         self.n = n
         self.arrays = arrays  # keeps every bound buffer alive while the binding exists
+        self.param_values = param_values  # numbers, or the arrays read at each launch
 
     @property
     def kernel(self) -> Kernel:
@@ -90,6 +91,27 @@ class Bound:
         """For Guard(active_set=True) kernels: rebuild the live-sample index map from the mask
         (call it after changing the mask yourself)."""
         self._core.reset_active()
+
+    def reads(self) -> dict[str, Any]:
+        """The planes and tables this launch reads (in-out Mutables and the mask included)."""
+        out = {}
+        for s in self.kernel.slots:
+            if s.kind in ("plane", "table", "terminated") or (s.kind == "mutable" and s.inout):
+                out[s.name] = self.arrays[s.name]
+        return out
+
+    def writes(self) -> dict[str, Any]:
+        """The planes this launch writes (Mutables, the mask, sums)."""
+        return {s.name: self.arrays[s.name] for s in self.kernel.slots if s.kind in ("mutable", "terminated", "param_sum", "table_sum")}
+
+    def params(self) -> dict[str, float]:
+        """The Params' values as the next launch would read them."""
+        out = {}
+        for s in self.kernel.slots:
+            if s.kind == "param":
+                v = self.param_values[s.name]
+                out[s.name] = float(np.asarray(v).reshape(())) if isinstance(v, np.ndarray) else float(v)
+        return out
 
     @property
     def live(self) -> int:
@@ -216,4 +238,5 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> B
 
     entry = plan.entry(dtype)
     core = _core.Bound.make(entry, n or 0, ins, outs, params, sizes, sources, mask_ptr, mask_ptr, finished_ptr, zero_finished)
-    return Bound(plan, core, dtype, n or 0, arrays)
+    param_values = {s.name: arrays.get(s.name, values[s.name]) for s in kernel.slots if s.kind == "param"}
+    return Bound(plan, core, dtype, n or 0, arrays, param_values)

@@ -1,52 +1,98 @@
-"""Graphs: bound kernel launches (and foreign nodes) run in order, many times (SPEC §2).
+"""Graphs: bound kernel launches and foreign nodes run in order, many times (SPEC §2).
 
-``Graph().add(bound, name=...)`` / ``.add_node(node, name=...)`` collect nodes; ``build()``
-fixes them into a ``BuiltGraph`` whose ``launch(n)`` runs every node in order n times. A
-graph of kernels only runs its launches in C++ with no Python between them. On the host
-``schedule`` is ``('host',)``.
+``Graph().add(bound, name=...)`` and ``.add_node(node, name=...)`` collect nodes in launch
+order; ``build(record=False)`` checks them and returns a ``BuiltGraph`` whose ``launch(n)``
+runs every node in order n times. A graph of kernels only runs its launches in C++, with
+no Python between them. On the CPU ``schedule`` is ``('host',)``: one host schedule.
+
+Rules checked at build (each refusal names the nodes and the plane):
+- a plane is written by at most one node of a graph (a second writer would silently win);
+- a foreign node does not write a plane it also reads (its framework may hold a view of the
+  input while the result is copied into the same memory);
+- a plane name bound in two nodes names one array, or arrays of one shape.
+Nodes run strictly in order, so a node reading a plane that a later node writes sees the
+previous launch's value.
+
+Foreign nodes (``opaque`` here, ``eagle.frameworks.jax.node``) share one protocol: ``kind``,
+``reads`` and ``writes`` (name -> array), ``runs_on_host`` and ``run()``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
+
+import numpy as np
 
 from raptor_core import _core
 
 from eagle.binding import Bound
 from eagle.runtime import host_runtime
 
-__all__ = ["Graph", "BuiltGraph", "OpaqueNode", "opaque"]
+__all__ = ["Graph", "BuiltGraph", "OpaqueNode", "opaque", "plane_key", "node_planes"]
 
 
-@dataclass
+def plane_key(arr: Any) -> tuple:
+    """Identity of a plane: the memory it occupies (two views of one buffer are one plane)."""
+    a = np.asarray(arr)
+    return (a.__array_interface__["data"][0], a.nbytes, a.dtype.str)
+
+
+def _copy_into(dst: np.ndarray, value: Any, who: str, name: str) -> None:
+    src = np.asarray(value)
+    if src.shape != dst.shape:
+        raise ValueError(f"{who}: returned shape {src.shape} for write plane '{name}', which has shape {dst.shape}")
+    np.copyto(dst, src, casting="same_kind")
+
+
 class OpaqueNode:
-    """A foreign step between kernel launches: ``fn()`` is called each launch.
+    """The general foreign node. Each launch calls ``fn(*reads.values())`` (or ``fn()`` when
+    it has no reads) and copies its result(s) into the ``writes`` planes, in order.
 
-    ``kind`` is ``"opaque_stream"`` (stream-ordered; on the host it is a plain call) or
-    ``"opaque_host"`` (``eager=True``: a host call that may read values back).
-    """
+    ``kind`` is ``'opaque_stream'`` (stream-ordered on a GPU; a plain call on the host) or,
+    with ``eager=True``, ``'opaque_host'`` (a host call that may read values back)."""
 
-    fn: Callable[[], Any]
-    reads: Mapping[str, Any] = field(default_factory=dict)
-    writes: Mapping[str, Any] = field(default_factory=dict)
-    eager: bool = False
+    def __init__(self, fn: Callable[..., Any], reads: Mapping[str, Any], writes: Mapping[str, Any], eager: bool) -> None:
+        if not callable(fn):
+            raise TypeError(f"eagle.graph.opaque: fn must be callable, got {type(fn).__name__}")
+        self.fn = fn
+        self.reads = dict(reads)
+        self.writes = dict(writes)
+        self.eager = bool(eager)
+        for name, arr in self.writes.items():
+            if not isinstance(arr, np.ndarray) or not arr.flags.writeable:
+                raise TypeError(f"eagle.graph.opaque: write plane '{name}' must be a writeable array")
 
     @property
     def kind(self) -> str:
         return "opaque_host" if self.eager else "opaque_stream"
 
+    @property
+    def runs_on_host(self) -> bool:
+        """Whether it needs the host each launch (every foreign node does on the CPU; on a
+        GPU a stream-ordered node does too, since frameworks own their memory)."""
+        return True
+
     def run(self) -> None:
-        self.fn()
+        result = self.fn(*self.reads.values()) if (self.reads or self.writes) else self.fn()
+        if not self.writes:
+            return
+        outs = result if isinstance(result, (tuple, list)) else (result,)
+        if len(outs) != len(self.writes):
+            raise ValueError(f"eagle.graph.opaque node: returned {len(outs)} value(s) for {len(self.writes)} write plane(s) {list(self.writes)}")
+        for (name, dst), value in zip(self.writes.items(), outs):
+            _copy_into(dst, value, "eagle.graph.opaque node", name)
 
 
-def opaque(fn: Callable[[], Any], reads: Mapping[str, Any] | None = None, writes: Mapping[str, Any] | None = None, eager: bool = False) -> OpaqueNode:
-    """The general foreign node: ``fn()`` runs each launch, after the nodes before it and
-    before the nodes after it. ``reads``/``writes`` name the planes it uses (for ordering
-    checks and records). ``eager=True`` makes it a host node that may read values back."""
-    if not callable(fn):
-        raise TypeError(f"eagle.graph.opaque: fn must be callable, got {type(fn).__name__}")
-    return OpaqueNode(fn, dict(reads or {}), dict(writes or {}), bool(eager))
+def opaque(fn: Callable[..., Any], reads: Mapping[str, Any] | None = None, writes: Mapping[str, Any] | None = None, eager: bool = False) -> OpaqueNode:
+    """A foreign node: ``fn`` runs each launch between the nodes before and after it."""
+    return OpaqueNode(fn, reads or {}, writes or {}, eager)
+
+
+def node_planes(node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(reads, writes), name -> array, of a kernel or foreign node."""
+    if isinstance(node, Bound):
+        return node.reads(), node.writes()
+    return dict(node.reads), dict(node.writes)
 
 
 class Graph:
@@ -62,7 +108,7 @@ class Graph:
         return name
 
     def add(self, bound: Bound, name: str | None = None) -> "Graph":
-        """Appends a bound kernel launch."""
+        """Appends a bound kernel launch (``plan.bind(...)``)."""
         if not isinstance(bound, Bound):
             raise TypeError(f"eagle.Graph.add takes a bound kernel (plan.bind(...)), got {type(bound).__name__}; use add_node for foreign nodes")
         self._nodes.append((self._name(name, bound.name), bound))
@@ -70,17 +116,41 @@ class Graph:
 
     def add_node(self, node: Any, name: str | None = None) -> "Graph":
         """Appends a foreign node (``eagle.graph.opaque`` or ``eagle.frameworks.jax.node``)."""
-        if not hasattr(node, "run") or not hasattr(node, "kind"):
+        if not all(hasattr(node, a) for a in ("run", "kind", "reads", "writes")):
             raise TypeError(f"eagle.Graph.add_node takes a foreign node (eagle.graph.opaque or eagle.frameworks.jax.node), got {type(node).__name__}")
         self._nodes.append((self._name(name, node.kind), node))
         return self
 
     def build(self, record: bool = False) -> "BuiltGraph":
-        """Fixes the nodes into a launchable graph. ``record=True`` keeps what a reverse sweep
-        needs (eagle.diff.reverse)."""
+        """Checks the rules of the module docstring and fixes the nodes into a launchable graph.
+        ``record=True`` keeps what ``eagle.diff.reverse`` needs (see eagle/record.py)."""
         if not self._nodes:
             raise ValueError("eagle.Graph.build: the graph has no nodes")
+        check_nodes(self._nodes, "eagle.Graph.build")
         return BuiltGraph(list(self._nodes), record)
+
+
+def check_nodes(nodes: list[tuple[str, Any]], who: str) -> None:
+    """The graph rules (module docstring)."""
+    writer: dict[tuple, str] = {}
+    by_name: dict[str, tuple[str, Any]] = {}
+    for name, node in nodes:
+        reads, writes = node_planes(node)
+        for plane, arr in list(reads.items()) + list(writes.items()):
+            seen = by_name.get(plane)
+            if seen is not None and seen[1] is not arr and np.shape(seen[1]) != np.shape(arr):
+                raise ValueError(f"{who}: plane '{plane}' is bound twice with different shapes: {np.shape(seen[1])} in node '{seen[0]}' and {np.shape(arr)} in node '{name}'")
+            by_name.setdefault(plane, (name, arr))
+        for plane, arr in writes.items():
+            key = plane_key(arr)
+            if key in writer and writer[key] != name:
+                raise ValueError(f"{who}: plane '{plane}' is written by node '{writer[key]}' and by node '{name}'; a plane has one writer per launch")
+            writer[key] = name
+        if not isinstance(node, Bound):
+            read_keys = {plane_key(a): p for p, a in reads.items()}
+            for plane, arr in writes.items():
+                if plane_key(arr) in read_keys:
+                    raise ValueError(f"{who}: node '{name}' writes plane '{plane}', which it also reads (as '{read_keys[plane_key(arr)]}'); write into a separate plane")
 
 
 class BuiltGraph:
@@ -88,18 +158,17 @@ class BuiltGraph:
 
     def __init__(self, nodes: list[tuple[str, Any]], record: bool) -> None:
         self.nodes = nodes
-        self._record_on = record
         self.record = None
         if record:
-            raise NotImplementedError(
-                "eagle graph: build(record=True) (records for eagle.diff.reverse) is not available in this version yet"
-            )
+            from eagle.record import Record
+
+            self.record = Record(nodes)
         self._kernels_only = all(isinstance(node, Bound) for _, node in nodes)
         self._seq = [node._core for _, node in nodes if isinstance(node, Bound)]
 
     @property
     def schedule(self) -> tuple[str, ...]:
-        """How the graph's segments run: one host schedule on the CPU."""
+        """How the graph's segments run: on the CPU, one host schedule."""
         return ("host",)
 
     def launch(self, n: int = 1) -> None:
@@ -122,7 +191,7 @@ class BuiltGraph:
                     node.run()
 
     def synchronize(self) -> None:
-        """Waits for the graph's work: launches on the host are already complete."""
+        """Waits for the graph's work; host launches are complete when launch returns."""
 
     def __repr__(self) -> str:
         return f"<eagle graph {[n for n, _ in self.nodes]}>"

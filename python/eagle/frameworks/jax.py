@@ -20,7 +20,7 @@ from eagle.frameworks import _jax_rules
 from eagle.frameworks._jax_call import call_for
 from hawk.kernel import Kernel
 
-__all__ = ["KernelFunction", "function"]
+__all__ = ["JaxNode", "KernelFunction", "function", "node"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -139,3 +139,43 @@ def function(kernel: Kernel, wrt: Sequence[str] = ()) -> KernelFunction:
             "launcher: run it with eagle.plan.auto, or build it without active_set"
         )
     return KernelFunction(kernel, wrt)
+
+
+class JaxNode:
+    """A jitted JAX function as a graph node (see ``node``)."""
+
+    kind = "opaque_stream"
+    runs_on_host = True
+
+    def __init__(self, fn: Any, reads: dict[str, Any], writes: dict[str, Any]) -> None:
+        if not callable(fn):
+            raise TypeError(f"eagle.frameworks.jax.node: fn must be callable, got {type(fn).__name__}")
+        self.fn = fn
+        self.reads = dict(reads)
+        self.writes = dict(writes)
+        for name, arr in list(self.reads.items()) + list(self.writes.items()):
+            if not isinstance(arr, np.ndarray):
+                raise ModeError(f"eagle.frameworks.jax.node: plane '{name}' is a {type(arr).__name__}; on the host, planes are NumPy arrays")
+        for name, arr in self.writes.items():
+            if not arr.flags.writeable or not arr.flags.c_contiguous:
+                raise ValueError(f"eagle.frameworks.jax.node: write plane '{name}' must be a writeable C-contiguous array")
+
+    def run(self) -> None:
+        # JAX imports host memory without a copy when it can (64-byte aligned); results are
+        # copied into the write planes before run() returns, so JAX's buffers outlive the copy.
+        args = [jax.dlpack.from_dlpack(a) for a in self.reads.values()]
+        result = self.fn(*args)
+        outs = result if isinstance(result, (tuple, list)) else (result,)
+        if len(outs) != len(self.writes):
+            raise ValueError(f"eagle.frameworks.jax.node: the JAX function returned {len(outs)} value(s) for {len(self.writes)} write plane(s) {list(self.writes)}")
+        for (name, dst), out in zip(self.writes.items(), outs):
+            src = np.asarray(out)
+            if src.shape != dst.shape:
+                raise ValueError(f"eagle.frameworks.jax.node: the JAX function returned shape {src.shape} for write plane '{name}', which has shape {dst.shape}")
+            np.copyto(dst, src, casting="same_kind")
+
+
+def node(fn: Any, reads: dict[str, Any], writes: dict[str, Any]) -> JaxNode:
+    """A jitted JAX function as a graph node between launches: each launch calls
+    ``fn(*reads.values())`` and copies its result(s) into ``writes``, in order."""
+    return JaxNode(fn, reads, writes)
