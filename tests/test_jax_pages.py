@@ -1,13 +1,15 @@
 """The user's JAX pages, cell by cell (SPEC §3; /work/shared/seeds/001 sections 1-5 and 002).
 
 Each page is a notebook: its cells run in order in one namespace, exactly as printed, and
-each cell's printed lines are compared with the lines the page shows. A cell is registered
+each cell's printed lines (and, as in a notebook, the repr of a last expression that is not
+None) are compared with the lines the page shows. A cell is registered
 in ``linecache`` before it runs (as IPython does) so that ``@hawk.kernel`` finds its source.
 The page's GPU-only cell (001 §4, the stream check) prints its CPU line here.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import linecache
@@ -39,9 +41,15 @@ class Page:
             file = f"<{self.name}-cell-{i}>"
             src = self.cells[i]
             linecache.cache[file] = (len(src), None, src.splitlines(True), file)
+            tree = ast.parse(src, file)
+            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
             buf = io.StringIO()
             with contextlib.redirect_stdout(buf):
-                exec(compile(src, file, "exec"), self.ns)
+                exec(compile(tree, file, "exec"), self.ns)
+                if last is not None:  # a notebook shows the value of a cell's last expression
+                    value = eval(compile(ast.Expression(last.value), file, "eval"), self.ns)
+                    if value is not None:
+                        print(repr(value))
             self.outputs.append(buf.getvalue())
         return self.outputs[upto].splitlines()
 
@@ -312,7 +320,7 @@ P002 = [
         r_next = r + dt * v_new
         terminated = r_next[2] < 0.0
     step = eagle_jax.function(flight, wrt=("r", "v", "cd"))
-    print(repr(step))  # the notebook shows the value of `step`
+    step
     ''',
     # 1: scan the flight
     '''

@@ -14,6 +14,7 @@
 #include "runtime/bound.hpp"
 #include "runtime/build.hpp"
 #include "runtime/cache.hpp"
+#include "runtime/manifest.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/shared_pool.hpp"
 #include "runtime/thread_pool.hpp"
@@ -122,6 +123,14 @@ void bind_runtime(nb::module_& m) {
       },
       nb::arg("kernels"), nb::arg("compiler"), nb::arg("flags").none() = nb::none(),
       "Emits, compiles (or loads) and registers kernels; returns ([(f32, f64) entries], info).");
+
+  m.def(
+      "preload",
+      [](runtime::Compiler& compiler) {
+        const runtime::PreloadResult r = runtime::preload(compiler);
+        return std::make_pair(r.registered, r.skipped);
+      },
+      nb::arg("compiler"), "Registers every intact kernel of the cache; returns (registered, skipped).");
 
   m.def("find_entry", [](const std::string& digest) -> std::optional<EntryHandle> {
     auto e = runtime::global_registry().find(digest);

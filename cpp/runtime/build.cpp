@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "runtime/manifest.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/sha256.hpp"
 
@@ -86,6 +87,7 @@ BuildResult build_host(const std::vector<const ir::Kernel*>& kernels, Compiler& 
       KernelEntry e = entries[2 * i + j];
       e.module = result.compile.module;
       e.fn = e.module->symbol(e.symbol);
+      write_manifest(compiler, e, result.compile.key);
       const std::string digest = e.digest;
       auto shared = global_registry().add(digest, std::make_shared<const KernelEntry>(std::move(e)));
       (j == 0 ? bk.f32 : bk.f64) = shared;

@@ -218,6 +218,18 @@ std::string Compiler::key(const std::string& source, const CompileOptions& optio
   return h.hex_digest();
 }
 
+std::shared_ptr<const Module> Compiler::load_cached(const std::string& key) const {
+  if (key.size() < 3) return nullptr;
+  const fs::path stem = cache_.path / key.substr(0, 2) / key;
+  const fs::path so(stem.string() + ".so");
+  if (!cached_entry_valid(so, fs::path(stem.string() + ".sha256"))) return nullptr;
+  return std::make_shared<const Module>(so);
+}
+
+void write_cache_file(const fs::path& dest, std::string_view data) { write_atomic(dest, data); }
+
+std::optional<std::string> read_cache_file(const fs::path& path) { return read_own_file(path); }
+
 CompileResult Compiler::compile(const std::string& source, const CompileOptions& options) {
   const auto t0 = Clock::now();
   CompileResult r;

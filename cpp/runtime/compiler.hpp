@@ -16,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "runtime/cache.hpp"
 #include "runtime/module.hpp"
@@ -77,6 +78,10 @@ class Compiler {
 
   const CacheDir& cache() const { return cache_; }
 
+  // The cached shared object for `key` when it is present, ours and intact (its digest
+  // sidecar matches); null otherwise. Never compiles.
+  std::shared_ptr<const Module> load_cached(const std::string& key) const;
+
   // The compiler and flags `options` resolve to.
   static std::string resolve_compiler(const CompileOptions& options);
   static std::string resolve_flags(const CompileOptions& options);
@@ -88,6 +93,14 @@ class Compiler {
   std::mutex mu_;
   std::map<std::string, std::string> identity_;  // compiler (+ flags when native) -> identity
 };
+
+// Writes a file inside a cache directory under a unique temporary name, then renames it into
+// place: readers see the old file or the whole new one, never a half-written one.
+void write_cache_file(const std::filesystem::path& dest, std::string_view data);
+
+// The contents of a regular file owned by the current user (nullopt when missing, not a
+// regular file, or someone else's: such files are never trusted).
+std::optional<std::string> read_cache_file(const std::filesystem::path& path);
 
 // The first `<file>:<line>:<col>: error:` (or `fatal error:`) in compiler output that names
 // `file`; -1 when there is none.

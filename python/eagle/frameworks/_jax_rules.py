@@ -28,6 +28,7 @@ from jax.interpreters import ad, batching, mlir
 from raptor_core import _core
 
 from eagle.frameworks._jax_call import KernelCall
+from eagle.frameworks._jax_sharding import partitioned
 
 __all__ = ["kernel_p", "bind_call"]
 
@@ -87,12 +88,57 @@ def _abstract_eval(*avals: Any, call: KernelCall) -> list[jax.core.ShapedArray]:
 kernel_p.def_abstract_eval(_abstract_eval)
 
 
-def _lowering(ctx: Any, *operands: Any, call: KernelCall) -> Any:
+def _ffi_lowering(ctx: Any, *operands: Any, call: KernelCall) -> Any:
     rule = jax.ffi.ffi_lowering(TARGET, operand_output_aliases=call.aliases() or None)
     return rule(ctx, *operands, digest=call.digest)
 
 
-mlir.register_lowering(kernel_p, _lowering, platform="cpu")
+# The per-device call: one FFI custom call over the samples this device holds.
+kernel_local_p = Primitive("raptor_kernel_local")
+kernel_local_p.multiple_results = True
+kernel_local_p.def_abstract_eval(_abstract_eval)
+mlir.register_lowering(kernel_local_p, _ffi_lowering, platform="cpu")
+
+
+def _lowering(ctx: Any, *operands: Any, call: KernelCall) -> Any:
+    # Through custom partitioning, so that under jit with inputs sharded along the sample
+    # axis every device runs its own shard (no all-gather); on one device it is inlined to
+    # the plain custom call (and so survives jax.export).
+    if not _several_devices(ctx):
+        return _ffi_lowering(ctx, *operands, call=call)
+    return mlir.lower_fun(partitioned(call, kernel_local_p), multiple_results=True)(ctx, *operands)
+
+
+def _several_devices(ctx: Any) -> bool:
+    """Whether this lowering is for a computation partitioned over several devices (not
+    inside shard_map's manual per-device body)."""
+    axis_context = ctx.module_context.axis_context
+    devices = getattr(axis_context, "device_assignment", None)
+    if devices is not None:
+        return len(devices) > 1
+    if getattr(axis_context, "num_devices", 1) > 1:
+        return True
+    mesh = getattr(axis_context, "mesh", None)
+    manual = set(getattr(axis_context, "manual_axes", ()) or ())
+    if mesh is not None and manual == set(mesh.axis_names):
+        return False
+    return mesh is not None and mesh.size > 1
+
+
+# Not cacheable: JAX's lowering cache would lower the call once without the device
+# assignment that custom partitioning needs to split it over several devices.
+try:
+    mlir.register_lowering(kernel_p, _lowering, platform="cpu", cacheable=False)
+except TypeError:  # a JAX without the flag lowers every call in place
+    mlir.register_lowering(kernel_p, _lowering, platform="cpu")
+# Custom partitioning needs the device assignment at lowering time; JAX provides it only to
+# computations that contain a primitive in this (internal) set, as custom_partitioning is.
+try:
+    from jax._src import dispatch as _dispatch
+
+    _dispatch.prim_requires_devices_during_lowering.add(kernel_p)
+except (ImportError, AttributeError):  # without it, sharded calls are gathered (still correct)
+    pass
 
 _eager: dict[KernelCall, Any] = {}
 

@@ -20,7 +20,7 @@ from eagle.frameworks import _jax_rules
 from eagle.frameworks._jax_call import call_for
 from hawk.kernel import Kernel
 
-__all__ = ["JaxNode", "KernelFunction", "function", "node"]
+__all__ = ["JaxNode", "KernelFunction", "export_checks", "function", "node", "preload"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -179,3 +179,22 @@ def node(fn: Any, reads: dict[str, Any], writes: dict[str, Any]) -> JaxNode:
     """A jitted JAX function as a graph node between launches: each launch calls
     ``fn(*reads.values())`` and copies its result(s) into ``writes``, in order."""
     return JaxNode(fn, reads, writes)
+
+
+def preload(cache_dir: str | None = None) -> int:
+    """Makes exported modules (``jax.export``) that call hawk kernels runnable in this
+    process: registers the XLA FFI targets and every intact kernel compiled into the cache
+    directory (``cache_dir``, else ``$RAPTOR_CACHE_DIR``, else ``~/.cache/raptor``).
+    Returns how many kernels are registered. Exported modules carry only the kernels'
+    digests, so the kernels must have been built into that cache before (by any process)."""
+    from raptor_core import _core
+
+    _jax_rules.register_targets()
+    registered, _skipped = _core.preload(_core.Compiler(cache_dir))
+    return registered
+
+
+def export_checks() -> list[Any]:
+    """The ``disabled_checks`` that ``jax.export.export`` needs for functions calling hawk
+    kernels (their custom call is not on JAX's list of stable targets)."""
+    return [jax.export.DisabledSafetyCheck.custom_call(_jax_rules.TARGET)]
