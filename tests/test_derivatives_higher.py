@@ -85,7 +85,7 @@ def plans(module_cache_dir):
     for k, wrt, _ in SECOND.values():
         a = k.adjoint(wrt)
         t = k.tangent(wrt, with_primal=False)
-        ks += [a, a.tangent(wrt), t, t.tangent(wrt, with_primal=False)]
+        ks += [a, a.tangent(wrt), a.adjoint(wrt), t, t.tangent(wrt, with_primal=False)]
     q = h_quartic.adjoint(["x", "p"]).tangent(["x"])
     ks += [q, q.tangent(["x"])]
     for k, wrt, _ in CASES.values():  # float32 runs of every first-derivative case
@@ -133,6 +133,27 @@ def test_tangent_of_adjoint_is_hessian_vector_product(plans, name):
         l1, s1 = inner({w: hv1[cn[w]] for w in wrt}, t2)
         l2, s2 = inner({w: hv2[cn[w]] for w in wrt}, t)
         assert abs(l1 - l2) <= 1e-12 * max(s1, s2), (name, seed, l1, l2)
+
+
+@pytest.mark.parametrize("name", list(SECOND))
+def test_adjoint_of_adjoint_is_transpose_of_tangent_of_adjoint(plans, name):
+    """Reverse over reverse: <adjoint(adjoint)(ct2), t> == <ct2, tangent(adjoint)(t)>."""
+    k, wrt, make = SECOND[name]
+    a = k.adjoint(wrt)
+    hp, aap = plans[a.name + "_tangent"], plans[a.name + "_adjoint"]
+    cn, cn2 = roles(a, "c"), roles(aap.kernel, "c")
+    bars = [cn[w] for w in wrt]
+    for seed in SEEDS:
+        rng = np.random.default_rng(seed)
+        x = make(rng)
+        vals = dict(x, **{cn[m]: rng.standard_normal(out_shape(k, m)) for m in mutables(k)})
+        t = random_like(rng, x, wrt)
+        hv = _hvp(hp, a, vals, t, set(bars))
+        ct2 = {b: rng.standard_normal(np.shape(hv[b])) for b in bars}
+        out = run(aap, dict(vals, **{cn2[b]: ct2[b] for b in bars}))
+        lhs, s1 = inner({w: out[cn2[w]] for w in wrt}, t)
+        rhs, s2 = inner(ct2, hv)
+        assert abs(lhs - rhs) <= 1e-12 * max(s1, s2), (name, seed, lhs, rhs)
 
 
 def _perturb(vals, t, h):

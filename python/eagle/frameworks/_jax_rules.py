@@ -41,10 +41,19 @@ _registered = False
 
 
 def register_targets() -> None:
-    """Registers the XLA FFI handlers with JAX (once per process)."""
+    """Registers the XLA FFI handlers with JAX (once per process), and marks the target as
+    one whose calling convention is stable, so ``jax.export`` serializes calls to it: the
+    handler's operands, results and its one attribute (the kernel digest) are versioned by
+    raptor's ABI, and handlers are built against the oldest supported XLA FFI API."""
     global _registered
     if _registered:
         return
+    try:
+        from jax._src.export import _export
+
+        _export._CUSTOM_CALL_TARGETS_GUARANTEED_STABLE.add(TARGET)
+    except (ImportError, AttributeError):  # then pass eagle.frameworks.jax.export_checks()
+        pass
     targets = _core.ffi_targets()
     if "cpu" not in targets:
         raise RuntimeError("eagle.frameworks.jax: this build of raptor_core has no XLA FFI handlers (it was built without the XLA FFI headers); reinstall raptor with jaxlib available at build time")
