@@ -175,10 +175,8 @@ P000 = [
 
 
 @pytest.fixture(scope="module")
-def p000(tmp_path_factory):
-    import os
-
-    os.environ.setdefault("RAPTOR_CACHE_DIR", str(tmp_path_factory.mktemp("p000") / "cache"))
+def p000():
+    # plan.auto() without cache_dir: conftest points RAPTOR_CACHE_DIR at a temp dir
     page = Page("p000", P000)
     yield page
     import matplotlib.pyplot as plt

@@ -76,21 +76,37 @@ def _sample_count(call: KernelCall, avals: Sequence[Any]) -> int:
     return 0
 
 
+def _varying(aval: Any) -> frozenset:
+    """The manual mesh axes a value varies over inside shard_map (empty elsewhere)."""
+    mat = getattr(aval, "mat", None)
+    axes = getattr(mat, "varying", None)
+    if axes is None:
+        axes = getattr(aval, "vma", None)
+    return frozenset(axes or ())
+
+
 def _abstract_eval(*avals: Any, call: KernelCall) -> list[jax.core.ShapedArray]:
     n = _sample_count(call, avals)
     dt = call.dtype
+    # Inside shard_map, outputs vary over the axes the planes vary over: derive them from the
+    # most varying input, which carries those axes.
+    ref = max(avals, key=lambda a: len(_varying(a)), default=None)
+    if ref is not None and _varying(ref):
+        make = lambda shape, dtype: ref.update(shape=shape, dtype=dtype, weak_type=False)  # noqa: E731
+    else:
+        make = jax.core.ShapedArray
     outs = []
     for s in call.outputs:
         if s.kind == "mutable":
-            outs.append(jax.core.ShapedArray((s.width, n) if s.is_vector else (n,), dt))
+            outs.append(make((s.width, n) if s.is_vector else (n,), dt))
         elif s.kind == "terminated":
-            outs.append(jax.core.ShapedArray((n,), np.bool_))
+            outs.append(make((n,), np.dtype(np.bool_)))
         elif s.kind == "param_sum":
-            outs.append(jax.core.ShapedArray((), dt) if s.width == 1 else jax.core.ShapedArray((s.width,), dt))
+            outs.append(make((), dt) if s.width == 1 else make((s.width,), dt))
         else:  # table_sum: the shape of its table
             table = call.kernel.slots[s.table_of]
             t_aval = avals[call.inputs.index(table)]
-            outs.append(jax.core.ShapedArray(t_aval.shape, dt))
+            outs.append(make(t_aval.shape, dt))
     return outs
 
 
@@ -226,7 +242,11 @@ def _transpose(cts: Sequence[Any], *args: Any, call: KernelCall) -> list[Any]:
             continue
         i = call.input_index(primal)
         if i in undefined:
-            result[i] = v.reshape(args[i].aval.shape) if hasattr(v, "reshape") else v
+            v = v.reshape(args[i].aval.shape)
+            extra = _varying(jax.typeof(v)) - _varying(args[i].aval)
+            if extra:  # a replicated input's cotangent sums over the shards (inside shard_map)
+                v = jax.lax.psum(v, tuple(sorted(extra)))
+            result[i] = v
     for i in undefined:
         if result[i] is None:
             result[i] = ad.Zero(args[i].aval)
