@@ -167,6 +167,17 @@ def osc(dt: Param, c: Param, t_final: Scalar, corr: Scalar, terminated: Terminat
     terminated = tn >= t_final
 
 
+@hawk.kernel(steps=1, guard=hawk.Guard(active_set=True))
+def osc_active(dt: Param, c: Param, t_final: Scalar, corr: Scalar, terminated: Terminated,
+               x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
+    vn = v + dt * (-x - c * v + corr * v)
+    x = x + dt * v
+    v = vn
+    tn = t + dt
+    t = tn
+    terminated = tn >= t_final
+
+
 @hawk.kernel
 def lin(w: Param, z: Scalar, y: Mutable[Scalar]):
     y = w * z
@@ -174,7 +185,7 @@ def lin(w: Param, z: Scalar, y: Mutable[Scalar]):
 
 @pytest.fixture(scope="module")
 def plans(module_cache_dir):
-    return plan_kernels([damped, osc, lin], module_cache_dir)
+    return plan_kernels([damped, osc, osc_active, lin], module_cache_dir)
 
 
 def jax_damped(x, v, dt, c, steps=STEPS):
@@ -301,6 +312,33 @@ def test_reverse_masked_stepping_kernel_against_jax_where(plans):
     # sample 0 stopped after its first step: its gradient is that of one step, nothing more
     j0 = sx[0] * np.array([1.0, dt]) + sv[0] * np.array([-dt, 1 + dt * (-c + start["corr"][0])])
     np.testing.assert_allclose([grads["x"][0], grads["v"][0]], j0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("variant", ["active_set", "float32"])
+def test_reverse_masked_variants_agree(plans, variant):
+    """The active-set launcher (only live samples launched) and the float32 build give the
+    gradients of the plain float64 kernel."""
+    n = 64
+    rng = np.random.default_rng(5)
+    start = dict(x=rng.uniform(0.5, 1.5, n), v=rng.uniform(-0.2, 0.3, n), t=np.zeros(n),
+                 corr=rng.uniform(-0.1, 0.1, n), t_final=rng.uniform(0.2, 2.5, n))
+
+    def grads_of(kernel: str, dtype):
+        planes = {k: a.astype(dtype) for k, a in start.items()}
+        g = (eagle.Graph().add(plans[kernel].bind(dt=0.01, c=0.3, terminated=np.zeros(n, bool), **planes), name="osc")
+             .build(record=True))
+        g.launch(STEPS)
+        out = eagle.diff.reverse(g.record, {"osc.x": np.ones(n, dtype)})
+        return out, planes
+
+    want, _ = grads_of("osc", np.float64)
+    got, planes = grads_of("osc_active" if variant == "active_set" else "osc", np.float64 if variant == "active_set" else np.float32)
+    tol = dict(rtol=0, atol=0) if variant == "active_set" else dict(rtol=1e-4, atol=1e-5)
+    for k in ("x", "v", "corr"):
+        assert np.asarray(got[k]).dtype == planes[k].dtype
+        np.testing.assert_allclose(got[k], want[k], **tol)
+    for k in ("osc.dt", "osc.c"):
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-4 if variant == "float32" else 0)
 
 
 def test_reverse_through_a_jax_node_and_a_stepping_kernel(plans):

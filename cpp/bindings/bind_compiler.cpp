@@ -161,6 +161,14 @@ void bind_compiler(nb::module_& m) {
              const std::string digest = runtime::kernel_digest(*h.kernel, d);
              return codegen::emit_cpp({{h.kernel.get(), d, codegen::symbol_name(*h.kernel, d, digest)}});
            })
+      .def("with_steps",
+           [](const KernelHandle& h, int steps) {
+             if (steps < 1) throw nb::value_error("steps must be >= 1");
+             ir::Kernel k = *h.kernel;
+             k.steps = steps;
+             return KernelHandle{std::make_shared<const ir::Kernel>(std::move(k))};
+           },
+           "The same kernel running `steps` steps per launch.")
       .def("tangent", [](const KernelHandle& h, const std::vector<std::string>& wrt, bool with_primal) {
              return derived(ad::tangent(*h.kernel, wrt, with_primal));
            })

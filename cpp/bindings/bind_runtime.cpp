@@ -167,19 +167,30 @@ void bind_runtime(nb::module_& m) {
   m.def(
       "run_until_done",
       [](const std::vector<std::shared_ptr<BoundLaunch>>& seq, ThreadPool& pool, int64_t max_steps,
-         uintptr_t mask, int64_t n) {
+         uintptr_t mask, int64_t n, std::shared_ptr<BoundLaunch> fused, int64_t fused_launches,
+         int64_t unit) {
         nb::gil_scoped_release release;
         const uint8_t* m = ptr<const uint8_t>(mask);
         int64_t live = n - count_set(m, n);
         int64_t steps = 0;
         while (live > 0 && steps < max_steps) {
+          if (fused && max_steps - steps >= fused_launches) {
+            // One pass over memory runs `fused_launches` launches' worth of steps per sample.
+            const runtime::LaunchResult r = fused->run(&pool);
+            live -= r.finished;
+            steps += live > 0 ? fused_launches : (static_cast<int64_t>(r.steps_run) + unit - 1) / unit;
+            continue;
+          }
           for (const auto& b : seq) live -= b->run(&pool).finished;
           ++steps;
         }
         return std::make_pair(steps, live <= 0);
       },
       nb::arg("seq"), nb::arg("runtime"), nb::arg("max_steps"), nb::arg("mask"), nb::arg("n"),
-      "Launches seq in order until every sample of the mask is set or max_steps; returns (steps, done).");
+      nb::arg("fused").none() = nb::none(), nb::arg("fused_launches") = 0, nb::arg("unit") = 1,
+      "Launches seq in order until every sample of the mask is set or max_steps launches; with a\n"
+      "fused kernel (the same kernel with fused_launches times its steps), runs whole chunks of\n"
+      "launches in one pass over memory. Returns (launches, done).");
 
   m.def("count_set", [](uintptr_t mask, int64_t n) { return count_set(ptr<const uint8_t>(mask), n); });
 }

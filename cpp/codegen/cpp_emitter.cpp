@@ -94,6 +94,7 @@ class KernelWriter {
     os_ << "  const int64_t n = a->n;\n";
     declare_slots();
     os_ << "  uint32_t finished = 0;\n";
+    if (k_.steps > 1) os_ << "  int steps_run = 0;\n";
     os_ << "  int64_t err[4] = {0, 0, 0, 0};\n";
     os_ << "  (void)n;\n";
     os_ << "  auto sample = [&](const int64_t s) __attribute__((always_inline)) {\n";
@@ -110,6 +111,10 @@ class KernelWriter {
         for (int c = 0; c < k_.slots[s].width; ++c)
           os_ << "  sum_" << name(s) << "[" << c << "] += acc_" << name(s) << "_" << c << ";\n";
     os_ << "  a->finished = finished;\n";
+    if (k_.steps > 1)
+      os_ << "  a->steps_run = static_cast<uint32_t>(steps_run);\n";
+    else
+      os_ << "  a->steps_run = a->end > a->begin ? 1u : 0u;\n";
     os_ << "  for (int e = 0; e < 4; ++e) a->error[e] = err[e];\n";
     os_ << "}\n\n";
   }
@@ -363,7 +368,8 @@ class KernelWriter {
     if (mask) os_ << "    bool done = false;\n";
     std::string ind = "    ";
     if (looped) {
-      os_ << "    for (int step = 0; step < " << k_.steps << "; ++step) {\n";
+      os_ << "    int step = 0;\n";
+      os_ << "    for (; step < " << k_.steps << "; ++step) {\n";
       ind = "      ";
       last = ir::Loc{};
     }
@@ -374,8 +380,9 @@ class KernelWriter {
       for (const ir::Store& st : k_.stores)
         if (k_.slots[st.slot].kind == SlotKind::Mutable)
           os_ << ind << "st_" << name(st.slot) << "_" << st.comp << " = " << var(st.value) << ";\n";
-      if (k_.terminate >= 0) os_ << ind << "if (" << var(k_.terminate) << ") { done = true; break; }\n";
+      if (k_.terminate >= 0) os_ << ind << "if (" << var(k_.terminate) << ") { done = true; ++step; break; }\n";
       os_ << "    }\n";
+      os_ << "    steps_run = step > steps_run ? step : steps_run;\n";
       for (size_t s = 0; s < k_.slots.size(); ++s) {
         const ir::Slot& sl = k_.slots[s];
         if (sl.kind != SlotKind::Mutable) continue;

@@ -12,7 +12,7 @@
 #define RAPTOR_ABI_H
 #include <stdint.h>
 
-#define RAPTOR_ABI_VERSION 1
+#define RAPTOR_ABI_VERSION 2
 
 /* error codes written to raptor_args.error[0] */
 #define RAPTOR_OK 0
@@ -34,6 +34,8 @@ typedef struct raptor_args {
   double* const* sums;    /* per slot: ParamSum (1 x width) / TableSum (M x width) partials
                              this call adds into, in double; null for other slots */
   int64_t error[4];       /* out: first error of this call (error[0] = RAPTOR_ERR_*) */
+  uint32_t steps_run;     /* out: the most steps a sample of this call ran (a stepping loop
+                             that fuses steps counts them with it) */
 } raptor_args;
 
 typedef void (*raptor_kernel_fn)(raptor_args* a);

@@ -17,6 +17,7 @@ bool is_sum(SlotKind k) { return k == SlotKind::ParamSum || k == SlotKind::Table
 
 struct ChunkOut {
   uint32_t finished = 0;
+  uint32_t steps_run = 0;
   int64_t error[4] = {0, 0, 0, 0};
 };
 
@@ -125,6 +126,7 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
     a.sums = sum_total > 0 ? sum_ptrs.data() + c * ns : nullptr;
     e.fn(&a);
     outs[c].finished = a.finished;
+    outs[c].steps_run = a.steps_run;
     std::copy_n(a.error, 4, outs[c].error);
   };
   if (n_chunks == 1 || !parallel) {
@@ -137,6 +139,7 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
   r.chunks = static_cast<int>(n_chunks);
   for (const ChunkOut& o : outs) {
     r.finished += o.finished;
+    r.steps_run = std::max(r.steps_run, o.steps_run);
     if (o.error[0] != RAPTOR_OK && (r.error == RAPTOR_OK || o.error[3] < r.error_sample)) {
       r.error = o.error[0];
       r.error_slot = o.error[1];

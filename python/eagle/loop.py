@@ -5,7 +5,10 @@ named in ``bindings`` (each plan takes the ones that are its parameters) and ret
 ``Runner``. ``runner.run(max_steps=None)`` launches the items in order until every sample
 of the Terminated mask is set or the step budget is spent, and can be called again to go
 on. A loop of kernels alone runs entirely in C++ (no Python per step); foreign nodes run
-between launches on the host.
+between launches on the host. A loop of one stepping kernel runs ``FUSED`` launches' worth
+of steps in one pass over memory (the kernel recompiled with that many more steps, each
+sample's state kept in registers and each sample stopping as soon as it is done); the
+report counts launches of the original kernel exactly.
 
 On a GPU a stepping loop is one device graph, so a node that needs the host each launch is
 refused there. The rule is one function, ``check_loop``, used on every platform, so it is
@@ -24,10 +27,15 @@ from raptor_core import _core
 
 from eagle.binding import Bound
 from eagle.graph import check_nodes
+import eagle.plan
 from eagle.plan import Plan
 from eagle.runtime import host_runtime
 
 __all__ = ["Report", "Runner", "until_done", "check_loop"]
+
+# A loop of one stepping kernel runs this many launches' worth of steps per pass over memory,
+# keeping each sample's state in registers in between (the kernel recompiled with more steps).
+FUSED = 64
 
 
 @dataclass(frozen=True)
@@ -63,8 +71,9 @@ def check_loop(items: Sequence[tuple[str, Any]], target: str) -> None:
 class Runner:
     """A bound stepping loop; ``run()`` advances it."""
 
-    def __init__(self, items: list[tuple[str, Any]], mask: np.ndarray, max_steps: int | None, progress: bool | Callable[[int, int], Any]) -> None:
+    def __init__(self, items: list[tuple[str, Any]], mask: np.ndarray, max_steps: int | None, progress: bool | Callable[[int, int], Any], fused: Bound | None = None) -> None:
         self.items = items
+        self.fused = fused  # the loop's one kernel with FUSED times its steps, or None
         self.mask = mask
         self.max_steps = max_steps
         self.progress = progress
@@ -91,7 +100,11 @@ class Runner:
         while done_steps < budget and self.live > 0:
             if self._kernels_only:
                 chunk = budget - done_steps if not self.progress else min(budget - done_steps, 64)
-                steps, _ = _core.run_until_done(self._seq, rt, int(chunk), self.mask.ctypes.data, n)
+                if self.fused is not None:
+                    unit = self.items[0][1].kernel.steps
+                    steps, _ = _core.run_until_done(self._seq, rt, int(chunk), self.mask.ctypes.data, n, self.fused._core, FUSED, unit)
+                else:
+                    steps, _ = _core.run_until_done(self._seq, rt, int(chunk), self.mask.ctypes.data, n)
                 done_steps += steps
             else:
                 for _, node in self.items:
@@ -143,4 +156,13 @@ def until_done(items: Sequence[Any], max_steps: int | None = None, progress: boo
     masks = [node.arrays[s.name] for _, node in named if isinstance(node, Bound) for s in node.kernel.slots if s.kind == "terminated"]
     if not masks:
         raise ValueError("eagle.until_done: no kernel in the loop has a Terminated mask, so nothing says when a sample is done")
-    return Runner(named, masks[0], max_steps, progress)
+    fused = None
+    plans = [item for item in items if isinstance(item, Plan)]
+    if len(named) == 1 and len(plans) == 1 and not plans[0].kernel.guard.active_set:
+        plan = plans[0]
+        (fused_plan,) = eagle.plan.auto([plan.kernel.with_steps(plan.kernel.steps * FUSED)], cache_dir=plan.cache_dir)
+        bound = named[0][1]
+        fused = fused_plan.bind(**{k: v for k, v in bound.arrays.items() if k != "finished_count"},
+                                **{k: v for k, v in bound.param_values.items() if k not in bound.arrays},
+                                **({"finished_count": bound.arrays["finished_count"]} if "finished_count" in bound.arrays else {}))
+    return Runner(named, masks[0], max_steps, progress, fused)

@@ -26,8 +26,9 @@ _TARGETS = ("host", "cuda")
 class Plan:
     """A kernel compiled for a target; ``bind(**values)`` ties it to arrays."""
 
-    def __init__(self, kernel: Kernel, target: str, entries: dict[str, Any], info: dict[str, Any]) -> None:
+    def __init__(self, kernel: Kernel, target: str, entries: dict[str, Any], info: dict[str, Any], cache_dir: str | None = None) -> None:
         self.kernel = kernel
+        self.cache_dir = cache_dir  # as given to auto (None: the default directory)
         self.target = target
         self._entries = entries
         self.info = info  # cache_hit, compile_seconds, key, so_path, source_path
@@ -77,4 +78,5 @@ def auto(kernels: Sequence[Kernel], targets: Sequence[str] = ("host",), cache_di
         )
     compiler = _core.Compiler(os.fspath(cache_dir) if cache_dir is not None else None)
     entries, info = _core.build([k._core for k in kernels], compiler, os.environ.get("RAPTOR_CXXFLAGS"))
-    return [Plan(k, "host", {"float32": e32, "float64": e64}, dict(info)) for k, (e32, e64) in zip(kernels, entries)]
+    where = os.fspath(cache_dir) if cache_dir is not None else None
+    return [Plan(k, "host", {"float32": e32, "float64": e64}, dict(info), where) for k, (e32, e64) in zip(kernels, entries)]

@@ -112,6 +112,11 @@ class Kernel:
     def outputs(self) -> list[str]:
         return [s.name for s in self.slots if s.is_output]
 
+    def with_steps(self, steps: int) -> "Kernel":
+        """The same kernel running ``steps`` steps per launch (a sample still stops as soon as
+        it is terminated). eagle's stepping loops use it to run many steps per pass over memory."""
+        return Kernel(self._core.with_steps(int(steps)), self.guard, f"{self.name} with steps={steps}")
+
     # --- derivatives
     def tangent(self, wrt: Sequence[str], with_primal: bool = True) -> "Kernel":
         """The forward-mode kernel: primal inputs plus ``<w>_dot`` for each ``w`` in wrt;
