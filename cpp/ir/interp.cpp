@@ -1,6 +1,6 @@
 // The reference interpreter (see interp.hpp for the semantics). Start at `interpret`, which
-// checks the binding's sizes and runs `run_sample` for each sample; `eval` is the meaning of
-// each operator.
+// checks the binding's sizes and runs `run_sample` for each sample. The meaning of each
+// operator is passes::eval_op, shared with constant folding.
 #include "ir/interp.hpp"
 
 #include <cmath>
@@ -8,102 +8,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "passes/eval.hpp"
 #include "runtime/abi.h"
 
 namespace raptor::ir {
 
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// Binary exponentiation in lax.integer_pow's order; a negative exponent is the reciprocal.
-double powi(double x, int64_t n) {
-  if (n < 0) return 1.0 / powi(x, -n);
-  double acc = 1.0;
-  bool have = false;
-  while (n > 0) {
-    if (n & 1) {
-      acc = have ? acc * x : x;
-      have = true;
-    }
-    n >>= 1;
-    if (n) x = x * x;
-  }
-  return acc;
-}
-
-double sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }  // keeps NaN and -0
-
-double eval(Op op, const double* a, int64_t iimm) {
-  switch (op) {
-    case Op::Neg:
-      return -a[0];
-    case Op::Sqrt:
-      return std::sqrt(a[0]);
-    case Op::Exp:
-      return std::exp(a[0]);
-    case Op::Log:
-      return std::log(a[0]);
-    case Op::Sin:
-      return std::sin(a[0]);
-    case Op::Cos:
-      return std::cos(a[0]);
-    case Op::Tan:
-      return std::tan(a[0]);
-    case Op::Tanh:
-      return std::tanh(a[0]);
-    case Op::Abs:
-      return std::fabs(a[0]);
-    case Op::Floor:
-      return std::floor(a[0]);
-    case Op::Sign:
-      return sign(a[0]);
-    case Op::Add:
-      return a[0] + a[1];
-    case Op::Sub:
-      return a[0] - a[1];
-    case Op::Mul:
-      return a[0] * a[1];
-    case Op::Div:
-      return a[0] / a[1];
-    case Op::Pow:
-      return std::pow(a[0], a[1]);
-    case Op::Atan2:
-      return std::atan2(a[0], a[1]);
-    case Op::Min:
-      return std::isnan(a[0]) || std::isnan(a[1]) ? kNaN : (a[0] < a[1] ? a[0] : a[1]);
-    case Op::Max:
-      return std::isnan(a[0]) || std::isnan(a[1]) ? kNaN : (a[0] > a[1] ? a[0] : a[1]);
-    case Op::PowI:
-      return powi(a[0], iimm);
-    case Op::Lt:
-      return a[0] < a[1];
-    case Op::Le:
-      return a[0] <= a[1];
-    case Op::Gt:
-      return a[0] > a[1];
-    case Op::Ge:
-      return a[0] >= a[1];
-    case Op::Eq:
-      return a[0] == a[1];
-    case Op::Ne:
-      return a[0] != a[1];
-    case Op::Not:
-      return a[0] == 0.0;
-    case Op::And:
-      return a[0] != 0.0 && a[1] != 0.0;
-    case Op::Or:
-      return a[0] != 0.0 || a[1] != 0.0;
-    default:
-      return kNaN;  // leaves, Select and ToIndex are handled by the caller
-  }
-}
-
-int64_t to_index(double x) {
-  const double f = std::floor(x);
-  if (!(std::fabs(f) < 9.0e18)) return -1;  // NaN, inf, huge: out of range, reported
-  return static_cast<int64_t>(f);
-}
 
 void check_size(const Kernel& k, size_t slot, const char* what, size_t have, size_t want) {
   if (have != want)
@@ -238,12 +148,12 @@ class SampleRunner {
         return;
       }
       case Op::ToIndex:
-        i_[i] = to_index(f_[v.args[0]]);
+        i_[i] = passes::to_index(f_[v.args[0]]);
         return;
       default: {
         double a[3] = {0, 0, 0};
         for (int j = 0; j < op_arity(v.op); ++j) a[j] = f_[v.args[j]];
-        f_[i] = eval(v.op, a, v.iimm);
+        f_[i] = passes::eval_op(v.op, a, v.iimm);  // one definition of each operator
         return;
       }
     }

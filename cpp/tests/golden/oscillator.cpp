@@ -16,7 +16,7 @@
 #define RAPTOR_ABI_H
 #include <stdint.h>
 
-#define RAPTOR_ABI_VERSION 1
+#define RAPTOR_ABI_VERSION 2
 
 /* error codes written to raptor_args.error[0] */
 #define RAPTOR_OK 0
@@ -38,6 +38,8 @@ typedef struct raptor_args {
   double* const* sums;    /* per slot: ParamSum (1 x width) / TableSum (M x width) partials
                              this call adds into, in double; null for other slots */
   int64_t error[4];       /* out: first error of this call (error[0] = RAPTOR_ERR_*) */
+  uint32_t steps_run;     /* out: the most steps a sample of this call ran (a stepping loop
+                             that fuses steps counts them with it) */
 } raptor_args;
 
 typedef void (*raptor_kernel_fn)(raptor_args* a);
@@ -50,10 +52,15 @@ typedef void (*raptor_kernel_fn)(raptor_args* a);
 #define RAPTOR_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
-// jax.numpy semantics where C differs: NaN propagates through minimum/maximum, sign(0) = 0.
-template <class T> inline T rp_min(T a, T b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }
-template <class T> inline T rp_max(T a, T b) { return a != a ? a : (b != b ? b : (b > a ? b : a)); }
-template <class T> inline T rp_sign(T a) { return a != a ? a : T((a > T(0)) - (a < T(0))); }
+// jax.numpy semantics where C differs: NaN propagates through minimum/maximum, which order
+// signed zeros (min(-0, +0) = -0, max = +0); sign keeps the sign of zero.
+template <class T> inline T rp_min(T a, T b) {
+  return a != a ? a : (b != b ? b : (a == b ? (std::signbit(a) ? a : b) : (b < a ? b : a)));
+}
+template <class T> inline T rp_max(T a, T b) {
+  return a != a ? a : (b != b ? b : (a == b ? (std::signbit(a) ? b : a) : (b > a ? b : a)));
+}
+template <class T> inline T rp_sign(T a) { return (a != a || a == T(0)) ? a : T((a > T(0)) - (a < T(0))); }
 // A float index for Table.at(): rounded down; non-finite or huge values become -1 (out of range).
 template <class T> inline int64_t rp_index(T a) {
   const T f = std::floor(a);
@@ -133,6 +140,7 @@ RAPTOR_EXPORT void raptor_oscillator_0123456789abcdef_f64(raptor_args* a) {
     for (int64_t i = a->begin; i < a->end; ++i) sample(i);
   }
   a->finished = finished;
+  a->steps_run = a->end > a->begin ? 1u : 0u;
   for (int e = 0; e < 4; ++e) a->error[e] = err[e];
 }
 

@@ -16,7 +16,7 @@
 #define RAPTOR_ABI_H
 #include <stdint.h>
 
-#define RAPTOR_ABI_VERSION 1
+#define RAPTOR_ABI_VERSION 2
 
 /* error codes written to raptor_args.error[0] */
 #define RAPTOR_OK 0
@@ -38,6 +38,8 @@ typedef struct raptor_args {
   double* const* sums;    /* per slot: ParamSum (1 x width) / TableSum (M x width) partials
                              this call adds into, in double; null for other slots */
   int64_t error[4];       /* out: first error of this call (error[0] = RAPTOR_ERR_*) */
+  uint32_t steps_run;     /* out: the most steps a sample of this call ran (a stepping loop
+                             that fuses steps counts them with it) */
 } raptor_args;
 
 typedef void (*raptor_kernel_fn)(raptor_args* a);
@@ -50,10 +52,15 @@ typedef void (*raptor_kernel_fn)(raptor_args* a);
 #define RAPTOR_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
-// jax.numpy semantics where C differs: NaN propagates through minimum/maximum, sign(0) = 0.
-template <class T> inline T rp_min(T a, T b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }
-template <class T> inline T rp_max(T a, T b) { return a != a ? a : (b != b ? b : (b > a ? b : a)); }
-template <class T> inline T rp_sign(T a) { return a != a ? a : T((a > T(0)) - (a < T(0))); }
+// jax.numpy semantics where C differs: NaN propagates through minimum/maximum, which order
+// signed zeros (min(-0, +0) = -0, max = +0); sign keeps the sign of zero.
+template <class T> inline T rp_min(T a, T b) {
+  return a != a ? a : (b != b ? b : (a == b ? (std::signbit(a) ? a : b) : (b < a ? b : a)));
+}
+template <class T> inline T rp_max(T a, T b) {
+  return a != a ? a : (b != b ? b : (a == b ? (std::signbit(a) ? b : a) : (b > a ? b : a)));
+}
+template <class T> inline T rp_sign(T a) { return (a != a || a == T(0)) ? a : T((a > T(0)) - (a < T(0))); }
 // A float index for Table.at(): rounded down; non-finite or huge values become -1 (out of range).
 template <class T> inline int64_t rp_index(T a) {
   const T f = std::floor(a);
@@ -76,6 +83,7 @@ RAPTOR_EXPORT void raptor_stepped_0123456789abcdef_f64(raptor_args* a) {
   const T* const in_y = static_cast<const T*>(a->in[3]);
   T* const out_y = static_cast<T*>(a->out[3]);
   uint32_t finished = 0;
+  int steps_run = 0;
   int64_t err[4] = {0, 0, 0, 0};
   (void)n;
   auto sample = [&](const int64_t s) __attribute__((always_inline)) {
@@ -84,7 +92,8 @@ RAPTOR_EXPORT void raptor_stepped_0123456789abcdef_f64(raptor_args* a) {
     const int64_t v1 = rp_index(v0_i);
     const T v5_rate = k_rate;
     T st_y_0 = in_y[s];
-    for (int step = 0; step < 4; ++step) {
+    int step = 0;
+    for (; step < 4; ++step) {
       // stepped.py:32  f = w.at(i)
       const int64_t ix2 = v1;
       const bool ok2 = ix2 >= 0 && ix2 < size_w;
@@ -102,6 +111,7 @@ RAPTOR_EXPORT void raptor_stepped_0123456789abcdef_f64(raptor_args* a) {
       const T v10_y = v4 ? v7_y : v9_y;
       st_y_0 = v10_y;
     }
+    steps_run = step > steps_run ? step : steps_run;
     out_y[s] = st_y_0;
   };
   if (a->index) {
@@ -111,6 +121,7 @@ RAPTOR_EXPORT void raptor_stepped_0123456789abcdef_f64(raptor_args* a) {
     for (int64_t i = a->begin; i < a->end; ++i) sample(i);
   }
   a->finished = finished;
+  a->steps_run = static_cast<uint32_t>(steps_run);
   for (int e = 0; e < 4; ++e) a->error[e] = err[e];
 }
 
