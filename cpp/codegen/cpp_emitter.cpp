@@ -97,15 +97,19 @@ class KernelWriter {
     if (k_.steps > 1) os_ << "  int steps_run = 0;\n";
     os_ << "  int64_t err[4] = {0, 0, 0, 0};\n";
     os_ << "  (void)n;\n";
-    os_ << "  auto sample = [&](const int64_t s) __attribute__((always_inline)) {\n";
-    sample_body();
-    os_ << "  };\n";
-    os_ << "  if (a->index) {\n"
-           "    for (int64_t i = a->begin; i < a->end; ++i) sample(a->index[i]);\n"
-           "  } else {\n"
-           "#pragma GCC ivdep\n"
-           "    for (int64_t i = a->begin; i < a->end; ++i) sample(i);\n"
-           "  }\n";
+    if (k_.steps == 1) {
+      os_ << "  auto sample = [&](const int64_t s) __attribute__((always_inline)) {\n";
+      sample_body();
+      os_ << "  };\n";
+      os_ << "  if (a->index) {\n"
+             "    for (int64_t i = a->begin; i < a->end; ++i) sample(a->index[i]);\n"
+             "  } else {\n"
+             "#pragma GCC ivdep\n"
+             "    for (int64_t i = a->begin; i < a->end; ++i) sample(i);\n"
+             "  }\n";
+    } else {
+      blocked_body();
+    }
     for (size_t s = 0; s < k_.slots.size(); ++s)
       if (k_.slots[s].kind == SlotKind::ParamSum)
         for (int c = 0; c < k_.slots[s].width; ++c)
@@ -124,7 +128,6 @@ class KernelWriter {
   DType dtype_;
   std::string symbol_;
   std::ostringstream& os_;
-  std::vector<char> hoisted_;
 
   std::string name(size_t slot) const {
     const std::string id = ident(k_.slots[slot].name);
@@ -208,6 +211,13 @@ class KernelWriter {
 
   std::string pred_text(int pred) const { return pred < 0 ? "true" : var(pred); }
 
+  // A predicate that also holds only for live samples (kernels with a mask compute every
+  // sample branch-free and keep the results of live ones).
+  std::string guard(int pred) const {
+    if (!k_.has_mask()) return pred_text(pred);
+    return pred < 0 ? "live" : "(live && " + var(pred) + ")";
+  }
+
   std::string expr(int i) const {
     const Value& v = k_.values[i];
     auto a = [&](int j) { return var(v.args[j]); };
@@ -223,8 +233,8 @@ class KernelWriter {
           if (!k_.slots[v.slot].inout) return "T(0)";
           return plane("in_", v.slot, v.comp);
         }
-        return "st_" + name(v.slot) + "_" + std::to_string(v.comp);
-      case Op::LoadMask: return "false";
+        return "st_" + name(v.slot) + "_" + std::to_string(v.comp) + "[j]";
+      case Op::LoadMask: return k_.has_mask() ? "was" : "false";
       case Op::LoadTable: return "";  // written as statements
       case Op::Neg: return "-" + a(0);
       case Op::Sqrt: return "std::sqrt(" + a(0) + ")";
@@ -288,7 +298,7 @@ class KernelWriter {
       const int width = k_.slots[v.slot].width;
       os_ << indent << "const int64_t " << ix << " = " << var(v.args[0]) << ";\n";
       os_ << indent << "const bool ok" << i << " = " << ix << " >= 0 && " << ix << " < size_" << nm << ";\n";
-      os_ << indent << "if (!ok" << i << " && " << pred_text(v.pred) << " && err[0] == 0) { err[0] = "
+      os_ << indent << "if (!ok" << i << " && " << guard(v.pred) << " && err[0] == 0) { err[0] = "
           << "RAPTOR_ERR_TABLE_INDEX; err[1] = " << v.slot << "; err[2] = " << ix << "; err[3] = s; }\n";
       os_ << indent << "const T " << var(i) << " = ok" << i << " ? tab_" << nm << "["
           << (width == 1 ? ix : ix + " * " + std::to_string(width) + " + " + std::to_string(v.comp))
@@ -304,12 +314,12 @@ class KernelWriter {
       const std::string nm = name(st.slot);
       if (sl.kind == SlotKind::ParamSum) {
         os_ << indent << "acc_" << nm << "_" << st.comp << " += "
-            << (st.pred < 0 ? "static_cast<double>(" + var(st.value) + ")"
-                            : var(st.pred) + " ? static_cast<double>(" + var(st.value) + ") : 0.0")
+            << (st.pred < 0 && !k_.has_mask() ? "static_cast<double>(" + var(st.value) + ")"
+                                              : guard(st.pred) + " ? static_cast<double>(" + var(st.value) + ") : 0.0")
             << ";\n";
       } else if (sl.kind == SlotKind::TableSum) {
         const std::string ix = var(st.index);
-        os_ << indent << "if (" << pred_text(st.pred) << ") {\n";
+        os_ << indent << "if (" << guard(st.pred) << ") {\n";
         os_ << indent << "  if (" << ix << " >= 0 && " << ix << " < size_" << nm << ") sum_" << nm << "["
             << (sl.width == 1 ? ix : ix + " * " + std::to_string(sl.width) + " + " + std::to_string(st.comp))
             << "] += static_cast<double>(" << var(st.value) << ");\n";
@@ -320,85 +330,110 @@ class KernelWriter {
     }
   }
 
-  void finished_sample() {
-    os_ << "    if (mask_in && mask_in[s]) {  // a finished sample: skipped\n";
+  // The stores of a finished-on-entry sample: an in-out plane keeps its old value (copied
+  // when the output is another buffer), a pure output is left alone or zeroed (JAX).
+  std::string kept(size_t slot, int comp, const std::string& value) const {
+    const ir::Slot& sl = k_.slots[slot];
+    if (sl.inout) return "was ? " + plane("in_", slot, comp) + " : " + value;
+    return "was ? (a->zero_finished ? T(0) : " + plane("out_", slot, comp) + ") : " + value;
+  }
+
+  // steps == 1: one pass per sample, branch-free so the sample loop vectorizes. With a mask,
+  // every sample is computed and a finished one's results are not kept.
+  void sample_body() {
+    const bool mask = k_.has_mask();
+    if (mask)
+      os_ << "    const bool was = mask_in != nullptr && mask_in[s] != 0;  // finished on entry\n"
+             "    const bool live = !was;\n";
+    ir::Loc last;
+    const std::string ind = "    ";
+    for (int i = 0; i < static_cast<int>(k_.values.size()); ++i) value(i, ind, last);
+    sums(ind);
+    for (const ir::Store& st : k_.stores)
+      if (k_.slots[st.slot].kind == SlotKind::Mutable)
+        os_ << ind << plane("out_", st.slot, st.comp) << " = "
+            << (mask ? kept(st.slot, st.comp, var(st.value)) : var(st.value)) << ";\n";
+    if (mask) {
+      os_ << ind << "const bool done = " << (k_.terminate >= 0 ? "live && " + var(k_.terminate) : std::string("false"))
+          << ";\n";
+      os_ << ind << "if (mask_out) mask_out[s] = (was || done) ? 1 : 0;\n";
+      os_ << ind << "finished += done ? 1u : 0u;\n";
+    }
+  }
+
+  // steps > 1: samples in blocks of 64. A block's state stays in local arrays (L1) while
+  // its steps run as branch-free, vectorizable passes over the block; the block stops when
+  // none of its samples is live. One pass over memory per launch, however many steps.
+  void blocked_body() {
+    const bool mask = k_.has_mask();
+    const std::string bsz = "64";
+    os_ << "  for (int64_t first = a->begin; first < a->end; first += " << bsz << ") {\n";
+    os_ << "    const int64_t count = a->end - first < " << bsz << " ? a->end - first : " << bsz << ";\n";
+    os_ << "    int64_t sample_of[" << bsz << "];\n";
+    os_ << "    bool was_[" << bsz << "], live_[" << bsz << "];\n";
+    for (size_t s = 0; s < k_.slots.size(); ++s)
+      if (k_.slots[s].kind == SlotKind::Mutable)
+        for (int c = 0; c < k_.slots[s].width; ++c)
+          os_ << "    T st_" << name(s) << "_" << c << "[" << bsz << "];\n";
+    os_ << "    int any = 0;\n";
+    os_ << "    for (int64_t j = 0; j < count; ++j) {\n";
+    os_ << "      const int64_t s = a->index ? a->index[first + j] : first + j;\n";
+    os_ << "      sample_of[j] = s;\n";
+    os_ << "      was_[j] = " << (mask ? "mask_in != nullptr && mask_in[s] != 0" : "false") << ";\n";
+    os_ << "      live_[j] = !was_[j];\n";
+    os_ << "      any |= live_[j] ? 1 : 0;\n";
+    for (size_t s = 0; s < k_.slots.size(); ++s) {
+      const ir::Slot& sl = k_.slots[s];
+      if (sl.kind != SlotKind::Mutable) continue;
+      for (int c = 0; c < sl.width; ++c)
+        os_ << "      st_" << name(s) << "_" << c << "[j] = " << (sl.inout ? plane("in_", s, c) : std::string("T(0)"))
+            << ";\n";
+    }
+    os_ << "    }\n";
+    os_ << "    int step = 0;\n";
+    os_ << "    while (any != 0 && step < " << k_.steps << ") {\n";
+    os_ << "      any = 0;\n";
+    os_ << "#pragma GCC ivdep\n";
+    os_ << "      for (int64_t j = 0; j < count; ++j) {\n";
+    const std::string ind = "        ";
+    os_ << ind << "const int64_t s = sample_of[j];\n";
+    os_ << ind << "const bool was = was_[j];\n";
+    os_ << ind << "const bool live = live_[j];\n";
+    os_ << ind << "(void)s;\n" << ind << "(void)was;\n";
+    ir::Loc last;
+    for (int i = 0; i < static_cast<int>(k_.values.size()); ++i) value(i, ind, last);
+    sums(ind);
+    for (const ir::Store& st : k_.stores)
+      if (k_.slots[st.slot].kind == SlotKind::Mutable) {
+        const std::string state = "st_" + name(st.slot) + "_" + std::to_string(st.comp) + "[j]";
+        os_ << ind << state << " = live ? " << var(st.value) << " : " << state << ";\n";
+      }
+    os_ << ind << "const bool stays = live" << (k_.terminate >= 0 ? " && !" + var(k_.terminate) : std::string()) << ";\n";
+    os_ << ind << "live_[j] = stays;\n";
+    os_ << ind << "any |= stays ? 1 : 0;\n";
+    os_ << "      }\n";
+    os_ << "      ++step;\n";
+    os_ << "    }\n";
+    os_ << "    steps_run = step > steps_run ? step : steps_run;\n";
+    os_ << "    for (int64_t j = 0; j < count; ++j) {\n";
+    os_ << "      const int64_t s = sample_of[j];\n";
+    os_ << "      const bool was = was_[j];\n";
+    os_ << "      (void)was;\n";
     for (size_t s = 0; s < k_.slots.size(); ++s) {
       const ir::Slot& sl = k_.slots[s];
       if (sl.kind != SlotKind::Mutable) continue;
       for (int c = 0; c < sl.width; ++c) {
-        if (sl.inout)
-          os_ << "      if (out_" << name(s) << " != in_" << name(s) << ") " << plane("out_", s, c) << " = "
-              << plane("in_", s, c) << ";\n";
-        else
-          os_ << "      if (a->zero_finished) " << plane("out_", s, c) << " = T(0);\n";
+        const std::string state = "st_" + name(s) + "_" + std::to_string(c) + "[j]";
+        os_ << "      " << plane("out_", s, c) << " = " << (mask ? kept(s, c, state) : state) << ";\n";
       }
-    }
-    os_ << "      if (mask_out && mask_out != mask_in) mask_out[s] = 1;\n";
-    os_ << "      return;\n    }\n";
-  }
-
-  void sample_body() {
-    const bool mask = k_.has_mask();
-    const bool looped = k_.steps > 1;
-    const int nv = static_cast<int>(k_.values.size());
-    if (mask) finished_sample();
-    ir::Loc last;
-    // Values that depend only on constants, params and input planes are computed once.
-    hoisted_.assign(nv, 0);
-    if (looped) {
-      for (int i = 0; i < nv; ++i) {
-        const Value& v = k_.values[i];
-        bool h = v.op == Op::Const || v.op == Op::LoadParam || v.op == Op::LoadPlane;
-        if (!h && v.op != Op::LoadState && v.op != Op::LoadTable && v.op != Op::LoadMask && v.op != Op::Const) {
-          h = true;
-          for (int a = 0; a < ir::op_arity(v.op); ++a) h = h && hoisted_[v.args[a]];
-        }
-        hoisted_[i] = h;
-      }
-      for (int i = 0; i < nv; ++i)
-        if (hoisted_[i]) value(i, "    ", last);
-      for (size_t s = 0; s < k_.slots.size(); ++s) {
-        const ir::Slot& sl = k_.slots[s];
-        if (sl.kind != SlotKind::Mutable) continue;
-        for (int c = 0; c < sl.width; ++c)
-          os_ << "    T st_" << name(s) << "_" << c << " = "
-              << (sl.inout ? plane("in_", s, c) : std::string("T(0)")) << ";\n";
-      }
-    }
-    if (mask) os_ << "    bool done = false;\n";
-    std::string ind = "    ";
-    if (looped) {
-      os_ << "    int step = 0;\n";
-      os_ << "    for (; step < " << k_.steps << "; ++step) {\n";
-      ind = "      ";
-      last = ir::Loc{};
-    }
-    for (int i = 0; i < nv; ++i)
-      if (!looped || !hoisted_[i]) value(i, ind, last);
-    sums(ind);
-    if (looped) {
-      for (const ir::Store& st : k_.stores)
-        if (k_.slots[st.slot].kind == SlotKind::Mutable)
-          os_ << ind << "st_" << name(st.slot) << "_" << st.comp << " = " << var(st.value) << ";\n";
-      if (k_.terminate >= 0) os_ << ind << "if (" << var(k_.terminate) << ") { done = true; ++step; break; }\n";
-      os_ << "    }\n";
-      os_ << "    steps_run = step > steps_run ? step : steps_run;\n";
-      for (size_t s = 0; s < k_.slots.size(); ++s) {
-        const ir::Slot& sl = k_.slots[s];
-        if (sl.kind != SlotKind::Mutable) continue;
-        for (int c = 0; c < sl.width; ++c)
-          os_ << "    " << plane("out_", s, c) << " = st_" << name(s) << "_" << c << ";\n";
-      }
-    } else {
-      for (const ir::Store& st : k_.stores)
-        if (k_.slots[st.slot].kind == SlotKind::Mutable)
-          os_ << ind << plane("out_", st.slot, st.comp) << " = " << var(st.value) << ";\n";
-      if (k_.terminate >= 0) os_ << ind << "done = " << var(k_.terminate) << ";\n";
     }
     if (mask) {
-      os_ << "    if (mask_out) mask_out[s] = done ? 1 : 0;\n";
-      os_ << "    finished += done ? 1u : 0u;\n";
+      os_ << "      const bool done = !was && !live_[j];\n";
+      os_ << "      if (mask_out) mask_out[s] = (was || done) ? 1 : 0;\n";
+      os_ << "      finished += done ? 1u : 0u;\n";
     }
+    os_ << "    }\n";
+    os_ << "  }\n";
   }
 };
 

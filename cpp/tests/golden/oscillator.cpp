@@ -96,14 +96,8 @@ RAPTOR_EXPORT void raptor_oscillator_0123456789abcdef_f64(raptor_args* a) {
   int64_t err[4] = {0, 0, 0, 0};
   (void)n;
   auto sample = [&](const int64_t s) __attribute__((always_inline)) {
-    if (mask_in && mask_in[s]) {  // a finished sample: skipped
-      if (out_x != in_x) out_x[s] = in_x[s];
-      if (out_v != in_v) out_v[s] = in_v[s];
-      if (out_t != in_t) out_t[s] = in_t[s];
-      if (mask_out && mask_out != mask_in) mask_out[s] = 1;
-      return;
-    }
-    bool done = false;
+    const bool was = mask_in != nullptr && mask_in[s] != 0;  // finished on entry
+    const bool live = !was;
     const T v0_v = in_v[s];
     const T v1_dt = k_dt;
     const T v2_x = in_x[s];
@@ -126,11 +120,11 @@ RAPTOR_EXPORT void raptor_oscillator_0123456789abcdef_f64(raptor_args* a) {
     const T v16_t_final = k_t_final;
     // oscillator.py:27  terminated = t >= t_final
     const bool v17 = v15_t >= v16_t_final;
-    out_x[s] = v13_x;
-    out_v[s] = v11_vn;
-    out_t[s] = v15_t;
-    done = v17;
-    if (mask_out) mask_out[s] = done ? 1 : 0;
+    out_x[s] = was ? in_x[s] : v13_x;
+    out_v[s] = was ? in_v[s] : v11_vn;
+    out_t[s] = was ? in_t[s] : v15_t;
+    const bool done = live && v17;
+    if (mask_out) mask_out[s] = (was || done) ? 1 : 0;
     finished += done ? 1u : 0u;
   };
   if (a->index) {

@@ -86,39 +86,62 @@ RAPTOR_EXPORT void raptor_stepped_0123456789abcdef_f64(raptor_args* a) {
   int steps_run = 0;
   int64_t err[4] = {0, 0, 0, 0};
   (void)n;
-  auto sample = [&](const int64_t s) __attribute__((always_inline)) {
-    const T v0_i = in_i[s];
-    // stepped.py:32  f = w.at(i)
-    const int64_t v1 = rp_index(v0_i);
-    const T v5_rate = k_rate;
-    T st_y_0 = in_y[s];
+  for (int64_t first = a->begin; first < a->end; first += 64) {
+    const int64_t count = a->end - first < 64 ? a->end - first : 64;
+    int64_t sample_of[64];
+    bool was_[64], live_[64];
+    T st_y_0[64];
+    int any = 0;
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t s = a->index ? a->index[first + j] : first + j;
+      sample_of[j] = s;
+      was_[j] = false;
+      live_[j] = !was_[j];
+      any |= live_[j] ? 1 : 0;
+      st_y_0[j] = in_y[s];
+    }
     int step = 0;
-    for (; step < 4; ++step) {
-      // stepped.py:32  f = w.at(i)
-      const int64_t ix2 = v1;
-      const bool ok2 = ix2 >= 0 && ix2 < size_w;
-      if (!ok2 && true && err[0] == 0) { err[0] = RAPTOR_ERR_TABLE_INDEX; err[1] = 1; err[2] = ix2; err[3] = s; }
-      const T v2_f = ok2 ? tab_w[ix2] : T(0);
-      const T v3_y = st_y_0;
-      // stepped.py:33  if y > f:
-      const bool v4 = v3_y > v2_f;
-      // stepped.py:34  y = y - rate * f
-      const T v6 = v5_rate * v2_f;
-      const T v7_y = v3_y - v6;
-      const bool v8 = !v4;
-      // stepped.py:36  y = y + rate
-      const T v9_y = v3_y + v5_rate;
-      const T v10_y = v4 ? v7_y : v9_y;
-      st_y_0 = v10_y;
+    while (any != 0 && step < 4) {
+      any = 0;
+#pragma GCC ivdep
+      for (int64_t j = 0; j < count; ++j) {
+        const int64_t s = sample_of[j];
+        const bool was = was_[j];
+        const bool live = live_[j];
+        (void)s;
+        (void)was;
+        const T v0_i = in_i[s];
+        // stepped.py:32  f = w.at(i)
+        const int64_t v1 = rp_index(v0_i);
+        const int64_t ix2 = v1;
+        const bool ok2 = ix2 >= 0 && ix2 < size_w;
+        if (!ok2 && true && err[0] == 0) { err[0] = RAPTOR_ERR_TABLE_INDEX; err[1] = 1; err[2] = ix2; err[3] = s; }
+        const T v2_f = ok2 ? tab_w[ix2] : T(0);
+        const T v3_y = st_y_0[j];
+        // stepped.py:33  if y > f:
+        const bool v4 = v3_y > v2_f;
+        const T v5_rate = k_rate;
+        // stepped.py:34  y = y - rate * f
+        const T v6 = v5_rate * v2_f;
+        const T v7_y = v3_y - v6;
+        const bool v8 = !v4;
+        // stepped.py:36  y = y + rate
+        const T v9_y = v3_y + v5_rate;
+        const T v10_y = v4 ? v7_y : v9_y;
+        st_y_0[j] = live ? v10_y : st_y_0[j];
+        const bool stays = live;
+        live_[j] = stays;
+        any |= stays ? 1 : 0;
+      }
+      ++step;
     }
     steps_run = step > steps_run ? step : steps_run;
-    out_y[s] = st_y_0;
-  };
-  if (a->index) {
-    for (int64_t i = a->begin; i < a->end; ++i) sample(a->index[i]);
-  } else {
-#pragma GCC ivdep
-    for (int64_t i = a->begin; i < a->end; ++i) sample(i);
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t s = sample_of[j];
+      const bool was = was_[j];
+      (void)was;
+      out_y[s] = st_y_0[j];
+    }
   }
   a->finished = finished;
   a->steps_run = static_cast<uint32_t>(steps_run);
