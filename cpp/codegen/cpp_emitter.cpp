@@ -60,6 +60,7 @@ std::string powi_expr(const std::string& x, int64_t n) {
 const char* prelude() {
   return R"(#include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #define RAPTOR_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -215,7 +216,7 @@ class KernelWriter {
   // sample branch-free and keep the results of live ones).
   std::string guard(int pred) const {
     if (!k_.has_mask()) return pred_text(pred);
-    return pred < 0 ? "live" : "(live && " + var(pred) + ")";
+    return pred < 0 ? "live" : "(live & " + var(pred) + ")";
   }
 
   std::string expr(int i) const {
@@ -263,8 +264,8 @@ class KernelWriter {
       case Op::Eq: return a(0) + " == " + a(1);
       case Op::Ne: return a(0) + " != " + a(1);
       case Op::Not: return "!" + a(0);
-      case Op::And: return a(0) + " && " + a(1);
-      case Op::Or: return a(0) + " || " + a(1);
+      case Op::And: return a(0) + " & " + a(1);  // bitwise on bools: no branches, vectorizes
+      case Op::Or: return a(0) + " | " + a(1);
       case Op::Select: return a(0) + " ? " + a(1) + " : " + a(2);
       case Op::ToIndex: return "rp_index(" + a(0) + ")";
     }
@@ -370,7 +371,8 @@ class KernelWriter {
     os_ << "  for (int64_t first = a->begin; first < a->end; first += " << bsz << ") {\n";
     os_ << "    const int64_t count = a->end - first < " << bsz << " ? a->end - first : " << bsz << ";\n";
     os_ << "    int64_t sample_of[" << bsz << "];\n";
-    os_ << "    bool was_[" << bsz << "], live_[" << bsz << "];\n";
+    // uint8_t, not bool: GCC does not vectorize loops that load bools from memory.
+    os_ << "    uint8_t was_[" << bsz << "], live_[" << bsz << "];\n";
     for (size_t s = 0; s < k_.slots.size(); ++s)
       if (k_.slots[s].kind == SlotKind::Mutable)
         for (int c = 0; c < k_.slots[s].width; ++c)
@@ -379,9 +381,9 @@ class KernelWriter {
     os_ << "    for (int64_t j = 0; j < count; ++j) {\n";
     os_ << "      const int64_t s = a->index ? a->index[first + j] : first + j;\n";
     os_ << "      sample_of[j] = s;\n";
-    os_ << "      was_[j] = " << (mask ? "mask_in != nullptr && mask_in[s] != 0" : "false") << ";\n";
-    os_ << "      live_[j] = !was_[j];\n";
-    os_ << "      any |= live_[j] ? 1 : 0;\n";
+    os_ << "      was_[j] = " << (mask ? "mask_in != nullptr && mask_in[s] != 0" : "0") << ";\n";
+    os_ << "      live_[j] = was_[j] ^ 1;\n";
+    os_ << "      any |= live_[j];\n";
     for (size_t s = 0; s < k_.slots.size(); ++s) {
       const ir::Slot& sl = k_.slots[s];
       if (sl.kind != SlotKind::Mutable) continue;
@@ -390,15 +392,18 @@ class KernelWriter {
             << ";\n";
     }
     os_ << "    }\n";
+    // The step pass, in two variants: samples contiguous (plain loads, vectorized) or through
+    // the active set's index map (gathers).
+    os_ << "    auto steps = [&](auto contiguous) {\n";
     os_ << "    int step = 0;\n";
     os_ << "    while (any != 0 && step < " << k_.steps << ") {\n";
     os_ << "      any = 0;\n";
     os_ << "#pragma GCC ivdep\n";
     os_ << "      for (int64_t j = 0; j < count; ++j) {\n";
     const std::string ind = "        ";
-    os_ << ind << "const int64_t s = sample_of[j];\n";
-    os_ << ind << "const bool was = was_[j];\n";
-    os_ << ind << "const bool live = live_[j];\n";
+    os_ << ind << "const int64_t s = decltype(contiguous)::value ? first + j : sample_of[j];\n";
+    os_ << ind << "const bool was = was_[j] != 0;\n";
+    os_ << ind << "const bool live = live_[j] != 0;\n";
     os_ << ind << "(void)s;\n" << ind << "(void)was;\n";
     ir::Loc last;
     for (int i = 0; i < static_cast<int>(k_.values.size()); ++i) value(i, ind, last);
@@ -408,16 +413,19 @@ class KernelWriter {
         const std::string state = "st_" + name(st.slot) + "_" + std::to_string(st.comp) + "[j]";
         os_ << ind << state << " = live ? " << var(st.value) << " : " << state << ";\n";
       }
-    os_ << ind << "const bool stays = live" << (k_.terminate >= 0 ? " && !" + var(k_.terminate) : std::string()) << ";\n";
-    os_ << ind << "live_[j] = stays;\n";
+    os_ << ind << "const bool stays = live" << (k_.terminate >= 0 ? " & !" + var(k_.terminate) : std::string()) << ";\n";
+    os_ << ind << "live_[j] = stays ? 1 : 0;\n";
     os_ << ind << "any |= stays ? 1 : 0;\n";
     os_ << "      }\n";
     os_ << "      ++step;\n";
     os_ << "    }\n";
+    os_ << "    return step;\n";
+    os_ << "    };\n";
+    os_ << "    const int step = a->index ? steps(std::false_type{}) : steps(std::true_type{});\n";
     os_ << "    steps_run = step > steps_run ? step : steps_run;\n";
     os_ << "    for (int64_t j = 0; j < count; ++j) {\n";
     os_ << "      const int64_t s = sample_of[j];\n";
-    os_ << "      const bool was = was_[j];\n";
+    os_ << "      const bool was = was_[j] != 0;\n";
     os_ << "      (void)was;\n";
     for (size_t s = 0; s < k_.slots.size(); ++s) {
       const ir::Slot& sl = k_.slots[s];
@@ -428,7 +436,7 @@ class KernelWriter {
       }
     }
     if (mask) {
-      os_ << "      const bool done = !was && !live_[j];\n";
+      os_ << "      const bool done = !was && live_[j] == 0;\n";
       os_ << "      if (mask_out) mask_out[s] = (was || done) ? 1 : 0;\n";
       os_ << "      finished += done ? 1u : 0u;\n";
     }

@@ -48,6 +48,7 @@ typedef void (*raptor_kernel_fn)(raptor_args* a);
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #define RAPTOR_EXPORT extern "C" __attribute__((visibility("default")))
 

@@ -48,6 +48,7 @@ typedef void (*raptor_kernel_fn)(raptor_args* a);
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #define RAPTOR_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -89,25 +90,26 @@ RAPTOR_EXPORT void raptor_stepped_0123456789abcdef_f64(raptor_args* a) {
   for (int64_t first = a->begin; first < a->end; first += 64) {
     const int64_t count = a->end - first < 64 ? a->end - first : 64;
     int64_t sample_of[64];
-    bool was_[64], live_[64];
+    uint8_t was_[64], live_[64];
     T st_y_0[64];
     int any = 0;
     for (int64_t j = 0; j < count; ++j) {
       const int64_t s = a->index ? a->index[first + j] : first + j;
       sample_of[j] = s;
-      was_[j] = false;
-      live_[j] = !was_[j];
-      any |= live_[j] ? 1 : 0;
+      was_[j] = 0;
+      live_[j] = was_[j] ^ 1;
+      any |= live_[j];
       st_y_0[j] = in_y[s];
     }
+    auto steps = [&](auto contiguous) {
     int step = 0;
     while (any != 0 && step < 4) {
       any = 0;
 #pragma GCC ivdep
       for (int64_t j = 0; j < count; ++j) {
-        const int64_t s = sample_of[j];
-        const bool was = was_[j];
-        const bool live = live_[j];
+        const int64_t s = decltype(contiguous)::value ? first + j : sample_of[j];
+        const bool was = was_[j] != 0;
+        const bool live = live_[j] != 0;
         (void)s;
         (void)was;
         const T v0_i = in_i[s];
@@ -130,15 +132,18 @@ RAPTOR_EXPORT void raptor_stepped_0123456789abcdef_f64(raptor_args* a) {
         const T v10_y = v4 ? v7_y : v9_y;
         st_y_0[j] = live ? v10_y : st_y_0[j];
         const bool stays = live;
-        live_[j] = stays;
+        live_[j] = stays ? 1 : 0;
         any |= stays ? 1 : 0;
       }
       ++step;
     }
+    return step;
+    };
+    const int step = a->index ? steps(std::false_type{}) : steps(std::true_type{});
     steps_run = step > steps_run ? step : steps_run;
     for (int64_t j = 0; j < count; ++j) {
       const int64_t s = sample_of[j];
-      const bool was = was_[j];
+      const bool was = was_[j] != 0;
       (void)was;
       out_y[s] = st_y_0[j];
     }
