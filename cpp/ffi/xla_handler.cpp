@@ -27,7 +27,15 @@ xffi::Error bad(const runtime::KernelEntry& e, const std::string& what) {
 
 // Outputs come in this order: Mutable planes and sums in slot order, then the mask.
 xffi::Error run_kernel(xffi::RemainingArgs args, xffi::RemainingRets rets, std::string_view digest) {
-  const auto entry = runtime::global_registry().find(std::string(digest));
+  // The kernel of the last call on this thread, kept so a call in a loop skips the registry's
+  // lock and the shared_ptr's atomic count. Entries are never replaced once registered.
+  thread_local std::string last_digest;
+  thread_local std::shared_ptr<const runtime::KernelEntry> last_entry;
+  if (!last_entry || digest != last_digest) {
+    last_entry = runtime::global_registry().find(digest);
+    last_digest.assign(digest);
+  }
+  const runtime::KernelEntry* entry = last_entry.get();
   if (!entry)
     return xffi::Error::Internal(
         "raptor: kernel " + std::string(digest.substr(0, 16)) +
@@ -35,8 +43,12 @@ xffi::Error run_kernel(xffi::RemainingArgs args, xffi::RemainingRets rets, std::
         "an exported module, call eagle.frameworks.jax.preload(cache_dir)");
   const runtime::KernelEntry& e = *entry;
   const xffi::DataType want = e.dtype_size == 4 ? xffi::DataType::F32 : xffi::DataType::F64;
-  runtime::Binding b;
-  b.slots.resize(e.num_slots());
+  // One Binding per XLA thread, reused: a call in a scan allocates nothing.
+  thread_local runtime::Binding b;
+  std::vector<runtime::SlotBinding> storage = std::move(b.slots);
+  b = runtime::Binding{};
+  b.slots = std::move(storage);
+  b.slots.assign(e.num_slots(), runtime::SlotBinding{});
   b.zero_finished = true;
   b.n = -1;
   size_t ai = 0, ri = 0;

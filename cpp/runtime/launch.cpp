@@ -1,5 +1,6 @@
 // The host launcher. See launch.hpp.
 #include "runtime/launch.hpp"
+#include "runtime/small_vector.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -54,11 +55,12 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
   if (b.index == nullptr && count > b.n) throw bad("count exceeds n without an index");
 
   // Per-slot argument arrays shared by every chunk.
-  std::vector<const void*> in(ns);
-  std::vector<void*> out(ns);
-  std::vector<double> params(ns);
-  std::vector<int64_t> table_size(ns);
-  std::vector<int64_t> sum_offset(ns, -1);  // offset of the slot's partial in a chunk's buffer
+  // (On the stack for kernels of up to 24 slots: a small launch allocates nothing.)
+  SmallVector<const void*, 24> in(ns, nullptr);
+  SmallVector<void*, 24> out(ns, nullptr);
+  SmallVector<double, 24> params(ns, 0.0);
+  SmallVector<int64_t, 24> table_size(ns, 0);
+  SmallVector<int64_t, 24> sum_offset(ns, -1);  // offset of the slot's partial in a chunk's buffer
   int64_t sum_total = 0;
   for (size_t s = 0; s < ns; ++s) {
     const SlotBinding& sb = b.slots[s];
@@ -107,7 +109,7 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
     }
   }
 
-  std::vector<ChunkOut> outs(static_cast<size_t>(n_chunks));
+  SmallVector<ChunkOut, 16> outs(static_cast<size_t>(n_chunks));
   const auto run_chunk = [&](int64_t c, int /*worker*/) {
     if (sum_total > 0) std::fill_n(partials.get() + c * sum_total, sum_total, 0.0);
     raptor_args a{};

@@ -13,7 +13,7 @@ std::shared_ptr<const KernelEntry> Registry::add(const std::string& digest,
   return it->second;
 }
 
-std::shared_ptr<const KernelEntry> Registry::find(const std::string& digest) const {
+std::shared_ptr<const KernelEntry> Registry::find(std::string_view digest) const {
   const std::shared_lock lock(mu_);
   const auto it = entries_.find(digest);
   return it == entries_.end() ? nullptr : it->second;

@@ -5,6 +5,7 @@
 #include <memory>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 
 #include "runtime/launch.hpp"
 
@@ -18,7 +19,7 @@ class Registry {
   std::shared_ptr<const KernelEntry> add(const std::string& digest,
                                          std::shared_ptr<const KernelEntry> entry);
   // The entry for `digest`, or null.
-  std::shared_ptr<const KernelEntry> find(const std::string& digest) const;
+  std::shared_ptr<const KernelEntry> find(std::string_view digest) const;
   // Removes `digest`; returns whether it was present.
   bool remove(const std::string& digest);
   size_t size() const;
