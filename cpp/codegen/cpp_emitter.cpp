@@ -102,11 +102,14 @@ class KernelWriter {
       os_ << "  auto sample = [&](const int64_t s) __attribute__((always_inline)) {\n";
       sample_body();
       os_ << "  };\n";
-      os_ << "  if (a->index) {\n"
-             "    for (int64_t i = a->begin; i < a->end; ++i) sample(a->index[i]);\n"
+      // Bounds in locals: stores through the planes could alias *a as far as GCC knows.
+      os_ << "  const int64_t begin = a->begin, end = a->end;\n"
+             "  if (a->index) {\n"
+             "    const int64_t* const index = a->index;\n"
+             "    for (int64_t i = begin; i < end; ++i) sample(index[i]);\n"
              "  } else {\n"
              "#pragma GCC ivdep\n"
-             "    for (int64_t i = a->begin; i < a->end; ++i) sample(i);\n"
+             "    for (int64_t i = begin; i < end; ++i) sample(i);\n"
              "  }\n";
     } else {
       blocked_body();
@@ -184,9 +187,10 @@ class KernelWriter {
             os_ << "  const T* const in_" << nm << " = static_cast<const T*>(a->in[" << s << "]);\n";
           os_ << "  T* const out_" << nm << " = static_cast<T*>(a->out[" << s << "]);\n";
           break;
-        case SlotKind::Terminated:
+        case SlotKind::Terminated:  // the launcher guarantees both (abi.h)
           os_ << "  const uint8_t* const mask_in = a->mask_in;\n"
-                 "  uint8_t* const mask_out = a->mask_out;\n";
+                 "  uint8_t* const mask_out = a->mask_out;\n"
+                 "  const bool zero_finished = a->zero_finished != 0;\n";
           break;
         case SlotKind::Table:
           os_ << "  const T* const tab_" << nm << " = static_cast<const T*>(a->in[" << s << "]);\n";
@@ -336,7 +340,7 @@ class KernelWriter {
   std::string kept(size_t slot, int comp, const std::string& value) const {
     const ir::Slot& sl = k_.slots[slot];
     if (sl.inout) return "was ? " + plane("in_", slot, comp) + " : " + value;
-    return "was ? (a->zero_finished ? T(0) : " + plane("out_", slot, comp) + ") : " + value;
+    return "was ? (zero_finished ? T(0) : " + plane("out_", slot, comp) + ") : " + value;
   }
 
   // steps == 1: one pass per sample, branch-free so the sample loop vectorizes. With a mask,
@@ -344,8 +348,9 @@ class KernelWriter {
   void sample_body() {
     const bool mask = k_.has_mask();
     if (mask)
-      os_ << "    const bool was = mask_in != nullptr && mask_in[s] != 0;  // finished on entry\n"
-             "    const bool live = !was;\n";
+      // uint8_t flags (masks hold 0 or 1): GCC vectorizes this mask logic, not the bool form.
+      os_ << "    const uint8_t was = mask_in[s];  // finished on entry\n"
+             "    const uint8_t live = was ^ 1;\n";
     ir::Loc last;
     const std::string ind = "    ";
     for (int i = 0; i < static_cast<int>(k_.values.size()); ++i) value(i, ind, last);
@@ -355,10 +360,10 @@ class KernelWriter {
         os_ << ind << plane("out_", st.slot, st.comp) << " = "
             << (mask ? kept(st.slot, st.comp, var(st.value)) : var(st.value)) << ";\n";
     if (mask) {
-      os_ << ind << "const bool done = " << (k_.terminate >= 0 ? "live && " + var(k_.terminate) : std::string("false"))
-          << ";\n";
-      os_ << ind << "if (mask_out) mask_out[s] = (was || done) ? 1 : 0;\n";
-      os_ << ind << "finished += done ? 1u : 0u;\n";
+      os_ << ind << "const uint8_t done = "
+          << (k_.terminate >= 0 ? "static_cast<uint8_t>(live & " + var(k_.terminate) + ")" : std::string("0")) << ";\n";
+      os_ << ind << "mask_out[s] = was | done;\n";
+      os_ << ind << "finished += done;\n";
     }
   }
 
@@ -381,7 +386,7 @@ class KernelWriter {
     os_ << "    for (int64_t j = 0; j < count; ++j) {\n";
     os_ << "      const int64_t s = a->index ? a->index[first + j] : first + j;\n";
     os_ << "      sample_of[j] = s;\n";
-    os_ << "      was_[j] = " << (mask ? "mask_in != nullptr && mask_in[s] != 0" : "0") << ";\n";
+    os_ << "      was_[j] = " << (mask ? "mask_in[s] != 0" : "0") << ";\n";
     os_ << "      live_[j] = was_[j] ^ 1;\n";
     os_ << "      any |= live_[j];\n";
     for (size_t s = 0; s < k_.slots.size(); ++s) {
@@ -437,7 +442,7 @@ class KernelWriter {
     }
     if (mask) {
       os_ << "      const bool done = !was && live_[j] == 0;\n";
-      os_ << "      if (mask_out) mask_out[s] = (was || done) ? 1 : 0;\n";
+      os_ << "      mask_out[s] = (was | done) ? 1 : 0;\n";
       os_ << "      finished += done ? 1u : 0u;\n";
     }
     os_ << "    }\n";

@@ -27,8 +27,9 @@ typedef struct raptor_args {
                              runtime passes in == out, the JAX bridge may pass two buffers */
   const double* params;   /* per slot: the Param's value (only Param slots are read) */
   const int64_t* table_size; /* per slot: entries M of a Table (and of its TableSum) */
-  const uint8_t* mask_in; /* the Terminated plane read, or null */
-  uint8_t* mask_out;      /* the Terminated plane written (may equal mask_in), or null */
+  const uint8_t* mask_in; /* the Terminated plane read (never null when the kernel has one) */
+  uint8_t* mask_out;      /* the Terminated plane written (may equal mask_in; never null
+                             when the kernel has one) */
   uint32_t finished;      /* out: samples this call finished */
   int32_t zero_finished;  /* finished samples: 1 writes 0 into pure outputs (JAX), 0 skips */
   double* const* sums;    /* per slot: ParamSum (1 x width) / TableSum (M x width) partials

@@ -53,6 +53,8 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
   if (b.n < 0) throw bad("n must be >= 0");
   const int64_t count = b.count < 0 ? b.n : b.count;
   if (b.index == nullptr && count > b.n) throw bad("count exceeds n without an index");
+  if (e.has_mask() && count > 0 && (b.mask_in == nullptr || b.mask_out == nullptr))
+    throw bad("it has a Terminated mask, but the binding gives no mask to read and write");
 
   // Per-slot argument arrays shared by every chunk.
   // (On the stack for kernels of up to 24 slots: a small launch allocates nothing.)

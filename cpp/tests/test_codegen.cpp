@@ -473,7 +473,7 @@ TEST(CodegenVectorize, DragSampleLoopIsVectorized) {
   std::istringstream in(code);
   for (std::string text; std::getline(in, text);) {
     ++line;
-    if (text.find("for (int64_t i = a->begin; i < a->end; ++i) sample(i);") != std::string::npos)
+    if (text.find("for (int64_t i = begin; i < end; ++i) sample(i);") != std::string::npos)
       loop_line = line;
   }
   ASSERT_GT(loop_line, 0) << "no plain sample loop in:\n" << code;

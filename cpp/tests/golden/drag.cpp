@@ -31,8 +31,9 @@ typedef struct raptor_args {
                              runtime passes in == out, the JAX bridge may pass two buffers */
   const double* params;   /* per slot: the Param's value (only Param slots are read) */
   const int64_t* table_size; /* per slot: entries M of a Table (and of its TableSum) */
-  const uint8_t* mask_in; /* the Terminated plane read, or null */
-  uint8_t* mask_out;      /* the Terminated plane written (may equal mask_in), or null */
+  const uint8_t* mask_in; /* the Terminated plane read (never null when the kernel has one) */
+  uint8_t* mask_out;      /* the Terminated plane written (may equal mask_in; never null
+                             when the kernel has one) */
   uint32_t finished;      /* out: samples this call finished */
   int32_t zero_finished;  /* finished samples: 1 writes 0 into pure outputs (JAX), 0 skips */
   double* const* sums;    /* per slot: ParamSum (1 x width) / TableSum (M x width) partials
@@ -120,11 +121,13 @@ RAPTOR_EXPORT void raptor_drag_0123456789abcdef_f64(raptor_args* a) {
     out_v_next[1 * n + s] = v25_v_next_1;
     out_v_next[2 * n + s] = v26_v_next_2;
   };
+  const int64_t begin = a->begin, end = a->end;
   if (a->index) {
-    for (int64_t i = a->begin; i < a->end; ++i) sample(a->index[i]);
+    const int64_t* const index = a->index;
+    for (int64_t i = begin; i < end; ++i) sample(index[i]);
   } else {
 #pragma GCC ivdep
-    for (int64_t i = a->begin; i < a->end; ++i) sample(i);
+    for (int64_t i = begin; i < end; ++i) sample(i);
   }
   a->finished = finished;
   a->steps_run = a->end > a->begin ? 1u : 0u;

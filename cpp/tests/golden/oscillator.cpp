@@ -31,8 +31,9 @@ typedef struct raptor_args {
                              runtime passes in == out, the JAX bridge may pass two buffers */
   const double* params;   /* per slot: the Param's value (only Param slots are read) */
   const int64_t* table_size; /* per slot: entries M of a Table (and of its TableSum) */
-  const uint8_t* mask_in; /* the Terminated plane read, or null */
-  uint8_t* mask_out;      /* the Terminated plane written (may equal mask_in), or null */
+  const uint8_t* mask_in; /* the Terminated plane read (never null when the kernel has one) */
+  uint8_t* mask_out;      /* the Terminated plane written (may equal mask_in; never null
+                             when the kernel has one) */
   uint32_t finished;      /* out: samples this call finished */
   int32_t zero_finished;  /* finished samples: 1 writes 0 into pure outputs (JAX), 0 skips */
   double* const* sums;    /* per slot: ParamSum (1 x width) / TableSum (M x width) partials
@@ -93,12 +94,13 @@ RAPTOR_EXPORT void raptor_oscillator_0123456789abcdef_f64(raptor_args* a) {
   const T k_t_final = static_cast<T>(a->params[6]);
   const uint8_t* const mask_in = a->mask_in;
   uint8_t* const mask_out = a->mask_out;
+  const bool zero_finished = a->zero_finished != 0;
   uint32_t finished = 0;
   int64_t err[4] = {0, 0, 0, 0};
   (void)n;
   auto sample = [&](const int64_t s) __attribute__((always_inline)) {
-    const bool was = mask_in != nullptr && mask_in[s] != 0;  // finished on entry
-    const bool live = !was;
+    const uint8_t was = mask_in[s];  // finished on entry
+    const uint8_t live = was ^ 1;
     const T v0_v = in_v[s];
     const T v1_dt = k_dt;
     const T v2_x = in_x[s];
@@ -124,15 +126,17 @@ RAPTOR_EXPORT void raptor_oscillator_0123456789abcdef_f64(raptor_args* a) {
     out_x[s] = was ? in_x[s] : v13_x;
     out_v[s] = was ? in_v[s] : v11_vn;
     out_t[s] = was ? in_t[s] : v15_t;
-    const bool done = live && v17;
-    if (mask_out) mask_out[s] = (was || done) ? 1 : 0;
-    finished += done ? 1u : 0u;
+    const uint8_t done = static_cast<uint8_t>(live & v17);
+    mask_out[s] = was | done;
+    finished += done;
   };
+  const int64_t begin = a->begin, end = a->end;
   if (a->index) {
-    for (int64_t i = a->begin; i < a->end; ++i) sample(a->index[i]);
+    const int64_t* const index = a->index;
+    for (int64_t i = begin; i < end; ++i) sample(index[i]);
   } else {
 #pragma GCC ivdep
-    for (int64_t i = a->begin; i < a->end; ++i) sample(i);
+    for (int64_t i = begin; i < end; ++i) sample(i);
   }
   a->finished = finished;
   a->steps_run = a->end > a->begin ? 1u : 0u;
