@@ -108,7 +108,7 @@ class KernelWriter {
              "    const int64_t* const index = a->index;\n"
              "    for (int64_t i = begin; i < end; ++i) sample(index[i]);\n"
              "  } else {\n"
-             "#pragma GCC ivdep\n"
+          << simd_pragma() <<
              "    for (int64_t i = begin; i < end; ++i) sample(i);\n"
              "  }\n";
     } else {
@@ -215,6 +215,19 @@ class KernelWriter {
   }
 
   std::string pred_text(int pred) const { return pred < 0 ? "true" : var(pred); }
+
+  // The pragma of a vectorizable sample loop: samples are independent (ivdep); sums over
+  // samples become per-lane partial sums (an OpenMP SIMD reduction, -fopenmp-simd), which
+  // vectorizes them with a fixed order of additions for a given machine.
+  std::string simd_pragma() const {
+    std::string accs;
+    for (size_t s = 0; s < k_.slots.size(); ++s)
+      if (k_.slots[s].kind == SlotKind::ParamSum)
+        for (int c = 0; c < k_.slots[s].width; ++c)
+          accs += (accs.empty() ? "" : ", ") + std::string("acc_") + name(s) + "_" + std::to_string(c);
+    if (accs.empty()) return "#pragma GCC ivdep\n";
+    return "#pragma omp simd reduction(+: " + accs + ")\n";
+  }
 
   // A predicate that also holds only for live samples (kernels with a mask compute every
   // sample branch-free and keep the results of live ones).

@@ -25,7 +25,7 @@ namespace raptor::runtime {
 
 // The default flags of a host compile.
 inline constexpr const char* kDefaultHostFlags =
-    "-O3 -march=native -fno-math-errno -ffp-contract=off -fPIC -shared -std=c++17 "
+    "-O3 -march=native -fno-math-errno -ffp-contract=off -fopenmp-simd -fPIC -shared -std=c++17 "
     "-fvisibility=hidden";
 
 struct CompileOptions {
