@@ -7,6 +7,7 @@
 // select(pred, ct * partial, 0) when the value has a predicate, so a branch not taken adds
 // exactly 0 even where its partial is inf or NaN.
 #include "ad/adjoint.hpp"
+#include "passes/optimize.hpp"
 
 #include <set>
 
@@ -238,7 +239,7 @@ ir::Kernel adjoint(const ir::Kernel& k, const std::vector<std::string>& wrt) {
   const AdjointSlots slots = lay_out(u, w, a);
   AdjointPass pass(u, w, slots, a);
   pass.run();
-  remove_dead_values(a);
+  passes::dce(a);
   ir::verify(a);
   return a;
 }

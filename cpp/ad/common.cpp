@@ -1,6 +1,8 @@
 // Helpers shared by the AD transforms (see common.hpp).
 #include "ad/common.hpp"
 
+#include "passes/optimize.hpp"
+
 #include <bit>
 #include <stdexcept>
 
@@ -154,43 +156,5 @@ std::vector<int> wrt_slots(const ir::Kernel& k, const std::vector<std::string>& 
   return out;
 }
 
-void remove_dead_values(ir::Kernel& k) {
-  const int n = static_cast<int>(k.values.size());
-  std::vector<char> live(n, 0);
-  auto mark = [&](int v) {
-    if (v >= 0) live[v] = 1;
-  };
-  for (const ir::Store& s : k.stores) {
-    mark(s.value);
-    mark(s.index);
-    mark(s.pred);
-  }
-  mark(k.terminate);
-  for (int i = n - 1; i >= 0; --i) {
-    if (!live[i]) continue;
-    const Value& v = k.values[i];
-    for (int a = 0; a < ir::op_arity(v.op); ++a) mark(v.args[a]);
-    mark(v.pred);
-  }
-  std::vector<int> remap(n, -1);
-  std::vector<Value> kept;
-  kept.reserve(n);
-  auto re = [&](int v) { return v < 0 ? v : remap[v]; };
-  for (int i = 0; i < n; ++i) {
-    if (!live[i]) continue;
-    Value v = std::move(k.values[i]);
-    for (int a = 0; a < ir::op_arity(v.op); ++a) v.args[a] = re(v.args[a]);
-    v.pred = re(v.pred);
-    remap[i] = static_cast<int>(kept.size());
-    kept.push_back(std::move(v));
-  }
-  k.values = std::move(kept);
-  for (ir::Store& s : k.stores) {
-    s.value = re(s.value);
-    s.index = re(s.index);
-    s.pred = re(s.pred);
-  }
-  k.terminate = re(k.terminate);
-}
 
 }  // namespace raptor::ad

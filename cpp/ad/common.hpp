@@ -1,6 +1,6 @@
 // Helpers shared by the AD transforms (tangent.cpp, adjoint.cpp, unroll.cpp): a `Builder`
 // that appends values to a kernel (constants shared, loc taken from the value being
-// differentiated), derived slot names, the check of `wrt`, and dead-value removal.
+// differentiated), derived slot names and the check of `wrt` (dead values are removed by passes::dce).
 // Start at `Builder`.
 #pragma once
 
@@ -63,8 +63,5 @@ std::string unique_name(const std::string& base, const std::string& suffix,
 std::vector<int> wrt_slots(const ir::Kernel& k, const std::vector<std::string>& wrt,
                            const char* transform);
 
-// Removes values no store, store index/predicate or `terminate` reaches (transitively
-// through operands and predicates), renumbering the rest in order.
-void remove_dead_values(ir::Kernel& k);
 
 }  // namespace raptor::ad

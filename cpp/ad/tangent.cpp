@@ -3,6 +3,7 @@
 // one that depends on a `wrt` input (`TangentPass::tangent_of`); a value whose tangent is
 // structurally zero gets none.
 #include "ad/tangent.hpp"
+#include "passes/optimize.hpp"
 
 #include <set>
 
@@ -186,7 +187,7 @@ ir::Kernel tangent(const ir::Kernel& k, const std::vector<std::string>& wrt, boo
     t.stores.push_back(ds);
   }
   t.terminate = with_primal ? pass.prim(u.terminate) : -1;
-  remove_dead_values(t);
+  passes::dce(t);
   ir::verify(t);
   return t;
 }

@@ -1,6 +1,7 @@
 // Unrolling a kernel's steps into one body (see unroll.hpp). `unroll` copies the body once
 // per step; `StepCopier` holds what one copy needs.
 #include "ad/unroll.hpp"
+#include "passes/optimize.hpp"
 
 #include <bit>
 #include <map>
@@ -128,7 +129,7 @@ ir::Kernel unroll(const ir::Kernel& k) {
   }
   for (const ir::Store& st : sums) u.stores.push_back(st);
   if (k.terminate != -1) u.terminate = k.steps == 1 ? last_term : b.op(Op::Not, {alive});
-  remove_dead_values(u);
+  passes::dce(u);
   return u;
 }
 
