@@ -5,6 +5,8 @@
 #   3. fuzz    each libFuzzer target for 10 s, built with clang in build/fuzz (skipped
 #              without clang++)
 #   4. pytest  python -m pytest -q tests (no tests collected counts as a failure)
+#   5. jax_oldest  the JAX bridge's tests with jax/jaxlib 0.11.2 (the oldest supported) in
+#              .venv-jax-oldest
 # Every step runs even if an earlier one failed; the exit status is non-zero if any failed.
 # Environment: RAPTOR_FUZZ_SECONDS (default 10), JOBS (default nproc).
 set -euo pipefail
@@ -102,6 +104,20 @@ step_pytest() {
   return "$rc"
 }
 
+# The JAX bridge against the oldest JAX it supports (jax/jaxlib 0.11.2, the XLA FFI API the
+# handlers are built against), in a second venv with its own build of the module.
+step_jax_oldest() {
+  local venv="$ROOT/.venv-jax-oldest" base
+  base="$("$PY" -c 'import sys; print(sys._base_executable)')"
+  [[ -x "$venv/bin/python" ]] || "$base" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+    "jax==0.11.2" "jaxlib==0.11.2" numpy pytest flatbuffers matplotlib scikit-build-core nanobind
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
+    -Cbuild-dir=build/py-jax-oldest "$ROOT"
+  "$venv/bin/python" -c 'import jax; assert jax.__version__ == "0.11.2", jax.__version__'
+  "$venv/bin/python" -m pytest -q tests/test_jax_bridge.py tests/test_jax_pages.py
+}
+
 declare -a SUMMARY=()
 FAILED=0
 run_step() {
@@ -123,6 +139,7 @@ run_step cpp
 run_step asan
 run_step fuzz
 run_step pytest
+run_step jax_oldest
 
 echo
 for line in "${SUMMARY[@]}"; do echo "[test]   $line"; done
