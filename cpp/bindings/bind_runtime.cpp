@@ -132,6 +132,9 @@ void bind_runtime(nb::module_& m) {
       },
       nb::arg("compiler"), "Registers every intact kernel of the cache; returns (registered, skipped).");
 
+  m.def("default_host_flags", []() { return std::string(runtime::kDefaultHostFlags); },
+        "The flags of a host compile when $RAPTOR_CXXFLAGS is not set.");
+
   m.def("find_entry", [](const std::string& digest) -> std::optional<EntryHandle> {
     auto e = runtime::global_registry().find(digest);
     if (!e) return std::nullopt;

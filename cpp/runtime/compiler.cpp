@@ -145,8 +145,12 @@ int first_error_line(const std::string& output, const std::string& file) {
   std::istringstream in(output);
   std::string ln;
   const std::string prefix = file + ":";
+  bool error_elsewhere = false;  // an error located in a macro (e.g. from a -D flag)
   while (std::getline(in, ln)) {
-    if (ln.compare(0, prefix.size(), prefix) != 0) continue;
+    if (ln.compare(0, prefix.size(), prefix) != 0) {
+      if (ln.find(": error:") != std::string::npos) error_elsewhere = true;
+      continue;
+    }
     size_t p = prefix.size();
     int line = 0;
     size_t digits = 0;
@@ -159,6 +163,8 @@ int first_error_line(const std::string& output, const std::string& file) {
     if (rest == std::string::npos) continue;
     const std::string tail = ln.substr(rest + 2);
     if (tail.rfind("error:", 0) == 0 || tail.rfind("fatal error:", 0) == 0) return line;
+    // The error's own location was in a macro: its expansion in this file is the line.
+    if (error_elsewhere && tail.rfind("note: in expansion of macro", 0) == 0) return line;
   }
   return -1;
 }
