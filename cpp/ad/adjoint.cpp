@@ -7,13 +7,13 @@
 // select(pred, ct * partial, 0) when the value has a predicate, so a branch not taken adds
 // exactly 0 even where its partial is inf or NaN.
 #include "ad/adjoint.hpp"
-#include "passes/optimize.hpp"
 
 #include <set>
 
 #include "ad/common.hpp"
 #include "ad/rules.hpp"
 #include "ad/unroll.hpp"
+#include "passes/optimize.hpp"
 
 namespace raptor::ad {
 

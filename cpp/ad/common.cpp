@@ -1,10 +1,10 @@
 // Helpers shared by the AD transforms (see common.hpp).
 #include "ad/common.hpp"
 
-#include "passes/optimize.hpp"
-
 #include <bit>
 #include <stdexcept>
+
+#include "passes/optimize.hpp"
 
 namespace raptor::ad {
 
@@ -155,6 +155,5 @@ std::vector<int> wrt_slots(const ir::Kernel& k, const std::vector<std::string>& 
   }
   return out;
 }
-
 
 }  // namespace raptor::ad

@@ -1,7 +1,7 @@
 // Helpers shared by the AD transforms (tangent.cpp, adjoint.cpp, unroll.cpp): a `Builder`
 // that appends values to a kernel (constants shared, loc taken from the value being
-// differentiated), derived slot names and the check of `wrt` (dead values are removed by passes::dce).
-// Start at `Builder`.
+// differentiated), derived slot names and the check of `wrt` (dead values are removed by
+// passes::dce). Start at `Builder`.
 #pragma once
 
 #include <cstdint>
@@ -62,6 +62,5 @@ std::string unique_name(const std::string& base, const std::string& suffix,
 // the slot and what can be differentiated.
 std::vector<int> wrt_slots(const ir::Kernel& k, const std::vector<std::string>& wrt,
                            const char* transform);
-
 
 }  // namespace raptor::ad

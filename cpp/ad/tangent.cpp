@@ -3,13 +3,13 @@
 // one that depends on a `wrt` input (`TangentPass::tangent_of`); a value whose tangent is
 // structurally zero gets none.
 #include "ad/tangent.hpp"
-#include "passes/optimize.hpp"
 
 #include <set>
 
 #include "ad/common.hpp"
 #include "ad/rules.hpp"
 #include "ad/unroll.hpp"
+#include "passes/optimize.hpp"
 
 namespace raptor::ad {
 

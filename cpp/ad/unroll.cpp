@@ -1,13 +1,13 @@
 // Unrolling a kernel's steps into one body (see unroll.hpp). `unroll` copies the body once
 // per step; `StepCopier` holds what one copy needs.
 #include "ad/unroll.hpp"
-#include "passes/optimize.hpp"
 
 #include <bit>
 #include <map>
 #include <tuple>
 
 #include "ad/common.hpp"
+#include "passes/optimize.hpp"
 
 namespace raptor::ad {
 

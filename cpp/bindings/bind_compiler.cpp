@@ -31,13 +31,20 @@ ir::SlotKind kind_from(const std::string& s) {
 
 const char* kind_text(ir::SlotKind k) {
   switch (k) {
-    case ir::SlotKind::Param: return "param";
-    case ir::SlotKind::Plane: return "plane";
-    case ir::SlotKind::Mutable: return "mutable";
-    case ir::SlotKind::Terminated: return "terminated";
-    case ir::SlotKind::Table: return "table";
-    case ir::SlotKind::ParamSum: return "param_sum";
-    case ir::SlotKind::TableSum: return "table_sum";
+    case ir::SlotKind::Param:
+      return "param";
+    case ir::SlotKind::Plane:
+      return "plane";
+    case ir::SlotKind::Mutable:
+      return "mutable";
+    case ir::SlotKind::Terminated:
+      return "terminated";
+    case ir::SlotKind::Table:
+      return "table";
+    case ir::SlotKind::ParamSum:
+      return "param_sum";
+    case ir::SlotKind::TableSum:
+      return "table_sum";
   }
   return "?";
 }
@@ -99,7 +106,8 @@ KernelHandle lower(nb::dict spec_dict) {
   }
   spec.steps = nb::cast<int>(spec_dict["steps"]);
   spec.active_set = nb::cast<bool>(spec_dict["active_set"]);
-  for (nb::handle h : nb::cast<nb::list>(spec_dict["helpers"])) spec.helpers.push_back(function_from(h));
+  for (nb::handle h : nb::cast<nb::list>(spec_dict["helpers"]))
+    spec.helpers.push_back(function_from(h));
   ir::Kernel k;
   {
     nb::gil_scoped_release release;
@@ -143,38 +151,45 @@ void bind_compiler(nb::module_& m) {
       .def_prop_ro("steps", [](const KernelHandle& h) { return h.kernel->steps; })
       .def_prop_ro("active_set", [](const KernelHandle& h) { return h.kernel->active_set; })
       .def("slots", &slots, "(name, kind, width, is_vector, inout, table_of) per parameter")
-      .def("ir", [](const KernelHandle& h) { return ir::print(*h.kernel); }, "The IR as text.")
-      .def("slot_roles",
-           [](const KernelHandle& h) {
-             std::vector<std::pair<std::string, std::string>> out;
-             for (const ir::Slot& s : h.kernel->slots)
-               out.emplace_back(std::string(1, s.role), s.primal.empty() ? s.name : s.primal);
-             return out;
-           },
-           "(role, primal name) per slot: 'p' primal, 't' tangent, 'c' cotangent of that slot.")
+      .def(
+          "ir", [](const KernelHandle& h) { return ir::print(*h.kernel); }, "The IR as text.")
+      .def(
+          "slot_roles",
+          [](const KernelHandle& h) {
+            std::vector<std::pair<std::string, std::string>> out;
+            for (const ir::Slot& s : h.kernel->slots)
+              out.emplace_back(std::string(1, s.role), s.primal.empty() ? s.name : s.primal);
+            return out;
+          },
+          "(role, primal name) per slot: 'p' primal, 't' tangent, 'c' cotangent of that slot.")
       .def("num_values", [](const KernelHandle& h) { return h.kernel->values.size(); })
-      .def("digest", [](const KernelHandle& h, const std::string& dtype) {
+      .def("digest",
+           [](const KernelHandle& h, const std::string& dtype) {
              return runtime::kernel_digest(*h.kernel, dtype_from(dtype));
            })
-      .def("cpp", [](const KernelHandle& h, const std::string& dtype) {
+      .def("cpp",
+           [](const KernelHandle& h, const std::string& dtype) {
              const codegen::DType d = dtype_from(dtype);
              const std::string digest = runtime::kernel_digest(*h.kernel, d);
-             return codegen::emit_cpp({{h.kernel.get(), d, codegen::symbol_name(*h.kernel, d, digest)}});
+             return codegen::emit_cpp(
+                 {{h.kernel.get(), d, codegen::symbol_name(*h.kernel, d, digest)}});
            })
-      .def("with_steps",
-           [](const KernelHandle& h, int steps) {
-             if (steps < 1) throw nb::value_error("steps must be >= 1");
-             ir::Kernel k = *h.kernel;
-             k.steps = steps;
-             return KernelHandle{std::make_shared<const ir::Kernel>(std::move(k))};
-           },
-           "The same kernel running `steps` steps per launch.")
-      .def("tangent", [](const KernelHandle& h, const std::vector<std::string>& wrt, bool with_primal) {
+      .def(
+          "with_steps",
+          [](const KernelHandle& h, int steps) {
+            if (steps < 1) throw nb::value_error("steps must be >= 1");
+            ir::Kernel k = *h.kernel;
+            k.steps = steps;
+            return KernelHandle{std::make_shared<const ir::Kernel>(std::move(k))};
+          },
+          "The same kernel running `steps` steps per launch.")
+      .def("tangent",
+           [](const KernelHandle& h, const std::vector<std::string>& wrt, bool with_primal) {
              return derived(ad::tangent(*h.kernel, wrt, with_primal));
            })
       .def("adjoint", [](const KernelHandle& h, const std::vector<std::string>& wrt) {
-             return derived(ad::adjoint(*h.kernel, wrt));
-           });
+        return derived(ad::adjoint(*h.kernel, wrt));
+      });
 
   m.def("lower", &lower, nb::arg("spec"),
         "Compiles a kernel spec (see hawk/source.py) to optimized IR; raises KernelError.");

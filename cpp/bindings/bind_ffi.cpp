@@ -12,11 +12,14 @@ namespace raptor::bindings {
 
 void bind_ffi(nb::module_& m) {
 #ifdef RAPTOR_HAVE_XLA_FFI
-  m.def("ffi_targets", []() {
-    nb::dict d;
-    d["cpu"] = nb::capsule(reinterpret_cast<void*>(&raptor::ffi::kernel_cpu));
-    return d;
-  }, "XLA FFI handlers by platform, as capsules for jax.ffi.register_ffi_target.");
+  m.def(
+      "ffi_targets",
+      []() {
+        nb::dict d;
+        d["cpu"] = nb::capsule(reinterpret_cast<void*>(&raptor::ffi::kernel_cpu));
+        return d;
+      },
+      "XLA FFI handlers by platform, as capsules for jax.ffi.register_ffi_target.");
   m.attr("xla_ffi_api_minor") = XLA_FFI_API_MINOR;
 #else
   m.def("ffi_targets", []() { return nb::dict(); });

@@ -1,14 +1,14 @@
 // raptor_core._core, runtime half: the thread pool (Runtime), the compile cache (Compiler),
 // build() of plans, bound launches, and runs of launch sequences (graphs, stepping loops)
 // entirely in C++. eagle (python/eagle) checks arrays and passes raw pointers here.
-#include <cstring>
-
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
+
+#include <cstring>
 
 #include "bindings/bindings.hpp"
 #include "runtime/bound.hpp"
@@ -41,12 +41,12 @@ T* ptr(uintptr_t p) {
   return reinterpret_cast<T*>(p);
 }
 
-std::shared_ptr<BoundLaunch> make_bound(const EntryHandle& e, int64_t n, const std::vector<uintptr_t>& ins,
-                                        const std::vector<uintptr_t>& outs, const std::vector<double>& params,
-                                        const std::vector<int64_t>& table_sizes,
-                                        const std::vector<std::tuple<int, uintptr_t, bool>>& param_sources,
-                                        uintptr_t mask_in, uintptr_t mask_out, uintptr_t finished_count,
-                                        bool zero_finished) {
+std::shared_ptr<BoundLaunch> make_bound(
+    const EntryHandle& e, int64_t n, const std::vector<uintptr_t>& ins,
+    const std::vector<uintptr_t>& outs, const std::vector<double>& params,
+    const std::vector<int64_t>& table_sizes,
+    const std::vector<std::tuple<int, uintptr_t, bool>>& param_sources, uintptr_t mask_in,
+    uintptr_t mask_out, uintptr_t finished_count, bool zero_finished) {
   const size_t ns = e.entry->num_slots();
   if (ins.size() != ns || outs.size() != ns || params.size() != ns || table_sizes.size() != ns)
     throw nb::value_error("Bound: one value per kernel slot is needed in each list");
@@ -64,7 +64,8 @@ std::shared_ptr<BoundLaunch> make_bound(const EntryHandle& e, int64_t n, const s
   b.finished_count = ptr<uint32_t>(finished_count);
   b.zero_finished = zero_finished;
   std::vector<runtime::ParamSource> sources;
-  for (const auto& [slot, p, f32] : param_sources) sources.push_back({slot, ptr<const void>(p), f32});
+  for (const auto& [slot, p, f32] : param_sources)
+    sources.push_back({slot, ptr<const void>(p), f32});
   return std::make_shared<BoundLaunch>(e.entry, std::move(b), std::move(sources));
 }
 
@@ -80,15 +81,19 @@ void bind_runtime(nb::module_& m) {
   nb::class_<ThreadPool>(m, "Runtime", "The host thread pool every launch of this process shares.")
       .def(nb::init<int>(), nb::arg("num_threads") = 0)
       .def_prop_ro("num_threads", &ThreadPool::size);
-  m.def("shared_runtime", []() -> ThreadPool& { return runtime::shared_pool(); }, nb::rv_policy::reference,
-        "The process's shared host pool ($RAPTOR_NUM_THREADS threads, default all cores).");
+  m.def(
+      "shared_runtime", []() -> ThreadPool& { return runtime::shared_pool(); },
+      nb::rv_policy::reference,
+      "The process's shared host pool ($RAPTOR_NUM_THREADS threads, default all cores).");
 
-  nb::class_<runtime::Compiler>(m, "Compiler", "Compiles generated C++ into a private cache directory.")
-      .def("__init__",
-           [](runtime::Compiler* self, std::optional<std::string> dir) {
-             new (self) runtime::Compiler(runtime::open_cache_dir(dir));
-           },
-           nb::arg("cache_dir").none() = nb::none())
+  nb::class_<runtime::Compiler>(m, "Compiler",
+                                "Compiles generated C++ into a private cache directory.")
+      .def(
+          "__init__",
+          [](runtime::Compiler* self, std::optional<std::string> dir) {
+            new (self) runtime::Compiler(runtime::open_cache_dir(dir));
+          },
+          nb::arg("cache_dir").none() = nb::none())
       .def_prop_ro("cache_dir", [](const runtime::Compiler& c) { return c.cache().path.string(); });
 
   nb::class_<EntryHandle>(m, "Entry", "A compiled kernel for one dtype.")
@@ -111,7 +116,8 @@ void bind_runtime(nb::module_& m) {
           r = runtime::build_host(ks, compiler, options);
         }
         nb::list entries;
-        for (const auto& bk : r.kernels) entries.append(nb::make_tuple(EntryHandle{bk.f32}, EntryHandle{bk.f64}));
+        for (const auto& bk : r.kernels)
+          entries.append(nb::make_tuple(EntryHandle{bk.f32}, EntryHandle{bk.f64}));
         nb::dict info;
         info["cache_hit"] = r.compile.cache_hit;
         info["compile_seconds"] = r.compile.compile_seconds;
@@ -130,10 +136,12 @@ void bind_runtime(nb::module_& m) {
         const runtime::PreloadResult r = runtime::preload(compiler);
         return std::make_pair(r.registered, r.skipped);
       },
-      nb::arg("compiler"), "Registers every intact kernel of the cache; returns (registered, skipped).");
+      nb::arg("compiler"),
+      "Registers every intact kernel of the cache; returns (registered, skipped).");
 
-  m.def("default_host_flags", []() { return std::string(runtime::kDefaultHostFlags); },
-        "The flags of a host compile when $RAPTOR_CXXFLAGS is not set.");
+  m.def(
+      "default_host_flags", []() { return std::string(runtime::kDefaultHostFlags); },
+      "The flags of a host compile when $RAPTOR_CXXFLAGS is not set.");
 
   m.def("find_entry", [](const std::string& digest) -> std::optional<EntryHandle> {
     auto e = runtime::global_registry().find(digest);
@@ -141,10 +149,12 @@ void bind_runtime(nb::module_& m) {
     return EntryHandle{e};
   });
 
-  nb::class_<BoundLaunch>(m, "Bound", "A kernel bound to buffers (pointers), launched by reference.")
-      .def_static("make", &make_bound, nb::arg("entry"), nb::arg("n"), nb::arg("ins"), nb::arg("outs"),
-                  nb::arg("params"), nb::arg("table_sizes"), nb::arg("param_sources"), nb::arg("mask_in"),
-                  nb::arg("mask_out"), nb::arg("finished_count"), nb::arg("zero_finished") = false)
+  nb::class_<BoundLaunch>(m, "Bound",
+                          "A kernel bound to buffers (pointers), launched by reference.")
+      .def_static("make", &make_bound, nb::arg("entry"), nb::arg("n"), nb::arg("ins"),
+                  nb::arg("outs"), nb::arg("params"), nb::arg("table_sizes"),
+                  nb::arg("param_sources"), nb::arg("mask_in"), nb::arg("mask_out"),
+                  nb::arg("finished_count"), nb::arg("zero_finished") = false)
       .def(
           "launch",
           [](BoundLaunch& b, ThreadPool& pool) {
@@ -181,7 +191,8 @@ void bind_runtime(nb::module_& m) {
             // One pass over memory runs `fused_launches` launches' worth of steps per sample.
             const runtime::LaunchResult r = fused->run(&pool);
             live -= r.finished;
-            steps += live > 0 ? fused_launches : (static_cast<int64_t>(r.steps_run) + unit - 1) / unit;
+            steps +=
+                live > 0 ? fused_launches : (static_cast<int64_t>(r.steps_run) + unit - 1) / unit;
             continue;
           }
           for (const auto& b : seq) live -= b->run(&pool).finished;
@@ -195,7 +206,8 @@ void bind_runtime(nb::module_& m) {
       "fused kernel (the same kernel with fused_launches times its steps), runs whole chunks of\n"
       "launches in one pass over memory. Returns (launches, done).");
 
-  m.def("count_set", [](uintptr_t mask, int64_t n) { return count_set(ptr<const uint8_t>(mask), n); });
+  m.def("count_set",
+        [](uintptr_t mask, int64_t n) { return count_set(ptr<const uint8_t>(mask), n); });
 }
 
 }  // namespace raptor::bindings

@@ -2,9 +2,9 @@
 // and the registration functions each file defines.
 #pragma once
 
-#include <memory>
-
 #include <nanobind/nanobind.h>
+
+#include <memory>
 
 #include "ir/ir.hpp"
 

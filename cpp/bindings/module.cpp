@@ -11,7 +11,9 @@ namespace nb = nanobind;
 
 NB_MODULE(_core, m) {
   m.doc() = "raptor's C++ core: the hawk compiler and the eagle runtime";
-  m.def("abi_version", []() { return RAPTOR_ABI_VERSION; }, "Version of the kernel calling convention.");
+  m.def(
+      "abi_version", []() { return RAPTOR_ABI_VERSION; },
+      "Version of the kernel calling convention.");
   raptor::bindings::bind_compiler(m);
   raptor::bindings::bind_runtime(m);
   raptor::bindings::bind_ffi(m);

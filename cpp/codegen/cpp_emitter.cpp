@@ -26,7 +26,8 @@ namespace {
 std::string ident(const std::string& s) {
   std::string out;
   for (char c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     out += ok ? c : '_';
   }
   while (!out.empty() && out.back() == '_') out.pop_back();
@@ -108,8 +109,8 @@ class KernelWriter {
              "    const int64_t* const index = a->index;\n"
              "    for (int64_t i = begin; i < end; ++i) sample(index[i]);\n"
              "  } else {\n"
-          << simd_pragma() <<
-             "    for (int64_t i = begin; i < end; ++i) sample(i);\n"
+          << simd_pragma()
+          << "    for (int64_t i = begin; i < end; ++i) sample(i);\n"
              "  }\n";
     } else {
       blocked_body();
@@ -148,20 +149,28 @@ class KernelWriter {
 
   static const char* kind_text(SlotKind kind) {
     switch (kind) {
-      case SlotKind::Param: return "Param";
-      case SlotKind::Plane: return "plane";
-      case SlotKind::Mutable: return "Mutable";
-      case SlotKind::Terminated: return "Terminated";
-      case SlotKind::Table: return "Table";
-      case SlotKind::ParamSum: return "sum over samples";
-      case SlotKind::TableSum: return "table of sums over samples";
+      case SlotKind::Param:
+        return "Param";
+      case SlotKind::Plane:
+        return "plane";
+      case SlotKind::Mutable:
+        return "Mutable";
+      case SlotKind::Terminated:
+        return "Terminated";
+      case SlotKind::Table:
+        return "Table";
+      case SlotKind::ParamSum:
+        return "sum over samples";
+      case SlotKind::TableSum:
+        return "table of sums over samples";
     }
     return "?";
   }
 
   void header_comment() {
-    os_ << "// ---- kernel '" << k_.name << "' from " << (k_.file.empty() ? "<unknown>" : k_.file) << ", "
-        << dtype_name(dtype_) << ", steps=" << k_.steps << (k_.active_set ? ", active set" : "") << "\n";
+    os_ << "// ---- kernel '" << k_.name << "' from " << (k_.file.empty() ? "<unknown>" : k_.file)
+        << ", " << dtype_name(dtype_) << ", steps=" << k_.steps
+        << (k_.active_set ? ", active set" : "") << "\n";
     for (size_t s = 0; s < k_.slots.size(); ++s) {
       const ir::Slot& sl = k_.slots[s];
       os_ << "//   slot " << s << ": " << sl.name << " (" << kind_text(sl.kind);
@@ -184,7 +193,8 @@ class KernelWriter {
           break;
         case SlotKind::Mutable:
           if (sl.inout)
-            os_ << "  const T* const in_" << nm << " = static_cast<const T*>(a->in[" << s << "]);\n";
+            os_ << "  const T* const in_" << nm << " = static_cast<const T*>(a->in[" << s
+                << "]);\n";
           os_ << "  T* const out_" << nm << " = static_cast<T*>(a->out[" << s << "]);\n";
           break;
         case SlotKind::Terminated:  // the launcher guarantees both (abi.h)
@@ -198,7 +208,8 @@ class KernelWriter {
           break;
         case SlotKind::ParamSum:
           os_ << "  double* const sum_" << nm << " = a->sums[" << s << "];\n";
-          for (int c = 0; c < sl.width; ++c) os_ << "  double acc_" << nm << "_" << c << " = 0.0;\n";
+          for (int c = 0; c < sl.width; ++c)
+            os_ << "  double acc_" << nm << "_" << c << " = 0.0;\n";
           break;
         case SlotKind::TableSum:
           os_ << "  double* const sum_" << nm << " = a->sums[" << s << "];\n";
@@ -224,7 +235,8 @@ class KernelWriter {
     for (size_t s = 0; s < k_.slots.size(); ++s)
       if (k_.slots[s].kind == SlotKind::ParamSum)
         for (int c = 0; c < k_.slots[s].width; ++c)
-          accs += (accs.empty() ? "" : ", ") + std::string("acc_") + name(s) + "_" + std::to_string(c);
+          accs +=
+              (accs.empty() ? "" : ", ") + std::string("acc_") + name(s) + "_" + std::to_string(c);
     if (accs.empty()) return "#pragma GCC ivdep\n";
     return "#pragma omp simd reduction(+: " + accs + ")\n";
   }
@@ -244,59 +256,97 @@ class KernelWriter {
         if (v.type == Type::B) return v.imm != 0.0 ? "true" : "false";
         if (v.type == Type::I) return "int64_t(" + std::to_string(v.iimm) + ")";
         return number(v.imm);
-      case Op::LoadParam: return "k_" + name(v.slot);
-      case Op::LoadPlane: return plane("in_", v.slot, v.comp);
+      case Op::LoadParam:
+        return "k_" + name(v.slot);
+      case Op::LoadPlane:
+        return plane("in_", v.slot, v.comp);
       case Op::LoadState:
         if (k_.steps == 1) {
           if (!k_.slots[v.slot].inout) return "T(0)";
           return plane("in_", v.slot, v.comp);
         }
         return "st_" + name(v.slot) + "_" + std::to_string(v.comp) + "[j]";
-      case Op::LoadMask: return k_.has_mask() ? "was" : "false";
-      case Op::LoadTable: return "";  // written as statements
-      case Op::Neg: return "-" + a(0);
-      case Op::Sqrt: return "std::sqrt(" + a(0) + ")";
-      case Op::Exp: return "std::exp(" + a(0) + ")";
-      case Op::Log: return "std::log(" + a(0) + ")";
-      case Op::Sin: return "std::sin(" + a(0) + ")";
-      case Op::Cos: return "std::cos(" + a(0) + ")";
-      case Op::Tan: return "std::tan(" + a(0) + ")";
-      case Op::Tanh: return "std::tanh(" + a(0) + ")";
-      case Op::Abs: return "std::fabs(" + a(0) + ")";
-      case Op::Floor: return "std::floor(" + a(0) + ")";
-      case Op::Sign: return "rp_sign(" + a(0) + ")";
-      case Op::Add: return a(0) + " + " + a(1);
-      case Op::Sub: return a(0) + " - " + a(1);
-      case Op::Mul: return a(0) + " * " + a(1);
-      case Op::Div: return a(0) + " / " + a(1);
-      case Op::Pow: return "std::pow(" + a(0) + ", " + a(1) + ")";
-      case Op::Atan2: return "std::atan2(" + a(0) + ", " + a(1) + ")";
-      case Op::Min: return "rp_min(" + a(0) + ", " + a(1) + ")";
-      case Op::Max: return "rp_max(" + a(0) + ", " + a(1) + ")";
-      case Op::PowI: return powi_expr(a(0), v.iimm);
-      case Op::Lt: return a(0) + " < " + a(1);
-      case Op::Le: return a(0) + " <= " + a(1);
-      case Op::Gt: return a(0) + " > " + a(1);
-      case Op::Ge: return a(0) + " >= " + a(1);
-      case Op::Eq: return a(0) + " == " + a(1);
-      case Op::Ne: return a(0) + " != " + a(1);
-      case Op::Not: return "!" + a(0);
-      case Op::And: return a(0) + " & " + a(1);  // bitwise on bools: no branches, vectorizes
-      case Op::Or: return a(0) + " | " + a(1);
-      case Op::Select: return a(0) + " ? " + a(1) + " : " + a(2);
-      case Op::ToIndex: return "rp_index(" + a(0) + ")";
+      case Op::LoadMask:
+        return k_.has_mask() ? "was" : "false";
+      case Op::LoadTable:
+        return "";  // written as statements
+      case Op::Neg:
+        return "-" + a(0);
+      case Op::Sqrt:
+        return "std::sqrt(" + a(0) + ")";
+      case Op::Exp:
+        return "std::exp(" + a(0) + ")";
+      case Op::Log:
+        return "std::log(" + a(0) + ")";
+      case Op::Sin:
+        return "std::sin(" + a(0) + ")";
+      case Op::Cos:
+        return "std::cos(" + a(0) + ")";
+      case Op::Tan:
+        return "std::tan(" + a(0) + ")";
+      case Op::Tanh:
+        return "std::tanh(" + a(0) + ")";
+      case Op::Abs:
+        return "std::fabs(" + a(0) + ")";
+      case Op::Floor:
+        return "std::floor(" + a(0) + ")";
+      case Op::Sign:
+        return "rp_sign(" + a(0) + ")";
+      case Op::Add:
+        return a(0) + " + " + a(1);
+      case Op::Sub:
+        return a(0) + " - " + a(1);
+      case Op::Mul:
+        return a(0) + " * " + a(1);
+      case Op::Div:
+        return a(0) + " / " + a(1);
+      case Op::Pow:
+        return "std::pow(" + a(0) + ", " + a(1) + ")";
+      case Op::Atan2:
+        return "std::atan2(" + a(0) + ", " + a(1) + ")";
+      case Op::Min:
+        return "rp_min(" + a(0) + ", " + a(1) + ")";
+      case Op::Max:
+        return "rp_max(" + a(0) + ", " + a(1) + ")";
+      case Op::PowI:
+        return powi_expr(a(0), v.iimm);
+      case Op::Lt:
+        return a(0) + " < " + a(1);
+      case Op::Le:
+        return a(0) + " <= " + a(1);
+      case Op::Gt:
+        return a(0) + " > " + a(1);
+      case Op::Ge:
+        return a(0) + " >= " + a(1);
+      case Op::Eq:
+        return a(0) + " == " + a(1);
+      case Op::Ne:
+        return a(0) + " != " + a(1);
+      case Op::Not:
+        return "!" + a(0);
+      case Op::And:
+        return a(0) + " & " + a(1);  // bitwise on bools: no branches, vectorizes
+      case Op::Or:
+        return a(0) + " | " + a(1);
+      case Op::Select:
+        return a(0) + " ? " + a(1) + " : " + a(2);
+      case Op::ToIndex:
+        return "rp_index(" + a(0) + ")";
     }
     return "/* ? */";
   }
 
-  static const char* ctype(Type t) { return t == Type::F ? "T" : t == Type::B ? "bool" : "int64_t"; }
+  static const char* ctype(Type t) {
+    return t == Type::F ? "T" : t == Type::B ? "bool" : "int64_t";
+  }
 
   void source_comment(const ir::Loc& loc, ir::Loc& last, const std::string& indent) {
     if (loc.line <= 0 || (loc.line == last.line && loc.file == last.file)) return;
     last = loc;
     const std::string file = loc.file < static_cast<int>(k_.files.size()) ? k_.files[loc.file] : "";
     std::string base = file;
-    if (const size_t slash = base.find_last_of('/'); slash != std::string::npos) base = base.substr(slash + 1);
+    if (const size_t slash = base.find_last_of('/'); slash != std::string::npos)
+      base = base.substr(slash + 1);
     os_ << indent << "// " << base << ":" << loc.line;
     if (auto it = k_.source_text.find({loc.file, loc.line}); it != k_.source_text.end()) {
       std::string text = it->second;
@@ -315,9 +365,11 @@ class KernelWriter {
       const std::string ix = "ix" + std::to_string(i);
       const int width = k_.slots[v.slot].width;
       os_ << indent << "const int64_t " << ix << " = " << var(v.args[0]) << ";\n";
-      os_ << indent << "const bool ok" << i << " = " << ix << " >= 0 && " << ix << " < size_" << nm << ";\n";
+      os_ << indent << "const bool ok" << i << " = " << ix << " >= 0 && " << ix << " < size_" << nm
+          << ";\n";
       os_ << indent << "if (!ok" << i << " && " << guard(v.pred) << " && err[0] == 0) { err[0] = "
-          << "RAPTOR_ERR_TABLE_INDEX; err[1] = " << v.slot << "; err[2] = " << ix << "; err[3] = s; }\n";
+          << "RAPTOR_ERR_TABLE_INDEX; err[1] = " << v.slot << "; err[2] = " << ix
+          << "; err[3] = s; }\n";
       os_ << indent << "const T " << var(i) << " = ok" << i << " ? tab_" << nm << "["
           << (width == 1 ? ix : ix + " * " + std::to_string(width) + " + " + std::to_string(v.comp))
           << "] : T(0);\n";
@@ -332,16 +384,21 @@ class KernelWriter {
       const std::string nm = name(st.slot);
       if (sl.kind == SlotKind::ParamSum) {
         os_ << indent << "acc_" << nm << "_" << st.comp << " += "
-            << (st.pred < 0 && !k_.has_mask() ? "static_cast<double>(" + var(st.value) + ")"
-                                              : guard(st.pred) + " ? static_cast<double>(" + var(st.value) + ") : 0.0")
+            << (st.pred < 0 && !k_.has_mask()
+                    ? "static_cast<double>(" + var(st.value) + ")"
+                    : guard(st.pred) + " ? static_cast<double>(" + var(st.value) + ") : 0.0")
             << ";\n";
       } else if (sl.kind == SlotKind::TableSum) {
         const std::string ix = var(st.index);
         os_ << indent << "if (" << guard(st.pred) << ") {\n";
-        os_ << indent << "  if (" << ix << " >= 0 && " << ix << " < size_" << nm << ") sum_" << nm << "["
-            << (sl.width == 1 ? ix : ix + " * " + std::to_string(sl.width) + " + " + std::to_string(st.comp))
+        os_ << indent << "  if (" << ix << " >= 0 && " << ix << " < size_" << nm << ") sum_" << nm
+            << "["
+            << (sl.width == 1
+                    ? ix
+                    : ix + " * " + std::to_string(sl.width) + " + " + std::to_string(st.comp))
             << "] += static_cast<double>(" << var(st.value) << ");\n";
-        os_ << indent << "  else if (err[0] == 0) { err[0] = RAPTOR_ERR_TABLE_INDEX; err[1] = " << sl.table_of
+        os_ << indent
+            << "  else if (err[0] == 0) { err[0] = RAPTOR_ERR_TABLE_INDEX; err[1] = " << sl.table_of
             << "; err[2] = " << ix << "; err[3] = s; }\n";
         os_ << indent << "}\n";
       }
@@ -374,7 +431,9 @@ class KernelWriter {
             << (mask ? kept(st.slot, st.comp, var(st.value)) : var(st.value)) << ";\n";
     if (mask) {
       os_ << ind << "const uint8_t done = "
-          << (k_.terminate >= 0 ? "static_cast<uint8_t>(live & " + var(k_.terminate) + ")" : std::string("0")) << ";\n";
+          << (k_.terminate >= 0 ? "static_cast<uint8_t>(live & " + var(k_.terminate) + ")"
+                                : std::string("0"))
+          << ";\n";
       os_ << ind << "mask_out[s] = was | done;\n";
       os_ << ind << "finished += done;\n";
     }
@@ -387,7 +446,8 @@ class KernelWriter {
     const bool mask = k_.has_mask();
     const std::string bsz = "64";
     os_ << "  for (int64_t first = a->begin; first < a->end; first += " << bsz << ") {\n";
-    os_ << "    const int64_t count = a->end - first < " << bsz << " ? a->end - first : " << bsz << ";\n";
+    os_ << "    const int64_t count = a->end - first < " << bsz << " ? a->end - first : " << bsz
+        << ";\n";
     os_ << "    int64_t sample_of[" << bsz << "];\n";
     // uint8_t, not bool: GCC does not vectorize loops that load bools from memory.
     os_ << "    uint8_t was_[" << bsz << "], live_[" << bsz << "];\n";
@@ -406,8 +466,8 @@ class KernelWriter {
       const ir::Slot& sl = k_.slots[s];
       if (sl.kind != SlotKind::Mutable) continue;
       for (int c = 0; c < sl.width; ++c)
-        os_ << "      st_" << name(s) << "_" << c << "[j] = " << (sl.inout ? plane("in_", s, c) : std::string("T(0)"))
-            << ";\n";
+        os_ << "      st_" << name(s) << "_" << c
+            << "[j] = " << (sl.inout ? plane("in_", s, c) : std::string("T(0)")) << ";\n";
     }
     os_ << "    }\n";
     // The step pass, in two variants: samples contiguous (plain loads, vectorized) or through
@@ -431,7 +491,8 @@ class KernelWriter {
         const std::string state = "st_" + name(st.slot) + "_" + std::to_string(st.comp) + "[j]";
         os_ << ind << state << " = live ? " << var(st.value) << " : " << state << ";\n";
       }
-    os_ << ind << "const bool stays = live" << (k_.terminate >= 0 ? " & !" + var(k_.terminate) : std::string()) << ";\n";
+    os_ << ind << "const bool stays = live"
+        << (k_.terminate >= 0 ? " & !" + var(k_.terminate) : std::string()) << ";\n";
     os_ << ind << "live_[j] = stays ? 1 : 0;\n";
     os_ << ind << "any |= stays ? 1 : 0;\n";
     os_ << "      }\n";
@@ -450,7 +511,8 @@ class KernelWriter {
       if (sl.kind != SlotKind::Mutable) continue;
       for (int c = 0; c < sl.width; ++c) {
         const std::string state = "st_" + name(s) + "_" + std::to_string(c) + "[j]";
-        os_ << "      " << plane("out_", s, c) << " = " << (mask ? kept(s, c, state) : state) << ";\n";
+        os_ << "      " << plane("out_", s, c) << " = " << (mask ? kept(s, c, state) : state)
+            << ";\n";
       }
     }
     if (mask) {

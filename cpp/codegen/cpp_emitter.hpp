@@ -14,7 +14,7 @@ namespace raptor::codegen {
 
 enum class DType { F32, F64 };
 
-const char* dtype_name(DType d);  // "float32" / "float64"
+const char* dtype_name(DType d);    // "float32" / "float64"
 const char* dtype_suffix(DType d);  // "f32" / "f64"
 
 struct KernelToEmit {

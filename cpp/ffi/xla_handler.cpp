@@ -26,7 +26,8 @@ xffi::Error bad(const runtime::KernelEntry& e, const std::string& what) {
 }
 
 // Outputs come in this order: Mutable planes and sums in slot order, then the mask.
-xffi::Error run_kernel(xffi::RemainingArgs args, xffi::RemainingRets rets, std::string_view digest) {
+xffi::Error run_kernel(xffi::RemainingArgs args, xffi::RemainingRets rets,
+                       std::string_view digest) {
   // The kernel of the last call on this thread, kept so a call in a loop skips the registry's
   // lock and the shared_ptr's atomic count. Entries are never replaced once registered.
   thread_local std::string last_digest;
@@ -60,7 +61,8 @@ xffi::Error run_kernel(xffi::RemainingArgs args, xffi::RemainingRets rets, std::
     if (k == SlotKind::Param || k == SlotKind::Plane || k == SlotKind::Table ||
         k == SlotKind::Terminated || (k == SlotKind::Mutable && e.inout[s])) {
       auto arg = args.get<xffi::AnyBuffer>(ai++);
-      if (!arg.has_value()) return bad(e, "too few operands for input '" + e.slot_name(int(s)) + "'");
+      if (!arg.has_value())
+        return bad(e, "too few operands for input '" + e.slot_name(int(s)) + "'");
       const xffi::AnyBuffer buf = *arg;
       if (k == SlotKind::Terminated) {
         if (buf.element_type() != xffi::DataType::PRED) return bad(e, "the mask must be bool");
@@ -71,9 +73,11 @@ xffi::Error run_kernel(xffi::RemainingArgs args, xffi::RemainingRets rets, std::
       if (buf.element_type() != want)
         return bad(e, "input '" + e.slot_name(int(s)) + "' has the wrong float dtype");
       if (k == SlotKind::Param) {
-        if (buf.element_count() != 1) return bad(e, "Param '" + e.slot_name(int(s)) + "' must have one element");
-        sb.param = e.dtype_size == 4 ? static_cast<double>(*static_cast<const float*>(buf.untyped_data()))
-                                     : *static_cast<const double*>(buf.untyped_data());
+        if (buf.element_count() != 1)
+          return bad(e, "Param '" + e.slot_name(int(s)) + "' must have one element");
+        sb.param = e.dtype_size == 4
+                       ? static_cast<double>(*static_cast<const float*>(buf.untyped_data()))
+                       : *static_cast<const double*>(buf.untyped_data());
         continue;
       }
       sb.in = buf.untyped_data();
@@ -91,7 +95,8 @@ xffi::Error run_kernel(xffi::RemainingArgs args, xffi::RemainingRets rets, std::
     auto ret = rets.get<xffi::AnyBuffer>(ri++);
     if (!ret.has_value()) return bad(e, "too few results for output '" + e.slot_name(int(s)) + "'");
     xffi::AnyBuffer buf = **ret;
-    if (buf.element_type() != want) return bad(e, "output '" + e.slot_name(int(s)) + "' has the wrong dtype");
+    if (buf.element_type() != want)
+      return bad(e, "output '" + e.slot_name(int(s)) + "' has the wrong dtype");
     b.slots[s].out = buf.untyped_data();
     if (e.kinds[s] == SlotKind::TableSum) b.slots[s].table_size = b.slots[e.table_of[s]].table_size;
   }
@@ -101,8 +106,9 @@ xffi::Error run_kernel(xffi::RemainingArgs args, xffi::RemainingRets rets, std::
     b.mask_out = static_cast<uint8_t*>((**ret).untyped_data());
   }
   if (ai != args.size() || ri != rets.size())
-    return bad(e, "got " + std::to_string(args.size()) + " operands and " + std::to_string(rets.size()) +
-                      " results, expected " + std::to_string(ai) + " and " + std::to_string(ri));
+    return bad(e, "got " + std::to_string(args.size()) + " operands and " +
+                      std::to_string(rets.size()) + " results, expected " + std::to_string(ai) +
+                      " and " + std::to_string(ri));
   try {
     const runtime::LaunchResult r = runtime::launch(e, b, &runtime::shared_pool());
     if (!r.ok()) return xffi::Error::Internal(runtime::describe_error(e, b, r));
@@ -114,8 +120,9 @@ xffi::Error run_kernel(xffi::RemainingArgs args, xffi::RemainingRets rets, std::
 
 }  // namespace
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(kernel_cpu_handler, run_kernel,
-                              xffi::Ffi::Bind().RemainingArgs().RemainingRets().Attr<std::string_view>("digest"));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    kernel_cpu_handler, run_kernel,
+    xffi::Ffi::Bind().RemainingArgs().RemainingRets().Attr<std::string_view>("digest"));
 
 XLA_FFI_Error* kernel_cpu(XLA_FFI_CallFrame* frame) { return kernel_cpu_handler(frame); }
 

@@ -19,65 +19,112 @@ struct OpInfo {
 
 OpInfo info(Op op) {
   switch (op) {
-    case Op::Const: return {"const", 0};
-    case Op::LoadParam: return {"load_param", 0};
-    case Op::LoadPlane: return {"load_plane", 0};
-    case Op::LoadState: return {"load_state", 0};
-    case Op::LoadMask: return {"load_mask", 0};
-    case Op::LoadTable: return {"load_table", 1};
-    case Op::Neg: return {"neg", 1};
-    case Op::Sqrt: return {"sqrt", 1};
-    case Op::Exp: return {"exp", 1};
-    case Op::Log: return {"log", 1};
-    case Op::Sin: return {"sin", 1};
-    case Op::Cos: return {"cos", 1};
-    case Op::Tan: return {"tan", 1};
-    case Op::Tanh: return {"tanh", 1};
-    case Op::Abs: return {"abs", 1};
-    case Op::Floor: return {"floor", 1};
-    case Op::Sign: return {"sign", 1};
-    case Op::Add: return {"add", 2};
-    case Op::Sub: return {"sub", 2};
-    case Op::Mul: return {"mul", 2};
-    case Op::Div: return {"div", 2};
-    case Op::Pow: return {"pow", 2};
-    case Op::Atan2: return {"atan2", 2};
-    case Op::Min: return {"min", 2};
-    case Op::Max: return {"max", 2};
-    case Op::PowI: return {"powi", 1};
-    case Op::Lt: return {"lt", 2};
-    case Op::Le: return {"le", 2};
-    case Op::Gt: return {"gt", 2};
-    case Op::Ge: return {"ge", 2};
-    case Op::Eq: return {"eq", 2};
-    case Op::Ne: return {"ne", 2};
-    case Op::Not: return {"not", 1};
-    case Op::And: return {"and", 2};
-    case Op::Or: return {"or", 2};
-    case Op::Select: return {"select", 3};
-    case Op::ToIndex: return {"to_index", 1};
+    case Op::Const:
+      return {"const", 0};
+    case Op::LoadParam:
+      return {"load_param", 0};
+    case Op::LoadPlane:
+      return {"load_plane", 0};
+    case Op::LoadState:
+      return {"load_state", 0};
+    case Op::LoadMask:
+      return {"load_mask", 0};
+    case Op::LoadTable:
+      return {"load_table", 1};
+    case Op::Neg:
+      return {"neg", 1};
+    case Op::Sqrt:
+      return {"sqrt", 1};
+    case Op::Exp:
+      return {"exp", 1};
+    case Op::Log:
+      return {"log", 1};
+    case Op::Sin:
+      return {"sin", 1};
+    case Op::Cos:
+      return {"cos", 1};
+    case Op::Tan:
+      return {"tan", 1};
+    case Op::Tanh:
+      return {"tanh", 1};
+    case Op::Abs:
+      return {"abs", 1};
+    case Op::Floor:
+      return {"floor", 1};
+    case Op::Sign:
+      return {"sign", 1};
+    case Op::Add:
+      return {"add", 2};
+    case Op::Sub:
+      return {"sub", 2};
+    case Op::Mul:
+      return {"mul", 2};
+    case Op::Div:
+      return {"div", 2};
+    case Op::Pow:
+      return {"pow", 2};
+    case Op::Atan2:
+      return {"atan2", 2};
+    case Op::Min:
+      return {"min", 2};
+    case Op::Max:
+      return {"max", 2};
+    case Op::PowI:
+      return {"powi", 1};
+    case Op::Lt:
+      return {"lt", 2};
+    case Op::Le:
+      return {"le", 2};
+    case Op::Gt:
+      return {"gt", 2};
+    case Op::Ge:
+      return {"ge", 2};
+    case Op::Eq:
+      return {"eq", 2};
+    case Op::Ne:
+      return {"ne", 2};
+    case Op::Not:
+      return {"not", 1};
+    case Op::And:
+      return {"and", 2};
+    case Op::Or:
+      return {"or", 2};
+    case Op::Select:
+      return {"select", 3};
+    case Op::ToIndex:
+      return {"to_index", 1};
   }
   return {"?", 0};
 }
 
 const char* type_name(Type t) {
   switch (t) {
-    case Type::F: return "f";
-    case Type::B: return "b";
-    case Type::I: return "i";
+    case Type::F:
+      return "f";
+    case Type::B:
+      return "b";
+    case Type::I:
+      return "i";
   }
   return "?";
 }
 
 const char* kind_name(SlotKind k) {
   switch (k) {
-    case SlotKind::Param: return "param";
-    case SlotKind::Plane: return "plane";
-    case SlotKind::Mutable: return "mutable";
-    case SlotKind::Terminated: return "terminated";
-    case SlotKind::Table: return "table";
-    case SlotKind::ParamSum: return "param_sum";
-    case SlotKind::TableSum: return "table_sum";
+    case SlotKind::Param:
+      return "param";
+    case SlotKind::Plane:
+      return "plane";
+    case SlotKind::Mutable:
+      return "mutable";
+    case SlotKind::Terminated:
+      return "terminated";
+    case SlotKind::Table:
+      return "table";
+    case SlotKind::ParamSum:
+      return "param_sum";
+    case SlotKind::TableSum:
+      return "table_sum";
   }
   return "?";
 }
@@ -87,9 +134,16 @@ Type operand_type(Op op, int i, Type result) {
   switch (op) {
     case Op::LoadTable:
       return Type::I;
-    case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne:
+    case Op::Lt:
+    case Op::Le:
+    case Op::Gt:
+    case Op::Ge:
+    case Op::Eq:
+    case Op::Ne:
       return Type::F;
-    case Op::Not: case Op::And: case Op::Or:
+    case Op::Not:
+    case Op::And:
+    case Op::Or:
       return Type::B;
     case Op::Select:
       return i == 0 ? Type::B : result;
@@ -102,13 +156,25 @@ Type operand_type(Op op, int i, Type result) {
 
 Type result_type(Op op, Type declared) {
   switch (op) {
-    case Op::Const: case Op::Select: return declared;
-    case Op::LoadMask: return Type::B;
-    case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne:
-    case Op::Not: case Op::And: case Op::Or:
+    case Op::Const:
+    case Op::Select:
+      return declared;
+    case Op::LoadMask:
       return Type::B;
-    case Op::ToIndex: return Type::I;
-    default: return Type::F;
+    case Op::Lt:
+    case Op::Le:
+    case Op::Gt:
+    case Op::Ge:
+    case Op::Eq:
+    case Op::Ne:
+    case Op::Not:
+    case Op::And:
+    case Op::Or:
+      return Type::B;
+    case Op::ToIndex:
+      return Type::I;
+    default:
+      return Type::F;
   }
 }
 
@@ -147,23 +213,30 @@ void verify(const Kernel& k) {
     if (ref < 0 || ref >= nv) fail(k, user, std::string(what) + " refers to a missing value");
     if (ref >= user && user >= 0) fail(k, user, std::string(what) + " is defined after its use");
     if (k.values[ref].type != want)
-      fail(k, user, std::string(what) + " %" + std::to_string(ref) + " has type " +
-                        type_name(k.values[ref].type) + ", expected " + type_name(want));
+      fail(k, user,
+           std::string(what) + " %" + std::to_string(ref) + " has type " +
+               type_name(k.values[ref].type) + ", expected " + type_name(want));
   };
   for (int i = 0; i < nv; ++i) {
     const Value& v = k.values[i];
-    if (v.type != result_type(v.op, v.type)) fail(k, i, "wrong result type for " + std::string(op_name(v.op)));
+    if (v.type != result_type(v.op, v.type))
+      fail(k, i, "wrong result type for " + std::string(op_name(v.op)));
     const int arity = op_arity(v.op);
     for (int a = 0; a < 3; ++a) {
-      if (a < arity) check_ref(i, v.args[a], operand_type(v.op, a, v.type), "operand");
-      else if (v.args[a] != -1) fail(k, i, "extra operand");
+      if (a < arity)
+        check_ref(i, v.args[a], operand_type(v.op, a, v.type), "operand");
+      else if (v.args[a] != -1)
+        fail(k, i, "extra operand");
     }
     if (v.pred != -1) check_ref(i, v.pred, Type::B, "predicate");
     switch (v.op) {
-      case Op::LoadParam: case Op::LoadPlane: case Op::LoadState: case Op::LoadTable: {
+      case Op::LoadParam:
+      case Op::LoadPlane:
+      case Op::LoadState:
+      case Op::LoadTable: {
         if (v.slot < 0 || v.slot >= ns) fail(k, i, "load from a missing slot");
         const Slot& s = k.slots[v.slot];
-        const SlotKind want = v.op == Op::LoadParam ? SlotKind::Param
+        const SlotKind want = v.op == Op::LoadParam   ? SlotKind::Param
                               : v.op == Op::LoadTable ? SlotKind::Table
                               : v.op == Op::LoadState ? SlotKind::Mutable
                                                       : s.kind;
@@ -206,9 +279,10 @@ void verify(const Kernel& k) {
     if (slot.kind == SlotKind::Mutable)
       for (int c = 0; c < slot.width; ++c)
         if (!stored.count({s, c}))
-          fail(k, -1, "Mutable '" + slot.name + "' component " + std::to_string(c) + " is never stored");
-    if (slot.kind == SlotKind::TableSum &&
-        (slot.table_of < 0 || slot.table_of >= ns || k.slots[slot.table_of].kind != SlotKind::Table))
+          fail(k, -1,
+               "Mutable '" + slot.name + "' component " + std::to_string(c) + " is never stored");
+    if (slot.kind == SlotKind::TableSum && (slot.table_of < 0 || slot.table_of >= ns ||
+                                            k.slots[slot.table_of].kind != SlotKind::Table))
       fail(k, -1, "table_sum '" + slot.name + "' does not name a table");
   }
   if (k.terminate != -1) {
@@ -225,13 +299,19 @@ void print_value(std::ostringstream& os, const Kernel& k, int i, bool with_names
   os << "%" << i << ":" << type_name(v.type) << " = " << op_name(v.op);
   switch (v.op) {
     case Op::Const:
-      if (v.type == Type::I) os << " " << v.iimm;
-      else if (v.type == Type::B) os << (v.imm != 0.0 ? " true" : " false");
-      else os << " " << number(v.imm);
+      if (v.type == Type::I)
+        os << " " << v.iimm;
+      else if (v.type == Type::B)
+        os << (v.imm != 0.0 ? " true" : " false");
+      else
+        os << " " << number(v.imm);
       break;
-    case Op::LoadParam: case Op::LoadPlane: case Op::LoadState: case Op::LoadTable:
-      os << " " << (with_names ? k.slots[v.slot].name : "$" + std::to_string(v.slot)) << "[" << v.comp
-         << "]";
+    case Op::LoadParam:
+    case Op::LoadPlane:
+    case Op::LoadState:
+    case Op::LoadTable:
+      os << " " << (with_names ? k.slots[v.slot].name : "$" + std::to_string(v.slot)) << "["
+         << v.comp << "]";
       break;
     case Op::PowI:
       os << " ^" << v.iimm;
@@ -239,7 +319,8 @@ void print_value(std::ostringstream& os, const Kernel& k, int i, bool with_names
     default:
       break;
   }
-  for (int a = 0; a < op_arity(v.op); ++a) os << (a == 0 && v.op != Op::LoadTable ? " %" : ", %") << v.args[a];
+  for (int a = 0; a < op_arity(v.op); ++a)
+    os << (a == 0 && v.op != Op::LoadTable ? " %" : ", %") << v.args[a];
   if (v.pred != -1) os << " if %" << v.pred;
 }
 
@@ -282,15 +363,16 @@ std::string canonical(const Kernel& k) {
   std::ostringstream os;
   os << "raptor-ir-1 " << k.name << " steps=" << k.steps << " active=" << k.active_set << "\n";
   for (const Slot& slot : k.slots)
-    os << static_cast<int>(slot.kind) << " " << slot.name << " " << slot.width << " " << slot.is_vector
-       << " " << slot.inout << " " << slot.table_of << "\n";
+    os << static_cast<int>(slot.kind) << " " << slot.name << " " << slot.width << " "
+       << slot.is_vector << " " << slot.inout << " " << slot.table_of << "\n";
   for (size_t i = 0; i < k.values.size(); ++i) {
     std::ostringstream line;
     print_value(line, k, static_cast<int>(i), false);
     os << line.str() << "\n";
   }
   for (const Store& s : k.stores)
-    os << "st " << s.slot << " " << s.comp << " " << s.value << " " << s.index << " " << s.pred << "\n";
+    os << "st " << s.slot << " " << s.comp << " " << s.value << " " << s.index << " " << s.pred
+       << "\n";
   os << "term " << k.terminate << "\n";
   return os.str();
 }

@@ -43,14 +43,38 @@ enum class Op : uint8_t {
   LoadTable,  // F: component `comp` of entry args[0] (I) of table slot `slot`; bounds-checked
               //    when `pred` holds
   // F -> F
-  Neg, Sqrt, Exp, Log, Sin, Cos, Tan, Tanh, Abs, Floor, Sign,
+  Neg,
+  Sqrt,
+  Exp,
+  Log,
+  Sin,
+  Cos,
+  Tan,
+  Tanh,
+  Abs,
+  Floor,
+  Sign,
   // F, F -> F
-  Add, Sub, Mul, Div, Pow, Atan2, Min, Max,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Pow,
+  Atan2,
+  Min,
+  Max,
   PowI,  // args[0] ** iimm, iimm a small integer (may be negative)
   // F, F -> B
-  Lt, Le, Gt, Ge, Eq, Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,
   // B -> B, B, B -> B
-  Not, And, Or,
+  Not,
+  And,
+  Or,
   // B, T, T -> T  (T any type)
   Select,
   // F -> I: a float table index rounded down (NaN, inf, huge: -1, out of range)
@@ -76,7 +100,7 @@ struct Value {
   int64_t iimm = 0;   // Const I, PowI exponent
   int32_t pred = -1;  // Bool value under which this value is used; -1: always
   Loc loc;
-  std::string name;   // the user's variable name, when this value was assigned to one
+  std::string name;  // the user's variable name, when this value was assigned to one
 };
 
 enum class SlotKind : uint8_t {
@@ -93,10 +117,10 @@ enum class SlotKind : uint8_t {
 struct Slot {
   std::string name;
   SlotKind kind = SlotKind::Plane;
-  int width = 1;        // components: 1 for Scalar/Param, k for Vector[k]
+  int width = 1;           // components: 1 for Scalar/Param, k for Vector[k]
   bool is_vector = false;  // written as Vector[k] (a (k, N) plane) rather than Scalar
-  bool inout = false;   // Mutable: the kernel reads its old value
-  int table_of = -1;    // TableSum: the Table slot whose size it has
+  bool inout = false;      // Mutable: the kernel reads its old value
+  int table_of = -1;       // TableSum: the Table slot whose size it has
   // Derived kernels (ad/): what this slot is relative to the kernel it was derived from:
   // 'p' a primal slot, 't' a tangent, 'c' a cotangent, of that kernel's slot `primal`.
   // User kernels: 'p' and their own name. Not part of the kernel's meaning (nor its digest).
@@ -106,7 +130,7 @@ struct Slot {
 
 // A value an output component ends the step with.
 struct Store {
-  int32_t slot = -1;   // Mutable, ParamSum or TableSum slot
+  int32_t slot = -1;  // Mutable, ParamSum or TableSum slot
   int32_t comp = 0;
   int32_t value = -1;  // F value stored (added, for sums)
   int32_t index = -1;  // TableSum: the I value of the entry
@@ -116,9 +140,9 @@ struct Store {
 
 struct Kernel {
   std::string name;
-  std::string file;        // the user's file, for comments and messages
-  int steps = 1;           // body runs this many times per sample per launch
-  bool active_set = false; // Guard(active_set=True)
+  std::string file;         // the user's file, for comments and messages
+  int steps = 1;            // body runs this many times per sample per launch
+  bool active_set = false;  // Guard(active_set=True)
   std::vector<Slot> slots;
   std::vector<Value> values;
   std::vector<Store> stores;  // each Mutable component exactly once; sums any number of times

@@ -25,7 +25,8 @@ const char* refusal_for(const std::string& keyword) {
   if (keyword == "import" || keyword == "from")
     return "imports are not allowed inside a kernel; import at module level and use the names";
   if (keyword == "def" || keyword == "lambda")
-    return "functions cannot be defined inside a kernel; define a @hawk.func helper at module level";
+    return "functions cannot be defined inside a kernel; define a @hawk.func helper at module "
+           "level";
   if (keyword == "break" || keyword == "continue")
     return "`break`/`continue` are not allowed; loops run a fixed number of times (use an `if`)";
   return nullptr;
@@ -35,15 +36,24 @@ const char* refusal_for(const std::string& keyword) {
 
 std::string describe(const TV& v) {
   switch (v.kind) {
-    case TV::Kind::Float: return "a Scalar";
-    case TV::Kind::Vector: return "a Vector[" + std::to_string(v.comps.size()) + "]";
-    case TV::Kind::Bool: return "a bool";
-    case TV::Kind::Int: return "an integer";
-    case TV::Kind::Tuple: return "a tuple of " + std::to_string(v.items.size());
-    case TV::Kind::Table: return "a Table";
-    case TV::Kind::Math: return "the function " + v.name;
-    case TV::Kind::Helper: return "a helper function";
-    case TV::Kind::Module: return "a module";
+    case TV::Kind::Float:
+      return "a Scalar";
+    case TV::Kind::Vector:
+      return "a Vector[" + std::to_string(v.comps.size()) + "]";
+    case TV::Kind::Bool:
+      return "a bool";
+    case TV::Kind::Int:
+      return "an integer";
+    case TV::Kind::Tuple:
+      return "a tuple of " + std::to_string(v.items.size());
+    case TV::Kind::Table:
+      return "a Table";
+    case TV::Kind::Math:
+      return "the function " + v.name;
+    case TV::Kind::Helper:
+      return "a helper function";
+    case TV::Kind::Module:
+      return "a module";
   }
   return "a value";
 }
@@ -73,7 +83,8 @@ Kernel Lowerer::run() {
   frames_.push_back(Frame{&spec_.fn, {}, -1});
   add_source(spec_.fn);
 
-  if (spec_.steps < 1) error(def.loc, "steps must be at least 1, got " + std::to_string(spec_.steps));
+  if (spec_.steps < 1)
+    error(def.loc, "steps must be at least 1, got " + std::to_string(spec_.steps));
   if (def.params.size() != spec_.params.size())
     error(def.loc, "the signature changed between Python and the compiler (internal error)");
   bool has_output = false;
@@ -82,8 +93,9 @@ Kernel Lowerer::run() {
     const parse::Param& p = def.params[i];
     const ParamSpec& ps = spec_.params[i];
     if (p.has_default)
-      error(p.loc, "parameter '" + p.name + "' has a default value; kernel parameters take no "
-                   "defaults (pass every value when binding)");
+      error(p.loc, "parameter '" + p.name +
+                       "' has a default value; kernel parameters take no "
+                       "defaults (pass every value when binding)");
     if (!ps.error.empty()) error(p.loc, ps.error);
     Slot slot;
     slot.name = ps.name;
@@ -121,8 +133,9 @@ Kernel Lowerer::run() {
     frame().vars[p.name] = var;
   }
   if (!has_output)
-    error(def.loc, "kernel '" + def.name + "' writes nothing: declare an output as Mutable[Scalar] "
-                   "or Mutable[Vector[k]] (or a Terminated mask) and assign to it");
+    error(def.loc, "kernel '" + def.name +
+                       "' writes nothing: declare an output as Mutable[Scalar] "
+                       "or Mutable[Vector[k]] (or a Terminated mask) and assign to it");
 
   block(def.body);
 
@@ -212,8 +225,9 @@ void Lowerer::stmt(const parse::Stmt& s) {
       if (frame().helper < 0)
         error(s.loc, "a kernel returns nothing: assign results to its Mutable parameters");
       if (depth_ != 0)
-        error(s.loc, "`return` inside `if` or `for` is not supported in a helper; assign a "
-                     "variable in each branch and return it at the end");
+        error(s.loc,
+              "`return` inside `if` or `for` is not supported in a helper; assign a "
+              "variable in each branch and return it at the end");
       if (!s.value) error(s.loc, "a helper must return a value");
       return_value_ = expr(*s.value);
       return;
@@ -221,17 +235,21 @@ void Lowerer::stmt(const parse::Stmt& s) {
       const parse::Expr& e = *s.value;
       if (e.kind == parse::ExprKind::Call && !e.args.empty() &&
           e.args[0]->kind == parse::ExprKind::Name && e.args[0]->name == "print")
-        error(s.loc, "`print` is not allowed in a kernel: kernels run compiled, once per sample; "
-                     "write the value to a Mutable plane and print it from Python");
+        error(s.loc,
+              "`print` is not allowed in a kernel: kernels run compiled, once per sample; "
+              "write the value to a Mutable plane and print it from Python");
       if (e.kind == parse::ExprKind::String)
-        error(s.loc, "strings are not allowed in a kernel (only a docstring as the first statement)");
-      error(s.loc, "this expression's value is unused; a kernel body is made of assignments, "
-                   "`if` and `for range(K)`");
+        error(s.loc,
+              "strings are not allowed in a kernel (only a docstring as the first statement)");
+      error(s.loc,
+            "this expression's value is unused; a kernel body is made of assignments, "
+            "`if` and `for range(K)`");
     }
     case parse::StmtKind::Other: {
       if (const char* msg = refusal_for(s.keyword)) error(s.loc, msg);
-      error(s.loc, "`" + s.keyword + "` is not allowed in a kernel; a kernel body is made of "
-                   "assignments, `if`/`elif`/`else` and `for i in range(K)`");
+      error(s.loc, "`" + s.keyword +
+                       "` is not allowed in a kernel; a kernel body is made of "
+                       "assignments, `if`/`elif`/`else` and `for i in range(K)`");
     }
   }
 }
@@ -243,15 +261,18 @@ void Lowerer::assign(const parse::Expr& target, const TV& value, parse::Loc loc)
       return;
     case parse::ExprKind::Tuple: {
       std::vector<TV> parts;
-      if (value.kind == TV::Kind::Tuple) parts = value.items;
+      if (value.kind == TV::Kind::Tuple)
+        parts = value.items;
       else if (value.kind == TV::Kind::Vector)
         for (int c : value.comps) parts.push_back(TV::f(c));
-      else error(loc, "cannot unpack " + describe(value) + " into " +
-                          std::to_string(target.args.size()) + " names");
+      else
+        error(loc, "cannot unpack " + describe(value) + " into " +
+                       std::to_string(target.args.size()) + " names");
       if (parts.size() != target.args.size())
-        error(loc, "cannot unpack " + describe(value) + " into " + std::to_string(target.args.size()) +
-                       " names");
-      for (size_t i = 0; i < parts.size(); ++i) assign(*target.args[i], parts[i], target.args[i]->loc);
+        error(loc, "cannot unpack " + describe(value) + " into " +
+                       std::to_string(target.args.size()) + " names");
+      for (size_t i = 0; i < parts.size(); ++i)
+        assign(*target.args[i], parts[i], target.args[i]->loc);
       return;
     }
     case parse::ExprKind::Subscript: {
@@ -266,21 +287,25 @@ void Lowerer::assign(const parse::Expr& target, const TV& value, parse::Loc loc)
                    ? it->second.value
                    : read_var(base.name, base.loc);
       if (vec.kind != TV::Kind::Vector)
-        error(loc, "'" + base.name + "' is " + describe(vec) + "; only a Vector's components can "
-                   "be assigned with [i]");
-      const int64_t written = const_int(expr(*target.args[1]), target.args[1]->loc, "a vector index");
+        error(loc, "'" + base.name + "' is " + describe(vec) +
+                       "; only a Vector's components can "
+                       "be assigned with [i]");
+      const int64_t written =
+          const_int(expr(*target.args[1]), target.args[1]->loc, "a vector index");
       const int64_t n = static_cast<int64_t>(vec.comps.size());
       const int64_t i = written < 0 ? written + n : written;
       if (i < 0 || i >= n)
-        error(target.args[1]->loc, "index " + std::to_string(written) + " is out of range for a Vector[" +
-                                       std::to_string(n) + "] (components 0.." + std::to_string(n - 1) + ")");
+        error(target.args[1]->loc, "index " + std::to_string(written) +
+                                       " is out of range for a Vector[" + std::to_string(n) +
+                                       "] (components 0.." + std::to_string(n - 1) + ")");
       vec.comps[i] = to_float(value, loc, "a vector component");
       assign_name(base.name, vec, loc);
       return;
     }
     default:
-      error(loc, "cannot assign to this expression; assign to a name, a tuple of names or a "
-                 "vector component v[i]");
+      error(loc,
+            "cannot assign to this expression; assign to a name, a tuple of names or a "
+            "vector component v[i]");
   }
 }
 
@@ -291,11 +316,13 @@ void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
     const Slot& slot = k.slots[it->second.param_slot];
     switch (slot.kind) {
       case SlotKind::Param:
-        error(loc, "cannot assign to Param '" + name + "': it is one value for all samples; use "
-                   "a local variable, or write results to a Mutable parameter");
+        error(loc, "cannot assign to Param '" + name +
+                       "': it is one value for all samples; use "
+                       "a local variable, or write results to a Mutable parameter");
       case SlotKind::Plane:
-        error(loc, "cannot assign to input plane '" + name + "'; declare it Mutable[...] to write "
-                   "it, or use a local variable");
+        error(loc, "cannot assign to input plane '" + name +
+                       "'; declare it Mutable[...] to write "
+                       "it, or use a local variable");
       case SlotKind::Table:
         error(loc, "cannot assign to Table '" + name + "': tables are read-only in a kernel");
       case SlotKind::Terminated:
@@ -305,9 +332,11 @@ void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
         break;
       case SlotKind::Mutable: {
         if (value.kind == TV::Kind::Int) value = TV::f(to_float(value, loc, "a value"));
-        const std::string want = slot.is_vector ? "Vector[" + std::to_string(slot.width) + "]" : "Scalar";
-        const bool ok = slot.is_vector ? value.kind == TV::Kind::Vector && value.width() == slot.width
-                                       : value.kind == TV::Kind::Float;
+        const std::string want =
+            slot.is_vector ? "Vector[" + std::to_string(slot.width) + "]" : "Scalar";
+        const bool ok = slot.is_vector
+                            ? value.kind == TV::Kind::Vector && value.width() == slot.width
+                            : value.kind == TV::Kind::Float;
         if (!ok)
           error(loc, "'" + name + "' is a Mutable[" + want + "] but the value assigned is " +
                          describe(value));
@@ -335,8 +364,10 @@ void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
 int Lowerer::materialize(int slot, int comp) {
   const Slot& s = k.slots[slot];
   Op op = Op::LoadPlane;
-  if (s.kind == SlotKind::Param) op = Op::LoadParam;
-  else if (s.kind == SlotKind::Mutable) op = Op::LoadState;
+  if (s.kind == SlotKind::Param)
+    op = Op::LoadParam;
+  else if (s.kind == SlotKind::Mutable)
+    op = Op::LoadState;
   const auto key = std::make_pair(static_cast<int>(op) * 100000 + slot, comp);
   if (auto it = load_cache_.find(key); it != load_cache_.end()) return it->second;
   if (s.kind == SlotKind::Mutable) k.slots[slot].inout = true;
@@ -358,7 +389,8 @@ TV Lowerer::read_var(const std::string& name, parse::Loc loc) {
     Var& var = it->second;
     if (var.maybe_undefined)
       error(loc, "'" + name + "' is assigned in only one branch of the `if` at line " +
-                     std::to_string(var.undefined_line) + "; assign it before the `if` or in "
+                     std::to_string(var.undefined_line) +
+                     "; assign it before the `if` or in "
                      "every branch");
     TV v = var.value;
     if (var.param_slot >= 0)
@@ -369,10 +401,12 @@ TV Lowerer::read_var(const std::string& name, parse::Loc loc) {
   const auto& globals = frame().fn->globals;
   if (auto g = globals.find(name); g != globals.end()) return symbol(g->second, name, loc);
   if (name == "print")
-    error(loc, "`print` is not allowed in a kernel: kernels run compiled, once per sample; write "
-               "the value to a Mutable plane and print it from Python");
-  error(loc, "unknown name '" + name + "'; a kernel can use its parameters, local variables, "
-             "numbers from the enclosing scope, hawk.math functions and @hawk.func helpers");
+    error(loc,
+          "`print` is not allowed in a kernel: kernels run compiled, once per sample; write "
+          "the value to a Mutable plane and print it from Python");
+  error(loc, "unknown name '" + name +
+                 "'; a kernel can use its parameters, local variables, "
+                 "numbers from the enclosing scope, hawk.math functions and @hawk.func helpers");
 }
 
 TV Lowerer::symbol(const Symbol& s, const std::string& name, parse::Loc loc) {
@@ -404,8 +438,9 @@ TV Lowerer::symbol(const Symbol& s, const std::string& name, parse::Loc loc) {
     case Symbol::Kind::Unsupported:
       break;
   }
-  error(loc, "'" + name + "' is " + s.name + ", which a kernel cannot use; a kernel can use "
-             "numbers, hawk.math functions and @hawk.func helpers from the enclosing scope");
+  error(loc, "'" + name + "' is " + s.name +
+                 ", which a kernel cannot use; a kernel can use "
+                 "numbers, hawk.math functions and @hawk.func helpers from the enclosing scope");
 }
 
 void Lowerer::if_stmt(const parse::Stmt& s) {
@@ -462,14 +497,17 @@ void Lowerer::merge(const std::map<std::string, Var>& before, std::map<std::stri
     }
     TV& x = a.value;
     TV& y = b.value;
-    const bool same = x.kind == y.kind && x.comps == y.comps && x.ival == y.ival && x.slot == y.slot &&
-                      x.helper == y.helper && x.name == y.name && x.items.empty() && y.items.empty();
+    const bool same = x.kind == y.kind && x.comps == y.comps && x.ival == y.ival &&
+                      x.slot == y.slot && x.helper == y.helper && x.name == y.name &&
+                      x.items.empty() && y.items.empty();
     if (same) {
       merged[n] = a;
       continue;
     }
-    if (x.kind == TV::Kind::Int && y.kind == TV::Kind::Float) x = TV::f(to_float(x, loc, "a value"));
-    if (y.kind == TV::Kind::Int && x.kind == TV::Kind::Float) y = TV::f(to_float(y, loc, "a value"));
+    if (x.kind == TV::Kind::Int && y.kind == TV::Kind::Float)
+      x = TV::f(to_float(x, loc, "a value"));
+    if (y.kind == TV::Kind::Int && x.kind == TV::Kind::Float)
+      y = TV::f(to_float(y, loc, "a value"));
     if (x.kind == TV::Kind::Int && y.kind == TV::Kind::Int) {
       x = TV::f(to_float(x, loc, "a value"));
       y = TV::f(to_float(y, loc, "a value"));
@@ -477,8 +515,8 @@ void Lowerer::merge(const std::map<std::string, Var>& before, std::map<std::stri
     const bool numeric_or_bool =
         x.kind == TV::Kind::Float || x.kind == TV::Kind::Vector || x.kind == TV::Kind::Bool;
     if (x.kind != y.kind || x.comps.size() != y.comps.size() || !numeric_or_bool)
-      error(loc, "'" + n + "' is " + describe(x) + " in one branch of this `if` and " + describe(y) +
-                     " in the other; give it the same type in every branch");
+      error(loc, "'" + n + "' is " + describe(x) + " in one branch of this `if` and " +
+                     describe(y) + " in the other; give it the same type in every branch");
     for (size_t c = 0; c < x.comps.size(); ++c) {
       if (x.comps[c] == y.comps[c]) continue;
       if (a.param_slot >= 0) {
@@ -498,8 +536,9 @@ void Lowerer::merge(const std::map<std::string, Var>& before, std::map<std::stri
 
 void Lowerer::for_stmt(const parse::Stmt& s) {
   if (s.iter || s.range_args.empty() || s.range_args.size() > 3)
-    error(s.loc, "a kernel loops only as `for i in range(K)` (or range(a, b[, step])) with bounds "
-                 "known when the kernel is defined");
+    error(s.loc,
+          "a kernel loops only as `for i in range(K)` (or range(a, b[, step])) with bounds "
+          "known when the kernel is defined");
   std::vector<int64_t> r;
   for (const auto& a : s.range_args) r.push_back(const_int(expr(*a), a->loc, "a range bound"));
   int64_t start = 0, stop = r[0], step = 1;
@@ -509,8 +548,9 @@ void Lowerer::for_stmt(const parse::Stmt& s) {
   ++depth_;
   for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
     if (++unrolled_ > kMaxUnrolled)
-      error(s.loc, "loops unroll to more than " + std::to_string(kMaxUnrolled) + " iterations in "
-                   "this kernel; use a stepping kernel (@hawk.kernel(steps=k)) for long loops");
+      error(s.loc, "loops unroll to more than " + std::to_string(kMaxUnrolled) +
+                       " iterations in "
+                       "this kernel; use a stepping kernel (@hawk.kernel(steps=k)) for long loops");
     assign_name(s.var, TV::i(i), s.loc);
     block(s.body);
   }
@@ -522,8 +562,9 @@ TV Lowerer::call_helper(int helper, std::vector<TV> args, parse::Loc loc) {
     error(loc, "unknown helper (internal error)");
   for (const Frame& f : frames_)
     if (f.helper == helper)
-      error(loc, "recursive call to helper '" + spec_.helpers[helper].name + "': kernels and "
-                 "helpers cannot recurse (they are inlined); write the recursion as a loop");
+      error(loc, "recursive call to helper '" + spec_.helpers[helper].name +
+                     "': kernels and "
+                     "helpers cannot recurse (they are inlined); write the recursion as a loop");
   if (frames_.size() > 64) error(loc, "helpers are nested more than 64 calls deep");
   const FunctionSource& fn = spec_.helpers[helper];
   parse::FunctionDef def;

@@ -28,17 +28,37 @@ struct TV {
     Module,  // the hawk.math module
   };
   Kind kind = Kind::Float;
-  std::vector<int> comps;   // IR values; -1 = a Mutable component not yet assigned
+  std::vector<int> comps;  // IR values; -1 = a Mutable component not yet assigned
   int64_t ival = 0;
   std::vector<TV> items;
   int slot = -1;
   int helper = -1;
   std::string name;
 
-  static TV f(int v) { TV t; t.kind = Kind::Float; t.comps = {v}; return t; }
-  static TV b(int v) { TV t; t.kind = Kind::Bool; t.comps = {v}; return t; }
-  static TV vec(std::vector<int> c) { TV t; t.kind = Kind::Vector; t.comps = std::move(c); return t; }
-  static TV i(int64_t v) { TV t; t.kind = Kind::Int; t.ival = v; return t; }
+  static TV f(int v) {
+    TV t;
+    t.kind = Kind::Float;
+    t.comps = {v};
+    return t;
+  }
+  static TV b(int v) {
+    TV t;
+    t.kind = Kind::Bool;
+    t.comps = {v};
+    return t;
+  }
+  static TV vec(std::vector<int> c) {
+    TV t;
+    t.kind = Kind::Vector;
+    t.comps = std::move(c);
+    return t;
+  }
+  static TV i(int64_t v) {
+    TV t;
+    t.kind = Kind::Int;
+    t.ival = v;
+    return t;
+  }
   bool numeric() const { return kind == Kind::Float || kind == Kind::Vector || kind == Kind::Int; }
   int width() const { return kind == Kind::Vector ? static_cast<int>(comps.size()) : 1; }
 };
@@ -48,7 +68,7 @@ std::string describe(const TV& v);
 // A variable of the body: its value, and for kernel parameters what it is bound to.
 struct Var {
   TV value;
-  int param_slot = -1;        // a kernel parameter's slot, -1 for locals
+  int param_slot = -1;           // a kernel parameter's slot, -1 for locals
   bool maybe_undefined = false;  // assigned in only one branch of an `if`
   int undefined_line = 0;
 };

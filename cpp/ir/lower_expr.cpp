@@ -87,21 +87,25 @@ int Lowerer::to_float(const TV& v, Loc loc, const char* what) {
   if (v.kind == TV::Kind::Float) return v.comps[0];
   if (v.kind == TV::Kind::Int) return konst(static_cast<double>(v.ival));
   if (v.kind == TV::Kind::Bool)
-    error(loc, std::string(what) + " must be a number, got a bool; bools cannot be used as numbers "
-                                   "in a kernel, use where(cond, a, b)");
+    error(loc, std::string(what) +
+                   " must be a number, got a bool; bools cannot be used as numbers "
+                   "in a kernel, use where(cond, a, b)");
   error(loc, std::string(what) + " must be a Scalar, got " + describe(v));
 }
 
 int Lowerer::to_bool(const TV& v, Loc loc, const char* what) {
   if (v.kind == TV::Kind::Bool) return v.comps[0];
-  error(loc, std::string(what) + " must be a condition (a comparison, `and`/`or`/`not` of "
-                                 "comparisons, or a bool), got " + describe(v));
+  error(loc, std::string(what) +
+                 " must be a condition (a comparison, `and`/`or`/`not` of "
+                 "comparisons, or a bool), got " +
+                 describe(v));
 }
 
 int64_t Lowerer::const_int(const TV& v, Loc loc, const char* what) {
   if (v.kind == TV::Kind::Int) return v.ival;
-  error(loc, std::string(what) + " must be an integer known when the kernel is defined (a "
-                                 "literal, a loop variable or an int from the enclosing scope), got " +
+  error(loc, std::string(what) +
+                 " must be an integer known when the kernel is defined (a "
+                 "literal, a loop variable or an int from the enclosing scope), got " +
                  describe(v));
 }
 
@@ -111,7 +115,8 @@ TV Lowerer::unary_map(Op op, const TV& a, Loc loc, const char* fname) {
     for (int c : a.comps) out.push_back(emit(op, Type::F, c));
     return TV::vec(out);
   }
-  if (a.kind == TV::Kind::Float || a.kind == TV::Kind::Int) return TV::f(emit(op, Type::F, to_float(a, loc, fname)));
+  if (a.kind == TV::Kind::Float || a.kind == TV::Kind::Int)
+    return TV::f(emit(op, Type::F, to_float(a, loc, fname)));
   error(loc, std::string(fname) + " takes a Scalar or a Vector, got " + describe(a));
 }
 
@@ -119,8 +124,9 @@ TV Lowerer::arith(const std::string& op, const TV& a, const TV& b, Loc loc) {
   const bool a_bool = a.kind == TV::Kind::Bool, b_bool = b.kind == TV::Kind::Bool;
   if (a_bool || b_bool) {
     if (a.kind == TV::Kind::Vector || b.kind == TV::Kind::Vector)
-      error(loc, "cannot mix a Vector and a bool with '" + op + "'; choose between vectors with "
-                 "where(cond, a, b)");
+      error(loc, "cannot mix a Vector and a bool with '" + op +
+                     "'; choose between vectors with "
+                     "where(cond, a, b)");
     error(loc, "bools cannot be used in arithmetic ('" + op + "'); use where(cond, a, b)");
   }
   if (!a.numeric() || !b.numeric())
@@ -137,8 +143,12 @@ TV Lowerer::arith(const std::string& op, const TV& a, const TV& b, Loc loc) {
     if (op == "-") return TV::i(x - y);
     if (op == "*") return TV::i(x * y);
     if ((op == "//" || op == "%") && y == 0) error(loc, "integer division by zero");
-    if (op == "//") return TV::i(static_cast<int64_t>(std::floor(static_cast<double>(x) / static_cast<double>(y))));
-    if (op == "%") return TV::i(x - y * static_cast<int64_t>(std::floor(static_cast<double>(x) / static_cast<double>(y))));
+    if (op == "//")
+      return TV::i(
+          static_cast<int64_t>(std::floor(static_cast<double>(x) / static_cast<double>(y))));
+    if (op == "%")
+      return TV::i(x - y * static_cast<int64_t>(
+                               std::floor(static_cast<double>(x) / static_cast<double>(y))));
     if (op == "**" && y >= 0 && y < 63) {
       int64_t r = 1;
       for (int64_t i = 0; i < y; ++i) r *= x;
@@ -157,20 +167,28 @@ TV Lowerer::arith(const std::string& op, const TV& a, const TV& b, Loc loc) {
   const int wa = a.width(), wb = b.width();
   const bool va = a.kind == TV::Kind::Vector, vb = b.kind == TV::Kind::Vector;
   if (va && vb && wa != wb)
-    error(loc, "cannot combine a Vector[" + std::to_string(wa) + "] and a Vector[" + std::to_string(wb) +
-                   "] with '" + op + "'");
+    error(loc, "cannot combine a Vector[" + std::to_string(wa) + "] and a Vector[" +
+                   std::to_string(wb) + "] with '" + op + "'");
   const int w = va ? wa : wb;
-  auto comp = [&](const TV& t, int c) { return t.kind == TV::Kind::Vector ? t.comps[c] : to_float(t, loc, "an operand"); };
+  auto comp = [&](const TV& t, int c) {
+    return t.kind == TV::Kind::Vector ? t.comps[c] : to_float(t, loc, "an operand");
+  };
   std::vector<int> out;
   for (int c = 0; c < w; ++c) {
     const int x = comp(a, c), y = comp(b, c);
     int r;
-    if (op == "+") r = emit(Op::Add, Type::F, x, y);
-    else if (op == "-") r = emit(Op::Sub, Type::F, x, y);
-    else if (op == "*") r = emit(Op::Mul, Type::F, x, y);
-    else if (op == "/") r = emit(Op::Div, Type::F, x, y);
-    else if (op == "**") r = emit(Op::Pow, Type::F, x, y);
-    else if (op == "//") r = emit(Op::Floor, Type::F, emit(Op::Div, Type::F, x, y));
+    if (op == "+")
+      r = emit(Op::Add, Type::F, x, y);
+    else if (op == "-")
+      r = emit(Op::Sub, Type::F, x, y);
+    else if (op == "*")
+      r = emit(Op::Mul, Type::F, x, y);
+    else if (op == "/")
+      r = emit(Op::Div, Type::F, x, y);
+    else if (op == "**")
+      r = emit(Op::Pow, Type::F, x, y);
+    else if (op == "//")
+      r = emit(Op::Floor, Type::F, emit(Op::Div, Type::F, x, y));
     else {  // "%": Python's modulo, the sign of the divisor
       const int q = emit(Op::Floor, Type::F, emit(Op::Div, Type::F, x, y));
       r = emit(Op::Sub, Type::F, x, emit(Op::Mul, Type::F, q, y));
@@ -185,7 +203,8 @@ TV Lowerer::select(int cond, const TV& a, const TV& b, Loc loc) {
   if (a.kind == TV::Kind::Bool && b.kind == TV::Kind::Bool)
     return TV::b(emit(Op::Select, Type::B, cond, a.comps[0], b.comps[0]));
   if (a.kind == TV::Kind::Bool || b.kind == TV::Kind::Bool)
-    error(loc, "both choices must be numbers or both conditions, got " + describe(a) + " and " + describe(b));
+    error(loc, "both choices must be numbers or both conditions, got " + describe(a) + " and " +
+                   describe(b));
   if (!a.numeric() || !b.numeric())
     error(loc, "choices must be numbers, got " + describe(a) + " and " + describe(b));
   const bool va = a.kind == TV::Kind::Vector, vb = b.kind == TV::Kind::Vector;
@@ -212,9 +231,7 @@ Op compare_op(const std::string& s) {
   return Op::Ne;
 }
 
-bool is_math_module(const std::string& name) {
-  return name == "hawk.math" || name == "math";
-}
+bool is_math_module(const std::string& name) { return name == "hawk.math" || name == "math"; }
 
 }  // namespace
 
@@ -228,8 +245,9 @@ TV Lowerer::expr(const Expr& e) {
     case ExprKind::Bool:
       return TV::b(kbool(e.bool_value));
     case ExprKind::String:
-      error(e.loc, "strings are not allowed in a kernel; use numbers and conditions instead "
-                   "(keep labels and names in Python)");
+      error(e.loc,
+            "strings are not allowed in a kernel; use numbers and conditions instead "
+            "(keep labels and names in Python)");
     case ExprKind::List:
       error(e.loc, "lists are not allowed in a kernel; build a vector with vec(a, b, c)");
     case ExprKind::Other:
@@ -282,11 +300,13 @@ TV Lowerer::expr(const Expr& e) {
         const TV& y = operands[i + 1];
         const Loc loc = e.args[i]->loc;
         if (x.kind == TV::Kind::Vector || y.kind == TV::Kind::Vector)
-          error(loc, "cannot compare " + describe(x) + " with " + describe(y) + "; compare a "
-                     "component v[i] or a length norm(v)");
+          error(loc, "cannot compare " + describe(x) + " with " + describe(y) +
+                         "; compare a "
+                         "component v[i] or a length norm(v)");
         if (x.kind == TV::Kind::Bool || y.kind == TV::Kind::Bool)
-          error(loc, "cannot compare conditions with '" + e.ops[i] + "'; combine them with "
-                     "`and`, `or`, `not`");
+          error(loc, "cannot compare conditions with '" + e.ops[i] +
+                         "'; combine them with "
+                         "`and`, `or`, `not`");
         const int c = emit(compare_op(e.ops[i]), Type::B, to_float(x, loc, "a compared value"),
                            to_float(y, loc, "a compared value"));
         acc = acc < 0 ? c : emit(Op::And, Type::B, acc, c);
@@ -309,12 +329,14 @@ TV Lowerer::expr(const Expr& e) {
     case ExprKind::Call: {
       const Expr& callee = *e.args[0];
       if (e.args.size() - 1 > 0 && !e.keywords.empty())
-        error(e.loc, "keyword arguments are not supported in kernel calls; pass arguments by position");
+        error(e.loc,
+              "keyword arguments are not supported in kernel calls; pass arguments by position");
       if (callee.kind == ExprKind::Attribute) {
         const TV base = expr(*callee.args[0]);
         if (base.kind == TV::Kind::Table) {
           if (callee.name != "at")
-            error(callee.loc, "a Table has one method, at(i): read entry i with " + std::string("w.at(i)"));
+            error(callee.loc,
+                  "a Table has one method, at(i): read entry i with " + std::string("w.at(i)"));
           if (e.args.size() != 2) error(e.loc, "w.at(i) takes one index");
           const TV idx = expr(*e.args[1]);
           int index;
@@ -327,8 +349,9 @@ TV Lowerer::expr(const Expr& e) {
           } else if (idx.kind == TV::Kind::Float) {
             index = emit(Op::ToIndex, Type::I, idx.comps[0]);
           } else {
-            error(e.args[1]->loc, "a table index must be an integer or a Scalar (rounded down), got " +
-                                      describe(idx));
+            error(e.args[1]->loc,
+                  "a table index must be an integer or a Scalar (rounded down), got " +
+                      describe(idx));
           }
           const Slot& slot = k.slots[base.slot];
           std::vector<int> comps;
@@ -351,13 +374,13 @@ TV Lowerer::expr(const Expr& e) {
       for (size_t i = 1; i < e.args.size(); ++i) args.push_back(expr(*e.args[i]));
       if (f.kind == TV::Kind::Math) return call_math(f.name, args, e.loc);
       if (f.kind == TV::Kind::Helper) return call_helper(f.helper, std::move(args), e.loc);
-      error(callee.loc, "cannot call " + describe(f) + "; a kernel calls hawk.math functions and "
-                        "@hawk.func helpers");
+      error(callee.loc, "cannot call " + describe(f) +
+                            "; a kernel calls hawk.math functions and "
+                            "@hawk.func helpers");
     }
     case ExprKind::Subscript: {
       const TV base = expr(*e.args[0]);
-      if (base.kind == TV::Kind::Table)
-        error(e.loc, "read a Table entry with w.at(i), not w[i]");
+      if (base.kind == TV::Kind::Table) error(e.loc, "read a Table entry with w.at(i), not w[i]");
       const TV idx = expr(*e.args[1]);
       if (base.kind == TV::Kind::Vector || base.kind == TV::Kind::Tuple) {
         const int64_t n = base.kind == TV::Kind::Vector ? static_cast<int64_t>(base.comps.size())
@@ -391,8 +414,10 @@ TV Lowerer::expr(const Expr& e) {
           error(e.loc, "'" + base.name + "." + e.name + "' is not a hawk.math function");
         }
       }
-      error(e.loc, "attribute access is only allowed on hawk.math (as in hawk.math.sqrt(x)) and "
-                   "on tables (w.at(i)); '." + e.name + "' is not");
+      error(e.loc,
+            "attribute access is only allowed on hawk.math (as in hawk.math.sqrt(x)) and "
+            "on tables (w.at(i)); '." +
+                e.name + "' is not");
     }
     case ExprKind::Tuple: {
       TV t;

@@ -7,9 +7,9 @@ namespace raptor::ir {
 
 const std::vector<std::string>& math_function_names() {
   static const std::vector<std::string> names = {
-      "vec",   "norm",    "dot",     "cross",   "normalize", "sqrt", "exp",   "log",
-      "sin",   "cos",     "tan",     "tanh",    "atan2",     "abs",  "minimum", "maximum",
-      "clamp", "floor",   "where",   "sign",    "float"};
+      "vec",     "norm",    "dot",   "cross", "normalize", "sqrt",  "exp",
+      "log",     "sin",     "cos",   "tan",   "tanh",      "atan2", "abs",
+      "minimum", "maximum", "clamp", "floor", "where",     "sign",  "float"};
   return names;
 }
 
@@ -20,16 +20,16 @@ namespace {
 void arity(const Lowerer& l, const std::string& name, const std::vector<TV>& args, size_t n,
            parse::Loc loc) {
   if (args.size() != n)
-    l.error(loc, name + "() takes " + std::to_string(n) + " argument" + (n == 1 ? "" : "s") + ", got " +
-                     std::to_string(args.size()));
+    l.error(loc, name + "() takes " + std::to_string(n) + " argument" + (n == 1 ? "" : "s") +
+                     ", got " + std::to_string(args.size()));
 }
 
 }  // namespace
 
 TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, parse::Loc loc) {
   static const std::pair<const char*, Op> unary[] = {
-      {"sqrt", Op::Sqrt}, {"exp", Op::Exp}, {"log", Op::Log},     {"sin", Op::Sin},
-      {"cos", Op::Cos},   {"tan", Op::Tan}, {"tanh", Op::Tanh},   {"abs", Op::Abs},
+      {"sqrt", Op::Sqrt},   {"exp", Op::Exp},  {"log", Op::Log},   {"sin", Op::Sin},
+      {"cos", Op::Cos},     {"tan", Op::Tan},  {"tanh", Op::Tanh}, {"abs", Op::Abs},
       {"floor", Op::Floor}, {"sign", Op::Sign}};
   for (const auto& [n, op] : unary)
     if (name == n) {
@@ -37,8 +37,7 @@ TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, pars
       return unary_map(op, args[0], loc, n);
     }
   auto vector_arg = [&](const TV& v, const char* what) {
-    if (v.kind != TV::Kind::Vector)
-      error(loc, name + "() takes " + what + ", got " + describe(v));
+    if (v.kind != TV::Kind::Vector) error(loc, name + "() takes " + what + ", got " + describe(v));
     return v.comps;
   };
   if (name == "float") {
@@ -60,7 +59,8 @@ TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, pars
       error(loc, "dot() of a Vector[" + std::to_string(a.size()) + "] and a Vector[" +
                      std::to_string(b.size()) + "]");
     int acc = emit(Op::Mul, Type::F, a[0], b[0]);
-    for (size_t c = 1; c < a.size(); ++c) acc = emit(Op::Add, Type::F, acc, emit(Op::Mul, Type::F, a[c], b[c]));
+    for (size_t c = 1; c < a.size(); ++c)
+      acc = emit(Op::Add, Type::F, acc, emit(Op::Mul, Type::F, a[c], b[c]));
     if (is_dot) return TV::f(acc);
     const int len = emit(Op::Sqrt, Type::F, acc);
     if (name == "norm") return TV::f(len);
@@ -74,7 +74,8 @@ TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, pars
     const std::vector<int> b = vector_arg(args[1], "two Vector[3]");
     if (a.size() != 3 || b.size() != 3) error(loc, "cross() takes two Vector[3]");
     auto term = [&](int i, int j) {
-      return emit(Op::Sub, Type::F, emit(Op::Mul, Type::F, a[i], b[j]), emit(Op::Mul, Type::F, a[j], b[i]));
+      return emit(Op::Sub, Type::F, emit(Op::Mul, Type::F, a[i], b[j]),
+                  emit(Op::Mul, Type::F, a[j], b[i]));
     };
     return TV::vec({term(1, 2), term(2, 0), term(0, 1)});
   }

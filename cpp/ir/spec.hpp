@@ -33,8 +33,8 @@ struct Symbol {
 struct FunctionSource {
   std::string name;
   std::string file;
-  int first_line = 1;   // file line of the first line of `source`
-  std::string source;   // the whole def, decorators included
+  int first_line = 1;  // file line of the first line of `source`
+  std::string source;  // the whole def, decorators included
   std::map<std::string, Symbol> globals;
 };
 
@@ -44,7 +44,7 @@ struct ParamSpec {
   SlotKind kind = SlotKind::Plane;  // Param, Plane, Mutable, Terminated or Table
   int width = 1;                    // k of Vector[k], 1 for Scalar
   bool is_vector = false;
-  std::string error;                // non-empty: the annotation is wrong; this says why
+  std::string error;  // non-empty: the annotation is wrong; this says why
 };
 
 struct KernelSpec {

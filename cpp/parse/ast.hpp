@@ -39,7 +39,8 @@ enum class ExprKind {
   Attribute,  // `args[0].name`
   Tuple,      // `(a, b)` or `a, b`
   List,       // `[a, b]` (refused)
-  Other,      // anything else the parser recognised only to refuse (lambda, dict, ...); `name` says what
+  Other,      // anything else the parser recognised only to refuse (lambda, dict, ...); `name` says
+              // what
 };
 
 struct Expr {
@@ -67,23 +68,23 @@ enum class StmtKind {
   For,        // for var in range(args...): body
   Return,     // return value (value may be null)
   Pass,
-  ExprStmt,   // a bare expression (a docstring, or something the front end refuses)
-  Other,      // a statement the language refuses (while, import, def, ...); `keyword` names it
+  ExprStmt,  // a bare expression (a docstring, or something the front end refuses)
+  Other,     // a statement the language refuses (while, import, def, ...); `keyword` names it
 };
 
 struct Stmt {
   StmtKind kind = StmtKind::Pass;
   Loc loc;
-  std::vector<ExprPtr> targets;    // Assign
-  ExprPtr target;                  // AugAssign
-  std::string op;                  // AugAssign operator without '='
-  ExprPtr value;                   // Assign/AugAssign/Return/ExprStmt value; If condition
-  std::string var;                 // For loop variable
-  std::vector<ExprPtr> range_args; // For: the arguments of range(...)
-  ExprPtr iter;                    // For: the iterable when it is not range(...) (refused)
-  Block body;                      // If/For body
-  Block orelse;                    // If else-branch
-  std::string keyword;             // Other: "while", "import", "with", ...
+  std::vector<ExprPtr> targets;     // Assign
+  ExprPtr target;                   // AugAssign
+  std::string op;                   // AugAssign operator without '='
+  ExprPtr value;                    // Assign/AugAssign/Return/ExprStmt value; If condition
+  std::string var;                  // For loop variable
+  std::vector<ExprPtr> range_args;  // For: the arguments of range(...)
+  ExprPtr iter;                     // For: the iterable when it is not range(...) (refused)
+  Block body;                       // If/For body
+  Block orelse;                     // If else-branch
+  std::string keyword;              // Other: "while", "import", "with", ...
 };
 
 // One formal parameter as written: name, and its annotation's source text (the Python side

@@ -49,7 +49,11 @@ int64_t to_index(double x) {
 
 bool foldable(Op op) {
   switch (op) {
-    case Op::Const: case Op::LoadParam: case Op::LoadPlane: case Op::LoadState: case Op::LoadMask:
+    case Op::Const:
+    case Op::LoadParam:
+    case Op::LoadPlane:
+    case Op::LoadState:
+    case Op::LoadMask:
     case Op::LoadTable:
       return false;
     default:
@@ -59,38 +63,70 @@ bool foldable(Op op) {
 
 double eval_op(Op op, const double* a, int64_t iimm) {
   switch (op) {
-    case Op::Neg: return -a[0];
-    case Op::Sqrt: return std::sqrt(a[0]);
-    case Op::Exp: return std::exp(a[0]);
-    case Op::Log: return std::log(a[0]);
-    case Op::Sin: return std::sin(a[0]);
-    case Op::Cos: return std::cos(a[0]);
-    case Op::Tan: return std::tan(a[0]);
-    case Op::Tanh: return std::tanh(a[0]);
-    case Op::Abs: return std::fabs(a[0]);
-    case Op::Floor: return std::floor(a[0]);
-    case Op::Sign: return (std::isnan(a[0]) || a[0] == 0.0) ? a[0] : (a[0] > 0) - (a[0] < 0);
-    case Op::Add: return a[0] + a[1];
-    case Op::Sub: return a[0] - a[1];
-    case Op::Mul: return a[0] * a[1];
-    case Op::Div: return a[0] / a[1];
-    case Op::Pow: return std::pow(a[0], a[1]);
-    case Op::Atan2: return std::atan2(a[0], a[1]);
-    case Op::Min: return nan_min(a[0], a[1]);
-    case Op::Max: return nan_max(a[0], a[1]);
-    case Op::PowI: return powi(a[0], iimm);
-    case Op::Lt: return a[0] < a[1];
-    case Op::Le: return a[0] <= a[1];
-    case Op::Gt: return a[0] > a[1];
-    case Op::Ge: return a[0] >= a[1];
-    case Op::Eq: return a[0] == a[1];
-    case Op::Ne: return a[0] != a[1];
-    case Op::Not: return a[0] == 0.0;
-    case Op::And: return (a[0] != 0.0) && (a[1] != 0.0);
-    case Op::Or: return (a[0] != 0.0) || (a[1] != 0.0);
-    case Op::Select: return a[0] != 0.0 ? a[1] : a[2];
-    case Op::ToIndex: return static_cast<double>(to_index(a[0]));
-    default: return std::numeric_limits<double>::quiet_NaN();
+    case Op::Neg:
+      return -a[0];
+    case Op::Sqrt:
+      return std::sqrt(a[0]);
+    case Op::Exp:
+      return std::exp(a[0]);
+    case Op::Log:
+      return std::log(a[0]);
+    case Op::Sin:
+      return std::sin(a[0]);
+    case Op::Cos:
+      return std::cos(a[0]);
+    case Op::Tan:
+      return std::tan(a[0]);
+    case Op::Tanh:
+      return std::tanh(a[0]);
+    case Op::Abs:
+      return std::fabs(a[0]);
+    case Op::Floor:
+      return std::floor(a[0]);
+    case Op::Sign:
+      return (std::isnan(a[0]) || a[0] == 0.0) ? a[0] : (a[0] > 0) - (a[0] < 0);
+    case Op::Add:
+      return a[0] + a[1];
+    case Op::Sub:
+      return a[0] - a[1];
+    case Op::Mul:
+      return a[0] * a[1];
+    case Op::Div:
+      return a[0] / a[1];
+    case Op::Pow:
+      return std::pow(a[0], a[1]);
+    case Op::Atan2:
+      return std::atan2(a[0], a[1]);
+    case Op::Min:
+      return nan_min(a[0], a[1]);
+    case Op::Max:
+      return nan_max(a[0], a[1]);
+    case Op::PowI:
+      return powi(a[0], iimm);
+    case Op::Lt:
+      return a[0] < a[1];
+    case Op::Le:
+      return a[0] <= a[1];
+    case Op::Gt:
+      return a[0] > a[1];
+    case Op::Ge:
+      return a[0] >= a[1];
+    case Op::Eq:
+      return a[0] == a[1];
+    case Op::Ne:
+      return a[0] != a[1];
+    case Op::Not:
+      return a[0] == 0.0;
+    case Op::And:
+      return (a[0] != 0.0) && (a[1] != 0.0);
+    case Op::Or:
+      return (a[0] != 0.0) || (a[1] != 0.0);
+    case Op::Select:
+      return a[0] != 0.0 ? a[1] : a[2];
+    case Op::ToIndex:
+      return static_cast<double>(to_index(a[0]));
+    default:
+      return std::numeric_limits<double>::quiet_NaN();
   }
 }
 

@@ -70,8 +70,16 @@ int identity(const Kernel& k, int i) {
 using Key = std::tuple<int, int, int, int, int, int, int, uint64_t, int64_t, int>;
 
 Key key_of(const Value& v) {
-  return {static_cast<int>(v.op), static_cast<int>(v.type), v.args[0], v.args[1], v.args[2],
-          v.slot, v.comp, std::bit_cast<uint64_t>(v.imm), v.iimm, v.pred};
+  return {static_cast<int>(v.op),
+          static_cast<int>(v.type),
+          v.args[0],
+          v.args[1],
+          v.args[2],
+          v.slot,
+          v.comp,
+          std::bit_cast<uint64_t>(v.imm),
+          v.iimm,
+          v.pred};
 }
 
 }  // namespace
@@ -96,8 +104,10 @@ void fold_and_cse(Kernel& k) {
       bool all = true;
       for (int a = 0; a < arity && all; ++a) {
         const Value& x = k.values[v.args[a]];
-        if (x.op != Op::Const) all = false;
-        else vals[a] = x.type == Type::I ? static_cast<double>(x.iimm) : x.imm;
+        if (x.op != Op::Const)
+          all = false;
+        else
+          vals[a] = x.type == Type::I ? static_cast<double>(x.iimm) : x.imm;
       }
       if (all) {
         const double r = eval_op(v.op, vals, v.iimm);
@@ -105,8 +115,10 @@ void fold_and_cse(Kernel& k) {
         v = Value{};
         v.op = Op::Const;
         v.type = t;
-        if (t == Type::I) v.iimm = static_cast<int64_t>(r);  // r came from to_index: in range
-        else v.imm = t == Type::B ? (r != 0.0 ? 1.0 : 0.0) : r;
+        if (t == Type::I)
+          v.iimm = static_cast<int64_t>(r);  // r came from to_index: in range
+        else
+          v.imm = t == Type::B ? (r != 0.0 ? 1.0 : 0.0) : r;
       } else if (const int id = identity(k, i); id >= 0) {
         repl[i] = id;
         continue;

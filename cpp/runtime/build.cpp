@@ -77,7 +77,8 @@ BuildResult build_host(const std::vector<const ir::Kernel*>& kernels, Compiler& 
     std::string msg = "hawk: the C++ compiler rejected the code generated for ";
     const std::string where = f.line > 0 ? locate(f.source, f.line) : "";
     msg += where.empty() ? "these kernels" : where;
-    if (f.line > 0) msg += " (generated line " + std::to_string(f.line) + " of " + f.source_path.string() + ")";
+    if (f.line > 0)
+      msg += " (generated line " + std::to_string(f.line) + " of " + f.source_path.string() + ")";
     msg += ":\n" + f.compiler_output.substr(0, 4000);
     throw std::runtime_error(msg);
   }
@@ -89,7 +90,8 @@ BuildResult build_host(const std::vector<const ir::Kernel*>& kernels, Compiler& 
       e.fn = e.module->symbol(e.symbol);
       write_manifest(compiler, e, result.compile.key);
       const std::string digest = e.digest;
-      auto shared = global_registry().add(digest, std::make_shared<const KernelEntry>(std::move(e)));
+      auto shared =
+          global_registry().add(digest, std::make_shared<const KernelEntry>(std::move(e)));
       (j == 0 ? bk.f32 : bk.f64) = shared;
     }
     result.kernels.push_back(std::move(bk));

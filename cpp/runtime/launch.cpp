@@ -1,10 +1,11 @@
 // The host launcher. See launch.hpp.
 #include "runtime/launch.hpp"
-#include "runtime/small_vector.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <stdexcept>
+
+#include "runtime/small_vector.hpp"
 
 namespace raptor::runtime {
 namespace {

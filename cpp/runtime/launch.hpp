@@ -64,7 +64,7 @@ struct LaunchResult {
   int64_t error_slot = -1;
   int64_t error_index = 0;
   int64_t error_sample = -1;
-  int chunks = 0;  // how many calls the kernel was split into (0: nothing to run)
+  int chunks = 0;          // how many calls the kernel was split into (0: nothing to run)
   uint32_t steps_run = 0;  // the most steps a sample ran (the kernel's steps, or fewer when all
                            // of its samples finished early)
   bool ok() const { return error == RAPTOR_OK; }

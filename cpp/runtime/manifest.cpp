@@ -18,11 +18,11 @@ void write_manifest(const Compiler& compiler, const KernelEntry& e, const std::s
   ensure_private_dir(dir, /*allow_symlink=*/false);
   std::ostringstream os;
   os << "raptor-kernel 1\ndigest " << e.digest << "\nname " << e.name << "\nsymbol " << e.symbol
-     << "\nso " << so_key << "\ndtype_size " << e.dtype_size << "\nactive_set " << (e.active_set ? 1 : 0)
-     << "\n";
+     << "\nso " << so_key << "\ndtype_size " << e.dtype_size << "\nactive_set "
+     << (e.active_set ? 1 : 0) << "\n";
   for (size_t s = 0; s < e.num_slots(); ++s)
-    os << "slot " << static_cast<int>(e.kinds[s]) << " " << e.widths[s] << " " << e.table_of[s] << " "
-       << static_cast<int>(e.inout[s]) << " " << e.slot_name(static_cast<int>(s)) << "\n";
+    os << "slot " << static_cast<int>(e.kinds[s]) << " " << e.widths[s] << " " << e.table_of[s]
+       << " " << static_cast<int>(e.inout[s]) << " " << e.slot_name(static_cast<int>(s)) << "\n";
   write_cache_file(dir / (e.digest + ".kernel"), os.str());
 }
 
@@ -34,11 +34,16 @@ bool parse(const std::string& text, KernelEntry& e, std::string& so_key) {
   int version = 0;
   if (!(in >> word >> version) || word != "raptor-kernel" || version != 1) return false;
   while (in >> word) {
-    if (word == "digest") in >> e.digest;
-    else if (word == "name") in >> e.name;
-    else if (word == "symbol") in >> e.symbol;
-    else if (word == "so") in >> so_key;
-    else if (word == "dtype_size") in >> e.dtype_size;
+    if (word == "digest")
+      in >> e.digest;
+    else if (word == "name")
+      in >> e.name;
+    else if (word == "symbol")
+      in >> e.symbol;
+    else if (word == "so")
+      in >> so_key;
+    else if (word == "dtype_size")
+      in >> e.dtype_size;
     else if (word == "active_set") {
       int a = 0;
       in >> a;
