@@ -13,31 +13,6 @@ using ir::SlotKind;
 using ir::Type;
 using ir::Value;
 
-namespace {
-
-Type result_type(Op op, Type operand1) {
-  switch (op) {
-    case Op::Lt:
-    case Op::Le:
-    case Op::Gt:
-    case Op::Ge:
-    case Op::Eq:
-    case Op::Ne:
-    case Op::Not:
-    case Op::And:
-    case Op::Or:
-    case Op::LoadMask:
-      return Type::B;
-    case Op::ToIndex:
-      return Type::I;
-    case Op::Select:
-      return operand1;
-    default:
-      return Type::F;
-  }
-}
-
-}  // namespace
 
 int Builder::constant(double x) {
   const uint64_t bits = std::bit_cast<uint64_t>(x);
@@ -68,7 +43,7 @@ int Builder::op(Op op, std::initializer_list<int> args, int pred) {
   v.op = op;
   int a = 0;
   for (const int x : args) v.args[a++] = x;
-  v.type = result_type(op, op == Op::Select ? k_.values[v.args[1]].type : Type::F);
+  v.type = ir::result_type(op, op == Op::Select ? k_.values[v.args[1]].type : Type::F);
   v.pred = pred;
   v.loc = loc_;
   return k_.add(std::move(v));

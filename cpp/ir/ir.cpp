@@ -154,6 +154,23 @@ Type operand_type(Op op, int i, Type result) {
   }
 }
 
+
+[[noreturn]] void fail(const Kernel& k, int v, const std::string& why) {
+  throw std::logic_error("raptor IR verifier: kernel '" + k.name + "' value %" + std::to_string(v) +
+                         ": " + why);
+}
+
+std::string number(double d) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", d);
+  return buf;
+}
+
+}  // namespace
+
+const char* op_name(Op op) { return info(op).name; }
+int op_arity(Op op) { return info(op).arity; }
+
 Type result_type(Op op, Type declared) {
   switch (op) {
     case Op::Const:
@@ -178,21 +195,6 @@ Type result_type(Op op, Type declared) {
   }
 }
 
-[[noreturn]] void fail(const Kernel& k, int v, const std::string& why) {
-  throw std::logic_error("raptor IR verifier: kernel '" + k.name + "' value %" + std::to_string(v) +
-                         ": " + why);
-}
-
-std::string number(double d) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", d);
-  return buf;
-}
-
-}  // namespace
-
-const char* op_name(Op op) { return info(op).name; }
-int op_arity(Op op) { return info(op).arity; }
 
 int Kernel::find_slot(const std::string& slot_name) const {
   for (size_t i = 0; i < slots.size(); ++i)

@@ -83,6 +83,8 @@ enum class Op : uint8_t {
 
 const char* op_name(Op op);
 int op_arity(Op op);
+// The type of an `op` value; `declared` is the type of a Const, or of a Select's choices.
+Type result_type(Op op, Type declared);
 
 struct Loc {
   int line = 0;  // in the user's file, 0 when unknown (generated)
