@@ -92,6 +92,11 @@ class Runner:
         if budget is None:
             raise ValueError("eagle.until_done: give max_steps (to until_done or to run) so a loop that never finishes stops")
         t0 = time.perf_counter()
+        # Active sets are rebuilt from the mask at each run, so a mask changed between runs is
+        # seen (within a run, launches keep them up to date).
+        for b in [node for _, node in self.items if isinstance(node, Bound)] + ([self.fused] if self.fused else []):
+            if b.kernel.guard.active_set:
+                b.reset_active()
         done_steps = 0
         report_every = 1.0
         next_report = t0 + report_every
@@ -158,7 +163,7 @@ def until_done(items: Sequence[Any], max_steps: int | None = None, progress: boo
         raise ValueError("eagle.until_done: no kernel in the loop has a Terminated mask, so nothing says when a sample is done")
     fused = None
     plans = [item for item in items if isinstance(item, Plan)]
-    if len(named) == 1 and len(plans) == 1 and not plans[0].kernel.guard.active_set:
+    if len(named) == 1 and len(plans) == 1:
         plan = plans[0]
         (fused_plan,) = eagle.plan.auto([plan.kernel.with_steps(plan.kernel.steps * FUSED)], cache_dir=plan.cache_dir)
         bound = named[0][1]
