@@ -51,3 +51,19 @@ def test_compiler_failure_names_the_users_line(tmp_path, monkeypatch):
     (plan,) = eagle.plan.auto([axpy_broken], cache_dir=tmp_path)
     assert not plan.info["cache_hit"]
     assert os.path.exists(plan.info["so_path"])
+
+
+def test_big_endian_planes_are_refused_with_a_clear_message(tmp_path):
+    import numpy as np
+
+    import eagle
+    from eagle.interop import import_buffer
+
+    (plan,) = eagle.plan.auto([axpy_broken], cache_dir=tmp_path)
+    x = np.arange(4.0).astype(">f8")
+    y = np.zeros(4)
+    with pytest.raises(eagle.ModeError, match="big-endian"):
+        plan.bind(x=x, a=1.0, y=y)
+    assert np.array_equal(y, np.zeros(4))
+    with pytest.raises(TypeError, match="big-endian"):
+        import_buffer(x)

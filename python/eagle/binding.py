@@ -24,10 +24,19 @@ __all__ = ["Bound", "bind", "as_host_array"]
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+def _native(arr: np.ndarray, who: str, name: str) -> np.ndarray:
+    if arr.dtype.byteorder == ">":
+        raise ModeError(
+            f"{who}: '{name}' is big-endian ({arr.dtype.str}); kernels read native byte order: bind "
+            f"arr.astype(arr.dtype.newbyteorder('=')) instead"
+        )
+    return arr
+
+
 def as_host_array(value: Any, who: str, name: str) -> np.ndarray:
     """The NumPy view of a host array, without a copy; refuses what would need one."""
     if isinstance(value, np.ndarray):
-        return value
+        return _native(value, who, name)
     if hasattr(value, "__cuda_array_interface__") and not hasattr(value, "__array_interface__"):
         raise ModeError(f"{who}: '{name}' is a GPU array; this plan runs on the host (target 'host'): pass a NumPy array")
     if hasattr(value, "__array_interface__") or hasattr(value, "__array__") or hasattr(value, "__dlpack__"):
@@ -38,7 +47,7 @@ def as_host_array(value: Any, who: str, name: str) -> np.ndarray:
         iface = getattr(value, "__array_interface__", None)
         if iface is not None and arr.__array_interface__["data"][0] != iface["data"][0]:
             raise TypeError(f"{who}: '{name}' would be copied to become an array; bind an array that owns its memory so later writes are seen")
-        return arr
+        return _native(arr, who, name)
     raise TypeError(f"{who}: '{name}' must be an array, got {type(value).__name__}")
 
 
@@ -129,6 +138,8 @@ def _first_float_dtype(kernel: Kernel, values: Mapping[str, Any], who: str) -> t
             dt = getattr(v, "dtype", None)
             if dt is not None:
                 dt = np.dtype(dt)
+                if isinstance(v, np.ndarray):
+                    _native(v, who, s.name)
                 if dt in _FLOATS:
                     return dt, s.name
                 raise ModeError(f"{who}: plane '{s.name}' is {dt}, which is not supported; a kernel runs float32 or float64 planes")

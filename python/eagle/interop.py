@@ -32,6 +32,8 @@ class DeviceBuffer:
 
 
 def _check(shape: tuple[int, ...], strides: tuple[int, ...] | None, dtype: np.dtype, what: str) -> None:
+    if dtype.byteorder == ">":
+        raise TypeError(f"eagle.interop.import_buffer: {what} is big-endian ({dtype.str}); kernels read native byte order")
     if dtype not in _USABLE:
         raise TypeError(f"eagle.interop.import_buffer: {what} has dtype {dtype}; planes are float32 or float64 (masks bool, counters uint32)")
     if strides is not None:
