@@ -49,6 +49,7 @@ step_asan() {
   configure_build "$ROOT/build/asan" -DCMAKE_BUILD_TYPE=Debug -DRAPTOR_BUILD_TESTS=ON \
     -DRAPTOR_BUILD_PYTHON=OFF -DRAPTOR_SANITIZE=address,undefined
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
+  LSAN_OPTIONS="suppressions=$ROOT/cpp/tests/lsan.supp" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     ctest --test-dir "$ROOT/build/asan" --output-on-failure --no-tests=error -j "$JOBS"
 }

@@ -67,3 +67,12 @@ def test_big_endian_planes_are_refused_with_a_clear_message(tmp_path):
     assert np.array_equal(y, np.zeros(4))
     with pytest.raises(TypeError, match="big-endian"):
         import_buffer(x)
+
+
+def test_kernels_emit_cuda_cpp_for_both_dtypes():
+    for dtype, t in (("float32", "float"), ("float64", "double")):
+        code = axpy_broken.cuda(dtype)
+        assert "__global__ void raptor_axpy_broken_" in code
+        assert f"using T = {t};" in code
+        assert "y = a * x + 1.0" in code  # comments map to the user's lines
+        assert "raptor_cuda_args" in code

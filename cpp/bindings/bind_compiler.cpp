@@ -175,6 +175,15 @@ void bind_compiler(nb::module_& m) {
                  {{h.kernel.get(), d, codegen::symbol_name(*h.kernel, d, digest)}});
            })
       .def(
+          "cuda",
+          [](const KernelHandle& h, const std::string& dtype) {
+            const codegen::DType d = dtype_from(dtype);
+            const std::string digest = runtime::kernel_digest(*h.kernel, d);
+            return codegen::emit_cuda(
+                {{h.kernel.get(), d, codegen::symbol_name(*h.kernel, d, digest)}});
+          },
+          "The CUDA C++ translation unit (runtime/abi_cuda.h) for this kernel.")
+      .def(
           "with_steps",
           [](const KernelHandle& h, int steps) {
             if (steps < 1) throw nb::value_error("steps must be >= 1");

@@ -86,10 +86,12 @@ template <class T> inline int64_t rp_index(T a) {
 
 class KernelWriter {
  public:
-  KernelWriter(const ir::Kernel& k, DType dtype, std::string symbol, std::ostringstream& os)
-      : k_(k), dtype_(dtype), symbol_(std::move(symbol)), os_(os) {}
+  KernelWriter(const ir::Kernel& k, DType dtype, std::string symbol, std::ostringstream& os,
+               bool cuda = false)
+      : k_(k), dtype_(dtype), symbol_(std::move(symbol)), os_(os), cuda_(cuda) {}
 
   void write() {
+    if (cuda_) return write_cuda();
     header_comment();
     os_ << "RAPTOR_EXPORT void " << symbol_ << "(raptor_args* a) {\n";
     os_ << "  using T = " << (dtype_ == DType::F32 ? "float" : "double") << ";\n";
@@ -128,11 +130,102 @@ class KernelWriter {
     os_ << "}\n\n";
   }
 
+  // The CUDA kernel: one thread per sample (grid-stride), the same per-sample code as the
+  // host (a step loop in registers when steps > 1), then what the thread finished, summed
+  // and found wrong merged into the launch's results with atomics (abi_cuda.h).
+  void write_cuda() {
+    header_comment();
+    os_ << "extern \"C\" __global__ void " << symbol_ << "(const raptor_cuda_args args) {\n";
+    os_ << "  const raptor_cuda_args* const a = &args;\n";
+    os_ << "  using T = " << (dtype_ == DType::F32 ? "float" : "double") << ";\n";
+    os_ << "  const int64_t n = a->n;\n";
+    declare_slots();
+    os_ << "  uint32_t finished = 0;\n";
+    os_ << "  int steps_run = 0;\n";
+    os_ << "  int64_t err[4] = {0, 0, 0, 0};\n";
+    os_ << "  (void)n;\n";
+    os_ << "  auto sample = [&](const int64_t s) {\n";
+    if (k_.steps == 1) {
+      sample_body();
+      os_ << "    steps_run = 1;\n";
+    } else {
+      cuda_steps_body();
+    }
+    os_ << "  };\n";
+    os_ << "  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;\n";
+    os_ << "  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < "
+           "a->count;"
+           " i += stride)\n";
+    os_ << "    sample(a->index ? a->index[i] : i);\n";
+    for (size_t s = 0; s < k_.slots.size(); ++s)
+      if (k_.slots[s].kind == SlotKind::ParamSum)
+        for (int c = 0; c < k_.slots[s].width; ++c)
+          os_ << "  atomicAdd(&sum_" << name(s) << "[" << c << "], static_cast<T>(acc_" << name(s)
+              << "_" << c << "));\n";
+    os_ << "  if (finished) atomicAdd(&a->status[0], static_cast<unsigned long long>(finished));\n";
+    os_ << "  if (steps_run) atomicMax(&a->status[5], static_cast<unsigned long "
+           "long>(steps_run));\n";
+    os_ << "  if (err[0] != 0 && atomicCAS(&a->status[1], 0ull, static_cast<unsigned long "
+           "long>(err[0])) == 0ull) {\n"
+           "    a->status[2] = static_cast<unsigned long long>(err[1]);\n"
+           "    a->status[3] = static_cast<unsigned long long>(err[2]);\n"
+           "    a->status[4] = static_cast<unsigned long long>(err[3]);\n"
+           "  }\n";
+    os_ << "}\n\n";
+  }
+
+  // CUDA, steps > 1: one thread runs its sample's steps with the state in registers and stops
+  // when the sample is done.
+  void cuda_steps_body() {
+    const bool mask = k_.has_mask();
+    const std::string ind = "      ";
+    os_ << "    const uint8_t was = " << (mask ? "mask_in[s]" : "0") << ";\n";
+    os_ << "    uint8_t live = was ^ 1;\n";
+    for (size_t s = 0; s < k_.slots.size(); ++s) {
+      const ir::Slot& sl = k_.slots[s];
+      if (sl.kind != SlotKind::Mutable) continue;
+      for (int c = 0; c < sl.width; ++c)
+        os_ << "    T st_" << name(s) << "_" << c << " = "
+            << (sl.inout ? plane("in_", s, c) : std::string("T(0)")) << ";\n";
+    }
+    os_ << "    int step = 0;\n";
+    os_ << "    for (; step < " << k_.steps << " && live; ++step) {\n";
+    ir::Loc last;
+    for (int i = 0; i < static_cast<int>(k_.values.size()); ++i) value(i, ind, last);
+    sums(ind);
+    for (const ir::Store& st : k_.stores)
+      if (k_.slots[st.slot].kind == SlotKind::Mutable)
+        os_ << ind << "st_" << name(st.slot) << "_" << st.comp << " = " << var(st.value) << ";\n";
+    if (k_.terminate >= 0) os_ << ind << "if (" << var(k_.terminate) << ") live = 0;\n";
+    os_ << "    }\n";
+    os_ << "    if (step > steps_run) steps_run = step;\n";
+    for (size_t s = 0; s < k_.slots.size(); ++s) {
+      const ir::Slot& sl = k_.slots[s];
+      if (sl.kind != SlotKind::Mutable) continue;
+      for (int c = 0; c < sl.width; ++c) {
+        const std::string state = "st_" + name(s) + "_" + std::to_string(c);
+        os_ << "    " << plane("out_", s, c) << " = " << (mask ? kept(s, c, state) : state)
+            << ";\n";
+      }
+    }
+    if (mask) {
+      os_ << "    const uint8_t done = static_cast<uint8_t>((was ^ 1) & (live ^ 1));\n";
+      os_ << "    mask_out[s] = was | done;\n";
+      os_ << "    finished += done;\n";
+    }
+  }
+
  private:
   const ir::Kernel& k_;
   DType dtype_;
   std::string symbol_;
   std::ostringstream& os_;
+  bool cuda_;  // CUDA C++ for NVRTC (a grid-stride loop, atomics) instead of host C++
+
+  // A math function: std:: on the host, CUDA's overloads on the device.
+  std::string fn(const char* name) const {
+    return (cuda_ ? std::string() : std::string("std::")) + name;
+  }
 
   std::string name(size_t slot) const {
     const std::string id = ident(k_.slots[slot].name);
@@ -207,16 +300,23 @@ class KernelWriter {
           os_ << "  const int64_t size_" << nm << " = a->table_size[" << s << "];\n";
           break;
         case SlotKind::ParamSum:
-          os_ << "  double* const sum_" << nm << " = a->sums[" << s << "];\n";
+          os_ << sum_pointer(nm, s);
           for (int c = 0; c < sl.width; ++c)
             os_ << "  double acc_" << nm << "_" << c << " = 0.0;\n";
           break;
         case SlotKind::TableSum:
-          os_ << "  double* const sum_" << nm << " = a->sums[" << s << "];\n";
+          os_ << sum_pointer(nm, s);
           os_ << "  const int64_t size_" << nm << " = a->table_size[" << sl.table_of << "];\n";
           break;
       }
     }
+  }
+
+  // Host: the launcher's double partials for this call; CUDA: the output in the kernel dtype.
+  std::string sum_pointer(const std::string& nm, size_t s) const {
+    if (cuda_)
+      return "  T* const sum_" + nm + " = static_cast<T*>(a->sums[" + std::to_string(s) + "]);\n";
+    return "  double* const sum_" + nm + " = a->sums[" + std::to_string(s) + "];\n";
   }
 
   std::string plane(const std::string& prefix, size_t slot, int comp) const {
@@ -265,7 +365,7 @@ class KernelWriter {
           if (!k_.slots[v.slot].inout) return "T(0)";
           return plane("in_", v.slot, v.comp);
         }
-        return "st_" + name(v.slot) + "_" + std::to_string(v.comp) + "[j]";
+        return "st_" + name(v.slot) + "_" + std::to_string(v.comp) + (cuda_ ? "" : "[j]");
       case Op::LoadMask:
         return k_.has_mask() ? "was" : "false";
       case Op::LoadTable:
@@ -273,23 +373,23 @@ class KernelWriter {
       case Op::Neg:
         return "-" + a(0);
       case Op::Sqrt:
-        return "std::sqrt(" + a(0) + ")";
+        return fn("sqrt") + "(" + a(0) + ")";
       case Op::Exp:
-        return "std::exp(" + a(0) + ")";
+        return fn("exp") + "(" + a(0) + ")";
       case Op::Log:
-        return "std::log(" + a(0) + ")";
+        return fn("log") + "(" + a(0) + ")";
       case Op::Sin:
-        return "std::sin(" + a(0) + ")";
+        return fn("sin") + "(" + a(0) + ")";
       case Op::Cos:
-        return "std::cos(" + a(0) + ")";
+        return fn("cos") + "(" + a(0) + ")";
       case Op::Tan:
-        return "std::tan(" + a(0) + ")";
+        return fn("tan") + "(" + a(0) + ")";
       case Op::Tanh:
-        return "std::tanh(" + a(0) + ")";
+        return fn("tanh") + "(" + a(0) + ")";
       case Op::Abs:
-        return "std::fabs(" + a(0) + ")";
+        return fn("fabs") + "(" + a(0) + ")";
       case Op::Floor:
-        return "std::floor(" + a(0) + ")";
+        return fn("floor") + "(" + a(0) + ")";
       case Op::Sign:
         return "rp_sign(" + a(0) + ")";
       case Op::Add:
@@ -301,9 +401,9 @@ class KernelWriter {
       case Op::Div:
         return a(0) + " / " + a(1);
       case Op::Pow:
-        return "std::pow(" + a(0) + ", " + a(1) + ")";
+        return fn("pow") + "(" + a(0) + ", " + a(1) + ")";
       case Op::Atan2:
-        return "std::atan2(" + a(0) + ", " + a(1) + ")";
+        return fn("atan2") + "(" + a(0) + ", " + a(1) + ")";
       case Op::Min:
         return "rp_min(" + a(0) + ", " + a(1) + ")";
       case Op::Max:
@@ -391,12 +491,15 @@ class KernelWriter {
       } else if (sl.kind == SlotKind::TableSum) {
         const std::string ix = var(st.index);
         os_ << indent << "if (" << guard(st.pred) << ") {\n";
-        os_ << indent << "  if (" << ix << " >= 0 && " << ix << " < size_" << nm << ") sum_" << nm
-            << "["
-            << (sl.width == 1
-                    ? ix
-                    : ix + " * " + std::to_string(sl.width) + " + " + std::to_string(st.comp))
-            << "] += static_cast<double>(" << var(st.value) << ");\n";
+        const std::string entry = "sum_" + nm + "[" +
+                                  (sl.width == 1 ? ix
+                                                 : ix + " * " + std::to_string(sl.width) + " + " +
+                                                       std::to_string(st.comp)) +
+                                  "]";
+        os_ << indent << "  if (" << ix << " >= 0 && " << ix << " < size_" << nm << ") "
+            << (cuda_ ? "atomicAdd(&" + entry + ", static_cast<T>(" + var(st.value) + "))"
+                      : entry + " += static_cast<double>(" + var(st.value) + ")")
+            << ";\n";
         os_ << indent
             << "  else if (err[0] == 0) { err[0] = RAPTOR_ERR_TABLE_INDEX; err[1] = " << sl.table_of
             << "; err[2] = " << ix << "; err[3] = s; }\n";
@@ -525,7 +628,50 @@ class KernelWriter {
   }
 };
 
+const char* cuda_prelude() {
+  return R"(// NVRTC compiles this without system headers: the fixed-width types and constants it uses.
+typedef long long int64_t;
+typedef unsigned int uint32_t;
+typedef int int32_t;
+typedef unsigned char uint8_t;
+#define NAN __int_as_float(0x7fc00000)
+#define INFINITY __int_as_float(0x7f800000)
+#define RAPTOR_ERR_TABLE_INDEX 1
+)";
+}
+
+const char* cuda_helpers() {
+  return R"(namespace {
+// jax.numpy semantics where C differs (see the host prelude).
+template <class T> __device__ __forceinline__ T rp_min(T a, T b) {
+  return a != a ? a : (b != b ? b : (a == b ? (signbit(a) ? a : b) : (b < a ? b : a)));
+}
+template <class T> __device__ __forceinline__ T rp_max(T a, T b) {
+  return a != a ? a : (b != b ? b : (a == b ? (signbit(a) ? b : a) : (b > a ? b : a)));
+}
+template <class T> __device__ __forceinline__ T rp_sign(T a) { return (a != a || a == T(0)) ? a : T((a > T(0)) - (a < T(0))); }
+template <class T> __device__ __forceinline__ int64_t rp_index(T a) {
+  const T f = floor(a);
+  return (f >= T(-9.0e18) && f <= T(9.0e18)) ? static_cast<int64_t>(f) : int64_t(-1);
+}
 }  // namespace
+)";
+}
+
+}  // namespace
+
+std::string emit_cuda(const std::vector<KernelToEmit>& kernels) {
+  std::ostringstream os;
+  os << "// Generated by raptor's hawk compiler (codegen/cpp_emitter.cpp) as CUDA C++ for NVRTC. "
+        "Do\n"
+        "// not edit: it is regenerated from the kernels' Python source, whose file and line each\n"
+        "// comment names.\n\n"
+     << cuda_prelude() << "\n"
+     << runtime::abi_cuda_header_source() << "\n"
+     << cuda_helpers() << "\n";
+  for (const auto& k : kernels) KernelWriter(*k.kernel, k.dtype, k.symbol, os, true).write();
+  return os.str();
+}
 
 std::string symbol_name(const ir::Kernel& k, DType dtype, const std::string& digest) {
   std::string base = ident(k.name);

@@ -2,7 +2,7 @@
 // extern "C" function per (kernel, dtype) following runtime/abi.h. Comments map every group
 // of statements back to the user's file and line. The loops over samples are written so GCC
 // vectorizes them (no per-sample branches in kernels without a mask or table checks).
-// A CUDA emitter will share `emit_body` (codegen/body.hpp) when it comes.
+// emit_cuda writes the same kernels as CUDA C++ (runtime/abi_cuda.h) from the same writer.
 #pragma once
 
 #include <string>
@@ -28,5 +28,9 @@ std::string symbol_name(const ir::Kernel& k, DType dtype, const std::string& dig
 
 // The whole translation unit for these kernels.
 std::string emit_cpp(const std::vector<KernelToEmit>& kernels);
+
+// The same kernels as one CUDA C++ translation unit for NVRTC: `extern "C" __global__`
+// functions following runtime/abi_cuda.h, the per-sample code shared with the host emitter.
+std::string emit_cuda(const std::vector<KernelToEmit>& kernels);
 
 }  // namespace raptor::codegen

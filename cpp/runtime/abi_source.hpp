@@ -10,4 +10,7 @@ namespace raptor::runtime {
 // abi.h, byte for byte.
 std::string_view abi_header_source();
 
+// abi_cuda.h, byte for byte.
+std::string_view abi_cuda_header_source();
+
 }  // namespace raptor::runtime

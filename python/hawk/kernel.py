@@ -98,6 +98,11 @@ class Kernel:
         """The C++ translation unit the host build compiles for this kernel."""
         return self._core.cpp(_dtype(dtype))
 
+    def cuda(self, dtype: str = "float64") -> str:
+        """The CUDA C++ translation unit of this kernel (for NVRTC; see runtime/abi_cuda.h).
+        eagle does not launch it yet: the CUDA target is not built."""
+        return self._core.cuda(_dtype(dtype))
+
     def slot(self, name: str) -> SlotInfo:
         for s in self.slots:
             if s.name == name:
