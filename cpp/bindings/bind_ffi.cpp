@@ -17,6 +17,7 @@ void bind_ffi(nb::module_& m) {
       []() {
         nb::dict d;
         d["cpu"] = nb::capsule(reinterpret_cast<void*>(&raptor::ffi::kernel_cpu));
+        d["cuda"] = nb::capsule(reinterpret_cast<void*>(&raptor::ffi::kernel_cuda));
         return d;
       },
       "XLA FFI handlers by platform, as capsules for jax.ffi.register_ffi_target.");

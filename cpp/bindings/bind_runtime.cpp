@@ -14,6 +14,7 @@
 #include "runtime/bound.hpp"
 #include "runtime/build.hpp"
 #include "runtime/cache.hpp"
+#include "runtime/cuda_build.hpp"
 #include "runtime/manifest.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/shared_pool.hpp"
@@ -138,6 +139,17 @@ void bind_runtime(nb::module_& m) {
       },
       nb::arg("compiler"),
       "Registers every intact kernel of the cache; returns (registered, skipped).");
+
+  m.def(
+      "build_cuda",
+      [](const std::vector<const KernelHandle*>& kernels, runtime::Compiler& compiler) {
+        std::vector<const ir::Kernel*> ks;
+        for (const KernelHandle* k : kernels) ks.push_back(k->kernel.get());
+        nb::gil_scoped_release release;
+        return runtime::build_cuda(ks, compiler);
+      },
+      nb::arg("kernels"), nb::arg("compiler"),
+      "Builds kernels for CUDA (NVRTC, PTX cached) and registers them for the XLA CUDA handler.");
 
   m.def(
       "default_host_flags", []() { return std::string(runtime::kDefaultHostFlags); },

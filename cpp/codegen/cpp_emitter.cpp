@@ -279,7 +279,10 @@ class KernelWriter {
       const std::string nm = name(s);
       switch (sl.kind) {
         case SlotKind::Param:
-          os_ << "  const T k_" << nm << " = static_cast<T>(a->params[" << s << "]);\n";
+          if (cuda_)  // device memory: a traced value under XLA
+            os_ << "  const T k_" << nm << " = *static_cast<const T*>(a->params[" << s << "]);\n";
+          else
+            os_ << "  const T k_" << nm << " = static_cast<T>(a->params[" << s << "]);\n";
           break;
         case SlotKind::Plane:
           os_ << "  const T* const in_" << nm << " = static_cast<const T*>(a->in[" << s << "]);\n";

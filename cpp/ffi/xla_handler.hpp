@@ -13,4 +13,7 @@ namespace raptor::ffi {
 // The CPU handler: runs inline on XLA's thread, splitting large launches over the shared pool.
 XLA_FFI_Error* kernel_cpu(XLA_FFI_CallFrame* frame);
 
+// The CUDA handler: launches the kernel's CUDA build on XLA's stream (xla_handler_cuda.cpp).
+XLA_FFI_Error* kernel_cuda(XLA_FFI_CallFrame* frame);
+
 }  // namespace raptor::ffi

@@ -21,7 +21,8 @@ typedef struct raptor_cuda_args {
   const int64_t* index;    /* active set: sample = index[i]; null: sample = i */
   const void* in[RAPTOR_CUDA_MAX_SLOTS];  /* per slot: the plane or table read */
   void* out[RAPTOR_CUDA_MAX_SLOTS];       /* per slot: the plane written */
-  double params[RAPTOR_CUDA_MAX_SLOTS];   /* per slot: a Param's value */
+  const void* params[RAPTOR_CUDA_MAX_SLOTS]; /* per slot: a Param's value, in device memory
+                                               (one element of the kernel dtype) */
   int64_t table_size[RAPTOR_CUDA_MAX_SLOTS];
   void* sums[RAPTOR_CUDA_MAX_SLOTS];      /* per slot: ParamSum/TableSum output, kernel dtype */
   const uint8_t* mask_in;  /* the Terminated plane read (never null when the kernel has one) */

@@ -38,6 +38,7 @@ class KernelCall:
         self.outputs: tuple[SlotInfo, ...] = tuple(outs)
         self.roles = kernel._core.slot_roles()  # per slot: (role, primal name)
         self._derived: dict[tuple, KernelCall] = {}
+        self._cuda_built = False
 
     # --- identity (a primitive parameter)
     def __hash__(self) -> int:
@@ -73,6 +74,18 @@ class KernelCall:
             if (s.kind == "mutable" and s.inout) or s.kind == "terminated":
                 out[i] = self.output_index(s.name)
         return out
+
+    def ensure_cuda(self) -> None:
+        """Builds this kernel for CUDA (NVRTC to PTX, cached on disk) and registers it for the
+        XLA CUDA handler, once per process."""
+        with _lock:
+            if self._cuda_built:
+                return
+        from raptor_core import _core
+
+        _core.build_cuda([self.kernel._core], _core.Compiler(self.plan.cache_dir))
+        with _lock:
+            self._cuda_built = True
 
     # --- derived kernels
     def tangent(self, wrt: Sequence[str]) -> "KernelCall":

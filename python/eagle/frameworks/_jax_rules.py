@@ -58,6 +58,11 @@ def register_targets() -> None:
     if "cpu" not in targets:
         raise RuntimeError("eagle.frameworks.jax: this build of raptor_core has no XLA FFI handlers (it was built without the XLA FFI headers); reinstall raptor with jaxlib available at build time")
     jax.ffi.register_ffi_target(TARGET, targets["cpu"], platform="cpu", api_version=1)
+    if "cuda" in targets:
+        try:  # a JAX without CUDA support may refuse the platform: the CPU target still works
+            jax.ffi.register_ffi_target(TARGET, targets["cuda"], platform="CUDA", api_version=1)
+        except Exception:  # noqa: BLE001 - any refusal means no CUDA here
+            pass
     _registered = True
 
 
@@ -125,6 +130,14 @@ kernel_local_p.def_abstract_eval(_abstract_eval)
 mlir.register_lowering(kernel_local_p, _ffi_lowering, platform="cpu")
 
 
+def _ffi_lowering_cuda(ctx: Any, *operands: Any, call: KernelCall) -> Any:
+    call.ensure_cuda()  # the CUDA build (NVRTC) happens when a GPU program is lowered
+    return _ffi_lowering(ctx, *operands, call=call)
+
+
+mlir.register_lowering(kernel_local_p, _ffi_lowering_cuda, platform="cuda")
+
+
 def _lowering(ctx: Any, *operands: Any, call: KernelCall) -> Any:
     # Through custom partitioning, so that under jit with inputs sharded along the sample
     # axis every device runs its own shard (no all-gather); on one device it is inlined to
@@ -150,12 +163,18 @@ def _several_devices(ctx: Any) -> bool:
     return mesh is not None and mesh.size > 1
 
 
+def _lowering_cuda(ctx: Any, *operands: Any, call: KernelCall) -> Any:
+    call.ensure_cuda()
+    return _lowering(ctx, *operands, call=call)
+
+
 # Not cacheable: JAX's lowering cache would lower the call once without the device
 # assignment that custom partitioning needs to split it over several devices.
-try:
-    mlir.register_lowering(kernel_p, _lowering, platform="cpu", cacheable=False)
-except TypeError:  # a JAX without the flag lowers every call in place
-    mlir.register_lowering(kernel_p, _lowering, platform="cpu")
+for _platform, _rule in (("cpu", _lowering), ("cuda", _lowering_cuda)):
+    try:
+        mlir.register_lowering(kernel_p, _rule, platform=_platform, cacheable=False)
+    except TypeError:  # a JAX without the flag lowers every call in place
+        mlir.register_lowering(kernel_p, _rule, platform=_platform)
 # Custom partitioning needs the device assignment at lowering time; JAX provides it only to
 # computations that contain a primitive in this (internal) set, as custom_partitioning is.
 try:
