@@ -29,26 +29,6 @@ ir::SlotKind kind_from(const std::string& s) {
   throw std::invalid_argument("unknown parameter kind '" + s + "'");
 }
 
-const char* kind_text(ir::SlotKind k) {
-  switch (k) {
-    case ir::SlotKind::Param:
-      return "param";
-    case ir::SlotKind::Plane:
-      return "plane";
-    case ir::SlotKind::Mutable:
-      return "mutable";
-    case ir::SlotKind::Terminated:
-      return "terminated";
-    case ir::SlotKind::Table:
-      return "table";
-    case ir::SlotKind::ParamSum:
-      return "param_sum";
-    case ir::SlotKind::TableSum:
-      return "table_sum";
-  }
-  return "?";
-}
-
 codegen::DType dtype_from(const std::string& s) {
   if (s == "float32") return codegen::DType::F32;
   if (s == "float64") return codegen::DType::F64;
@@ -123,7 +103,7 @@ using SlotTuple = std::tuple<std::string, std::string, int, bool, bool, int>;
 std::vector<SlotTuple> slots(const KernelHandle& h) {
   std::vector<SlotTuple> out;
   for (const ir::Slot& s : h.kernel->slots)
-    out.emplace_back(s.name, kind_text(s.kind), s.width, s.is_vector, s.inout, s.table_of);
+    out.emplace_back(s.name, ir::slot_kind_name(s.kind), s.width, s.is_vector, s.inout, s.table_of);
   return out;
 }
 

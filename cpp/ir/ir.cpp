@@ -109,26 +109,6 @@ const char* type_name(Type t) {
   return "?";
 }
 
-const char* kind_name(SlotKind k) {
-  switch (k) {
-    case SlotKind::Param:
-      return "param";
-    case SlotKind::Plane:
-      return "plane";
-    case SlotKind::Mutable:
-      return "mutable";
-    case SlotKind::Terminated:
-      return "terminated";
-    case SlotKind::Table:
-      return "table";
-    case SlotKind::ParamSum:
-      return "param_sum";
-    case SlotKind::TableSum:
-      return "table_sum";
-  }
-  return "?";
-}
-
 // The type each operand of `op` must have, given the value's own type.
 Type operand_type(Op op, int i, Type result) {
   switch (op) {
@@ -154,7 +134,6 @@ Type operand_type(Op op, int i, Type result) {
   }
 }
 
-
 [[noreturn]] void fail(const Kernel& k, int v, const std::string& why) {
   throw std::logic_error("raptor IR verifier: kernel '" + k.name + "' value %" + std::to_string(v) +
                          ": " + why);
@@ -170,6 +149,26 @@ std::string number(double d) {
 
 const char* op_name(Op op) { return info(op).name; }
 int op_arity(Op op) { return info(op).arity; }
+
+const char* slot_kind_name(SlotKind k) {
+  switch (k) {
+    case SlotKind::Param:
+      return "param";
+    case SlotKind::Plane:
+      return "plane";
+    case SlotKind::Mutable:
+      return "mutable";
+    case SlotKind::Terminated:
+      return "terminated";
+    case SlotKind::Table:
+      return "table";
+    case SlotKind::ParamSum:
+      return "param_sum";
+    case SlotKind::TableSum:
+      return "table_sum";
+  }
+  return "?";
+}
 
 Type result_type(Op op, Type declared) {
   switch (op) {
@@ -194,7 +193,6 @@ Type result_type(Op op, Type declared) {
       return Type::F;
   }
 }
-
 
 int Kernel::find_slot(const std::string& slot_name) const {
   for (size_t i = 0; i < slots.size(); ++i)
@@ -273,7 +271,8 @@ void verify(const Kernel& k) {
     } else if (slot.kind == SlotKind::TableSum) {
       check_ref(-1, s.index, Type::I, "table_sum index");
     } else if (slot.kind != SlotKind::ParamSum) {
-      fail(k, -1, "store to " + std::string(kind_name(slot.kind)) + " slot '" + slot.name + "'");
+      fail(k, -1,
+           "store to " + std::string(slot_kind_name(slot.kind)) + " slot '" + slot.name + "'");
     }
   }
   for (int s = 0; s < ns; ++s) {
@@ -333,8 +332,8 @@ std::string print(const Kernel& k) {
   os << "kernel " << k.name << " steps=" << k.steps << (k.active_set ? " active_set" : "") << "\n";
   for (size_t s = 0; s < k.slots.size(); ++s) {
     const Slot& slot = k.slots[s];
-    os << "  $" << s << " " << kind_name(slot.kind) << " " << slot.name << " width=" << slot.width
-       << (slot.inout ? " inout" : "");
+    os << "  $" << s << " " << slot_kind_name(slot.kind) << " " << slot.name
+       << " width=" << slot.width << (slot.inout ? " inout" : "");
     if (slot.kind == SlotKind::TableSum) os << " of $" << slot.table_of;
     os << "\n";
   }

@@ -116,6 +116,9 @@ enum class SlotKind : uint8_t {
                //  the same M as table slot `table_of`
 };
 
+// "param", "plane", "mutable", "terminated", "table", "param_sum" or "table_sum".
+const char* slot_kind_name(SlotKind k);
+
 struct Slot {
   std::string name;
   SlotKind kind = SlotKind::Plane;

@@ -32,6 +32,20 @@ KernelEntry describe_kernel(const ir::Kernel& k, DType dtype) {
   return e;
 }
 
+std::vector<KernelEntry> describe_build(const std::vector<const ir::Kernel*>& kernels,
+                                        std::vector<codegen::KernelToEmit>& todo) {
+  std::vector<KernelEntry> entries;
+  for (const ir::Kernel* k : kernels) {
+    for (DType d : {DType::F32, DType::F64}) {
+      KernelEntry e = describe_kernel(*k, d);
+      e.symbol = codegen::symbol_name(*k, d, e.digest);
+      todo.push_back({k, d, e.symbol});
+      entries.push_back(std::move(e));
+    }
+  }
+  return entries;
+}
+
 namespace {
 
 // The user's location nearest above generated line `line`: the last "// file:line  text"
@@ -60,15 +74,7 @@ std::string locate(const std::string& source, int line) {
 BuildResult build_host(const std::vector<const ir::Kernel*>& kernels, Compiler& compiler,
                        const CompileOptions& options) {
   std::vector<codegen::KernelToEmit> todo;
-  std::vector<KernelEntry> entries;
-  for (const ir::Kernel* k : kernels) {
-    for (DType d : {DType::F32, DType::F64}) {
-      KernelEntry e = describe_kernel(*k, d);
-      e.symbol = codegen::symbol_name(*k, d, e.digest);
-      todo.push_back({k, d, e.symbol});
-      entries.push_back(std::move(e));
-    }
-  }
+  std::vector<KernelEntry> entries = describe_build(kernels, todo);
   const std::string source = codegen::emit_cpp(todo);
   BuildResult result;
   try {

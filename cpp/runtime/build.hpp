@@ -22,6 +22,11 @@ std::string kernel_digest(const ir::Kernel& k, codegen::DType dtype);
 // A KernelEntry's slot description for `k` (fn, module and symbol left empty).
 KernelEntry describe_kernel(const ir::Kernel& k, codegen::DType dtype);
 
+// Every kernel in float32 then float64: its KernelEntry (symbol set, not yet loaded), and the
+// same in `todo` for the emitter. Host and CUDA builds both start here.
+std::vector<KernelEntry> describe_build(const std::vector<const ir::Kernel*>& kernels,
+                                        std::vector<codegen::KernelToEmit>& todo);
+
 struct BuiltKernel {
   std::shared_ptr<const KernelEntry> f32;
   std::shared_ptr<const KernelEntry> f64;

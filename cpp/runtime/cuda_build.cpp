@@ -51,14 +51,7 @@ int build_cuda(const std::vector<const ir::Kernel*>& kernels, const Compiler& co
         "raptor: building kernels for CUDA needs NVRTC (libnvrtc.so from the CUDA toolkit or the "
         "nvidia-cuda-nvrtc wheel); set RAPTOR_NVRTC to its path");
   std::vector<codegen::KernelToEmit> todo;
-  std::vector<KernelEntry> entries;
-  for (const ir::Kernel* k : kernels)
-    for (codegen::DType d : {codegen::DType::F32, codegen::DType::F64}) {
-      KernelEntry e = describe_kernel(*k, d);
-      e.symbol = codegen::symbol_name(*k, d, e.digest);
-      todo.push_back({k, d, e.symbol});
-      entries.push_back(std::move(e));
-    }
+  std::vector<KernelEntry> entries = describe_build(kernels, todo);
   const std::string source = codegen::emit_cuda(todo);
   const std::string key =
       sha256_hex(source + "\nnvrtc " + nvrtc->version() + " " + kCudaArch + "\n");

@@ -118,7 +118,7 @@ def _kernel_adjoint(node: Bound, nl: Any, state: dict, ct: dict, ct_of: Callable
     primal_slot = {s.name: s for s in kernel.slots}
     for s, (role, primal) in zip(adj.slots, roles):
         src = primal_slot.get(primal)
-        key = plane_key(node.arrays[primal]) if primal in node.arrays and src is not None and src.kind != "param" else None
+        key = plane_key(node.arrays[primal]) if src is not None and src.kind != "param" else None
         if role == "p":
             if src.kind == "param":
                 values[s.name] = nl.params[primal]

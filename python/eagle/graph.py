@@ -28,7 +28,7 @@ from raptor_core import _core
 from eagle.binding import Bound
 from eagle.runtime import host_runtime
 
-__all__ = ["Graph", "BuiltGraph", "OpaqueNode", "opaque", "plane_key", "node_planes"]
+__all__ = ["Graph", "BuiltGraph", "OpaqueNode", "copy_results", "opaque", "plane_key", "node_planes"]
 
 
 def plane_key(arr: Any) -> tuple:
@@ -37,11 +37,18 @@ def plane_key(arr: Any) -> tuple:
     return (a.__array_interface__["data"][0], a.nbytes, a.dtype.str)
 
 
-def _copy_into(dst: np.ndarray, value: Any, who: str, name: str) -> None:
-    src = np.asarray(value)
-    if src.shape != dst.shape:
-        raise ValueError(f"{who}: returned shape {src.shape} for write plane '{name}', which has shape {dst.shape}")
-    np.copyto(dst, src, casting="same_kind")
+def copy_results(result: Any, writes: Mapping[str, np.ndarray], who: str) -> None:
+    """Copies a foreign node's result (one value, or a tuple in the order of ``writes``) into
+    its write planes, checking the count and each shape; ``who`` names the node's function in
+    the messages (e.g. "eagle.graph.opaque node: fn")."""
+    outs = result if isinstance(result, (tuple, list)) else (result,)
+    if len(outs) != len(writes):
+        raise ValueError(f"{who} returned {len(outs)} value(s) for {len(writes)} write plane(s) {list(writes)}")
+    for (name, dst), value in zip(writes.items(), outs):
+        src = np.asarray(value)
+        if src.shape != dst.shape:
+            raise ValueError(f"{who} returned shape {src.shape} for write plane '{name}', which has shape {dst.shape}")
+        np.copyto(dst, src, casting="same_kind")
 
 
 class OpaqueNode:
@@ -74,13 +81,8 @@ class OpaqueNode:
 
     def run(self) -> None:
         result = self.fn(*self.reads.values()) if (self.reads or self.writes) else self.fn()
-        if not self.writes:
-            return
-        outs = result if isinstance(result, (tuple, list)) else (result,)
-        if len(outs) != len(self.writes):
-            raise ValueError(f"eagle.graph.opaque node: returned {len(outs)} value(s) for {len(self.writes)} write plane(s) {list(self.writes)}")
-        for (name, dst), value in zip(self.writes.items(), outs):
-            _copy_into(dst, value, "eagle.graph.opaque node", name)
+        if self.writes:
+            copy_results(result, self.writes, "eagle.graph.opaque node: fn")
 
 
 def opaque(fn: Callable[..., Any], reads: Mapping[str, Any] | None = None, writes: Mapping[str, Any] | None = None, eager: bool = False) -> OpaqueNode:

@@ -18,6 +18,7 @@ import numpy as np
 from eagle.errors import ModeError
 from eagle.frameworks import _jax_rules
 from eagle.frameworks._jax_call import call_for
+from eagle.graph import copy_results
 from hawk.kernel import Kernel
 
 __all__ = ["JaxNode", "KernelFunction", "export_checks", "function", "node", "preload"]
@@ -164,15 +165,7 @@ class JaxNode:
         # JAX imports host memory without a copy when it can (64-byte aligned); results are
         # copied into the write planes before run() returns, so JAX's buffers outlive the copy.
         args = [jax.dlpack.from_dlpack(a) for a in self.reads.values()]
-        result = self.fn(*args)
-        outs = result if isinstance(result, (tuple, list)) else (result,)
-        if len(outs) != len(self.writes):
-            raise ValueError(f"eagle.frameworks.jax.node: the JAX function returned {len(outs)} value(s) for {len(self.writes)} write plane(s) {list(self.writes)}")
-        for (name, dst), out in zip(self.writes.items(), outs):
-            src = np.asarray(out)
-            if src.shape != dst.shape:
-                raise ValueError(f"eagle.frameworks.jax.node: the JAX function returned shape {src.shape} for write plane '{name}', which has shape {dst.shape}")
-            np.copyto(dst, src, casting="same_kind")
+        copy_results(self.fn(*args), self.writes, "eagle.frameworks.jax.node: the JAX function")
 
 
 def node(fn: Any, reads: dict[str, Any], writes: dict[str, Any]) -> JaxNode:
