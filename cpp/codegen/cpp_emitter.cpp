@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "runtime/abi_source.hpp"
 
@@ -102,18 +104,8 @@ class KernelWriter {
     os_ << "  int64_t err[4] = {0, 0, 0, 0};\n";
     os_ << "  (void)n;\n";
     if (k_.steps == 1) {
-      os_ << "  auto sample = [&](const int64_t s) __attribute__((always_inline)) {\n";
-      sample_body();
-      os_ << "  };\n";
-      // Bounds in locals: stores through the planes could alias *a as far as GCC knows.
-      os_ << "  const int64_t begin = a->begin, end = a->end;\n"
-             "  if (a->index) {\n"
-             "    const int64_t* const index = a->index;\n"
-             "    for (int64_t i = begin; i < end; ++i) sample(index[i]);\n"
-             "  } else {\n"
-          << simd_pragma()
-          << "    for (int64_t i = begin; i < end; ++i) sample(i);\n"
-             "  }\n";
+      sample_lambda();
+      sample_loops();
     } else {
       blocked_body();
     }
@@ -220,7 +212,8 @@ class KernelWriter {
   DType dtype_;
   std::string symbol_;
   std::ostringstream& os_;
-  bool cuda_;  // CUDA C++ for NVRTC (a grid-stride loop, atomics) instead of host C++
+  bool cuda_;           // CUDA C++ for NVRTC (a grid-stride loop, atomics) instead of host C++
+  bool parts_ = false;  // sums() adds into the sample lambda's parts, not the accumulators
 
   // A math function: std:: on the host, CUDA's overloads on the device.
   std::string fn(const char* name) const {
@@ -486,7 +479,7 @@ class KernelWriter {
       const ir::Slot& sl = k_.slots[st.slot];
       const std::string nm = name(st.slot);
       if (sl.kind == SlotKind::ParamSum) {
-        os_ << indent << "acc_" << nm << "_" << st.comp << " += "
+        os_ << indent << (parts_ ? "part_" : "acc_") << nm << "_" << st.comp << " += "
             << (st.pred < 0 && !k_.has_mask()
                     ? "static_cast<double>(" + var(st.value) + ")"
                     : guard(st.pred) + " ? static_cast<double>(" + var(st.value) + ") : 0.0")
@@ -513,15 +506,89 @@ class KernelWriter {
 
   // The stores of a finished-on-entry sample: an in-out plane keeps its old value (copied
   // when the output is another buffer), a pure output is left alone or zeroed (JAX).
-  std::string kept(size_t slot, int comp, const std::string& value) const {
+  // `zero` is the flag's expression: the run-time flag, or the sample lambda's compile-time
+  // one (which lets GCC drop the read of the old output).
+  std::string kept(size_t slot, int comp, const std::string& value,
+                   const std::string& zero = "zero_finished") const {
     const ir::Slot& sl = k_.slots[slot];
     if (sl.inout) return "was ? " + plane("in_", slot, comp) + " : " + value;
-    return "was ? (zero_finished ? T(0) : " + plane("out_", slot, comp) + ") : " + value;
+    return "was ? (" + zero + " ? T(0) : " + plane("out_", slot, comp) + ") : " + value;
+  }
+
+  // The sums over samples of this kernel, one (slot, component) per entry.
+  std::vector<std::pair<size_t, int>> sum_components() const {
+    std::vector<std::pair<size_t, int>> out;
+    for (size_t s = 0; s < k_.slots.size(); ++s)
+      if (k_.slots[s].kind == SlotKind::ParamSum)
+        for (int c = 0; c < k_.slots[s].width; ++c) out.emplace_back(s, c);
+    return out;
+  }
+
+  std::string sum_name(const std::pair<size_t, int>& sc) const {
+    return name(sc.first) + "_" + std::to_string(sc.second);
+  }
+
+  // Host, steps == 1: the per-sample lambda. With a mask it takes the zero_finished flag as a
+  // type (std::true_type / std::false_type); with sums over samples it returns the sample's
+  // parts, which the loop adds into its accumulators: an accumulator the lambda updated by
+  // reference would keep GCC from vectorizing the loop's OpenMP SIMD reduction.
+  void sample_lambda() {
+    const auto parts = sum_components();
+    if (!parts.empty()) {
+      os_ << "  struct parts_t {";
+      for (const auto& sc : parts) os_ << " double " << sum_name(sc) << ";";
+      os_ << " };\n";
+    }
+    os_ << "  auto sample = [&](const int64_t s" << (k_.has_mask() ? ", auto zero" : "")
+        << ") __attribute__((always_inline))" << (parts.empty() ? "" : " -> parts_t") << " {\n";
+    // -0.0, the identity of +: the sample's first contribution is taken as is (GCC folds
+    // -0.0 + x to x, not 0.0 + x, which differs for x = -0.0) and the loop vectorizes better.
+    for (const auto& sc : parts) os_ << "    double part_" << sum_name(sc) << " = -0.0;\n";
+    parts_ = !parts.empty();
+    sample_body("decltype(zero)::value");
+    parts_ = false;
+    if (!parts.empty()) {
+      os_ << "    return {";
+      for (size_t i = 0; i < parts.size(); ++i)
+        os_ << (i ? ", " : "") << "part_" << sum_name(parts[i]);
+      os_ << "};\n";
+    }
+    os_ << "  };\n";
+  }
+
+  // Host, steps == 1: the sample loops, contiguous (vectorized) or through the active set's
+  // index map, each once per value of the zero_finished flag when the kernel has a mask.
+  void sample_loops() {
+    const auto parts = sum_components();
+    auto call = [&](const std::string& sample_index, const std::string& zero) {
+      std::string args = sample_index + (zero.empty() ? "" : ", " + zero);
+      if (parts.empty()) return "sample(" + args + ");";
+      std::string body = "{ const parts_t p = sample(" + args + ");";
+      for (const auto& sc : parts) body += " acc_" + sum_name(sc) + " += p." + sum_name(sc) + ";";
+      return body + " }";
+    };
+    auto loops = [&](const std::string& zero, const std::string& indent) {
+      os_ << indent << "if (a->index) {\n"
+          << indent << "  const int64_t* const index = a->index;\n"
+          << indent << "  for (int64_t i = begin; i < end; ++i) " << call("index[i]", zero) << "\n"
+          << indent << "} else {\n"
+          << simd_pragma() << indent << "  for (int64_t i = begin; i < end; ++i) "
+          << call("i", zero) << "\n"
+          << indent << "}\n";
+    };
+    // Bounds in locals: stores through the planes could alias *a as far as GCC knows.
+    os_ << "  const int64_t begin = a->begin, end = a->end;\n";
+    if (!k_.has_mask()) return loops("", "  ");
+    os_ << "  if (zero_finished) {\n";
+    loops("std::true_type{}", "    ");
+    os_ << "  } else {\n";
+    loops("std::false_type{}", "    ");
+    os_ << "  }\n";
   }
 
   // steps == 1: one pass per sample, branch-free so the sample loop vectorizes. With a mask,
   // every sample is computed and a finished one's results are not kept.
-  void sample_body() {
+  void sample_body(const std::string& zero = "zero_finished") {
     const bool mask = k_.has_mask();
     if (mask)
       // uint8_t flags (masks hold 0 or 1): GCC vectorizes this mask logic, not the bool form.
@@ -534,7 +601,7 @@ class KernelWriter {
     for (const ir::Store& st : k_.stores)
       if (k_.slots[st.slot].kind == SlotKind::Mutable)
         os_ << ind << plane("out_", st.slot, st.comp) << " = "
-            << (mask ? kept(st.slot, st.comp, var(st.value)) : var(st.value)) << ";\n";
+            << (mask ? kept(st.slot, st.comp, var(st.value), zero) : var(st.value)) << ";\n";
     if (mask) {
       os_ << ind << "const uint8_t done = "
           << (k_.terminate >= 0 ? "static_cast<uint8_t>(live & " + var(k_.terminate) + ")"

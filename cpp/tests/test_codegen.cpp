@@ -9,8 +9,9 @@
 // 2. Compile and run: build_host() of a few kernels into a temporary cache directory, launched
 //    through runtime::launch, compared with the reference interpreter (float64: exact or 1e-15
 //    relative; float32: 1e-6 relative).
-// 3. Vectorization: the drag step's translation unit compiled with the host flags and
-//    -fopt-info-vec-optimized; GCC must report the sample loop as vectorized.
+// 3. Vectorization: a drag step, a masked kernel and an adjoint with sums over samples compiled
+//    with the host flags and -fopt-info-vec-optimized; GCC must report every contiguous
+//    sample loop as vectorized.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "ad/adjoint.hpp"
 #include "codegen/cpp_emitter.hpp"
 #include "ir/interp.hpp"
 #include "ir/ir.hpp"
@@ -454,38 +456,62 @@ TEST_F(CodegenRun, SecondBuildIsACacheHit) {
 // 3. Vectorization of the sample loop
 // ---------------------------------------------------------------------------------------------
 
-TEST(CodegenVectorize, DragSampleLoopIsVectorized) {
+// Compiles `k` with the host flags and -fopt-info-vec-optimized; every contiguous sample
+// loop (one per value of the zero_finished flag when the kernel has a mask) must be
+// vectorized. GCC reports a loop at the line of its `for`, or, for an OpenMP SIMD loop, at
+// the line of the inlined sample lambda; the loop it reports at a `#pragma omp simd` line is
+// the one that combines the reduction's lanes, which is vectorized even when the sample loop
+// is not, so it does not count.
+void expect_sample_loops_vectorized(const ir::Kernel& k, const std::string& symbol) {
   if (std::system("g++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "g++ is not available";
-  const ir::Kernel k = drag_kernel();
-  const std::string code = codegen::emit_cpp({{&k, DType::F64, "raptor_drag_vec_f64"}});
+  const std::string code = codegen::emit_cpp({{&k, DType::F64, symbol}});
   runtime::testing::TempDir dir;
-  const fs::path src = dir.path() / "drag.cpp";
-  const fs::path report = dir.path() / "report.txt";
+  const fs::path src = dir.path() / "k.cpp";
   std::ofstream(src) << code;
   const std::string cmd = "cd '" + dir.path().string() +
-                          "' && g++ -O3 -march=native -fno-math-errno -ffp-contract=off -std=c++17 "
-                          "-fopt-info-vec-optimized -c drag.cpp -o drag.o > report.txt 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_file(report);
-  const std::string out = read_file(report);
+                          "' && g++ -O3 -march=native -fno-math-errno -ffp-contract=off "
+                          "-fopenmp-simd -std=c++17 -fopt-info-vec-optimized -c k.cpp -o k.o > "
+                          "report.txt 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_file(dir.path() / "report.txt");
+  const std::string out = read_file(dir.path() / "report.txt");
 
-  // The line of the plain (non-index) sample loop.
-  int loop_line = 0, line = 0;
+  std::vector<std::string> lines{""};  // 1-based
+  size_t contiguous_loops = 0;
   std::istringstream in(code);
   for (std::string text; std::getline(in, text);) {
-    ++line;
-    if (text.find("for (int64_t i = begin; i < end; ++i) sample(i);") != std::string::npos)
-      loop_line = line;
+    lines.push_back(text);
+    if (text.find("for (int64_t i = begin; i < end; ++i)") != std::string::npos &&
+        text.find("index[i]") == std::string::npos)
+      ++contiguous_loops;
   }
-  ASSERT_GT(loop_line, 0) << "no plain sample loop in:\n" << code;
-  const std::string want = "drag.cpp:" + std::to_string(loop_line) + ":";
-  bool vectorized = false;
+  ASSERT_EQ(contiguous_loops, k.has_mask() ? 2u : 1u) << "sample loops in:\n" << code;
+  size_t vectorized = 0;
   std::istringstream rep(out);
-  for (std::string text; std::getline(rep, text);)
-    if (text.find(want) != std::string::npos && text.find("loop vectorized") != std::string::npos)
-      vectorized = true;
-  EXPECT_TRUE(vectorized) << "GCC did not report line " << loop_line
-                          << " (the sample loop) as vectorized:\n"
-                          << out;
+  for (std::string text; std::getline(rep, text);) {
+    if (text.rfind("k.cpp:", 0) != 0 || text.find("loop vectorized") == std::string::npos) continue;
+    const size_t line = std::stoul(text.substr(6));
+    if (line < lines.size() && lines[line].find("#pragma omp simd") == std::string::npos)
+      ++vectorized;
+  }
+  EXPECT_GE(vectorized, contiguous_loops) << "GCC did not vectorize every sample loop of:\n"
+                                          << code << "\nreport:\n"
+                                          << out;
+}
+
+TEST(CodegenVectorize, DragSampleLoopIsVectorized) {
+  expect_sample_loops_vectorized(drag_kernel(), "raptor_drag_vec_f64");
+}
+
+TEST(CodegenVectorize, MaskedSampleLoopsAreVectorized) {
+  expect_sample_loops_vectorized(oscillator_kernel(), "raptor_oscillator_vec_f64");
+}
+
+// An adjoint with respect to Params: a mask and sums over samples (an OpenMP SIMD reduction).
+TEST(CodegenVectorize, SumsOverSamplesAreVectorized) {
+  ir::Kernel adj = ad::adjoint(oscillator_kernel(), {"x", "v", "c", "dt"});
+  passes::optimize(adj);
+  ir::verify(adj);
+  expect_sample_loops_vectorized(adj, "raptor_oscillator_adjoint_vec_f64");
 }
 
 }  // namespace

@@ -98,7 +98,7 @@ RAPTOR_EXPORT void raptor_oscillator_0123456789abcdef_f64(raptor_args* a) {
   uint32_t finished = 0;
   int64_t err[4] = {0, 0, 0, 0};
   (void)n;
-  auto sample = [&](const int64_t s) __attribute__((always_inline)) {
+  auto sample = [&](const int64_t s, auto zero) __attribute__((always_inline)) {
     const uint8_t was = mask_in[s];  // finished on entry
     const uint8_t live = was ^ 1;
     const T v0_v = in_v[s];
@@ -131,12 +131,22 @@ RAPTOR_EXPORT void raptor_oscillator_0123456789abcdef_f64(raptor_args* a) {
     finished += done;
   };
   const int64_t begin = a->begin, end = a->end;
-  if (a->index) {
-    const int64_t* const index = a->index;
-    for (int64_t i = begin; i < end; ++i) sample(index[i]);
-  } else {
+  if (zero_finished) {
+    if (a->index) {
+      const int64_t* const index = a->index;
+      for (int64_t i = begin; i < end; ++i) sample(index[i], std::true_type{});
+    } else {
 #pragma GCC ivdep
-    for (int64_t i = begin; i < end; ++i) sample(i);
+      for (int64_t i = begin; i < end; ++i) sample(i, std::true_type{});
+    }
+  } else {
+    if (a->index) {
+      const int64_t* const index = a->index;
+      for (int64_t i = begin; i < end; ++i) sample(index[i], std::false_type{});
+    } else {
+#pragma GCC ivdep
+      for (int64_t i = begin; i < end; ++i) sample(i, std::false_type{});
+    }
   }
   a->finished = finished;
   a->steps_run = a->end > a->begin ? 1u : 0u;
