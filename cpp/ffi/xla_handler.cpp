@@ -18,32 +18,37 @@ using ir::SlotKind;
 
 namespace {
 
+// What a call on one XLA thread keeps for the next: the kernel of the last call (so a call in
+// a loop skips the registry's lock and the shared_ptr's atomic count; entries are never
+// replaced once registered) and the binding it reuses (so a call in a scan allocates
+// nothing). One thread_local object: one TLS lookup per call.
+struct ThreadState {
+  std::string digest;
+  std::shared_ptr<const runtime::KernelEntry> entry;
+  runtime::Binding binding;
+  std::vector<const void*> params;
+};
+
 xffi::Error run_kernel(xffi::RemainingArgs args, xffi::RemainingRets rets,
                        std::string_view digest) {
-  // The kernel of the last call on this thread, kept so a call in a loop skips the registry's
-  // lock and the shared_ptr's atomic count. Entries are never replaced once registered.
-  thread_local std::string last_digest;
-  thread_local std::shared_ptr<const runtime::KernelEntry> last_entry;
-  if (!last_entry || digest != last_digest) {
-    last_entry = runtime::global_registry().find(digest);
-    last_digest.assign(digest);
+  thread_local ThreadState t;
+  if (!t.entry || digest != t.digest) {
+    t.entry = runtime::global_registry().find(digest);
+    t.digest.assign(digest);
   }
-  const runtime::KernelEntry* entry = last_entry.get();
+  const runtime::KernelEntry* entry = t.entry.get();
   if (!entry)
     return xffi::Error::Internal(
         "raptor: kernel " + std::string(digest.substr(0, 16)) +
         " is not loaded in this process; build it first (eagle.frameworks.jax.function) or, for "
         "an exported module, call eagle.frameworks.jax.preload(cache_dir)");
   const runtime::KernelEntry& e = *entry;
-  // One Binding per XLA thread, reused: a call in a scan allocates nothing.
-  thread_local runtime::Binding b;
-  thread_local std::vector<const void*> params;
-  if (xffi::Error err = map_buffers(e, args, rets, b, params); !err.success()) return err;
+  runtime::Binding& b = t.binding;
+  if (xffi::Error err = map_buffers(e, args, rets, b, t.params); !err.success()) return err;
   for (size_t s = 0; s < e.num_slots(); ++s)  // on the CPU, XLA's buffers are host memory
-    if (params[s])
-      b.slots[s].param = e.dtype_size == 4
-                             ? static_cast<double>(*static_cast<const float*>(params[s]))
-                             : *static_cast<const double*>(params[s]);
+    if (const void* p = t.params[s])
+      b.slots[s].param = e.dtype_size == 4 ? static_cast<double>(*static_cast<const float*>(p))
+                                           : *static_cast<const double*>(p);
   try {
     const runtime::LaunchResult r = runtime::launch(e, b, &runtime::shared_pool());
     if (!r.ok()) return xffi::Error::Internal(runtime::describe_error(e, b, r));

@@ -17,10 +17,12 @@ constexpr int64_t kParallelCombine = 1 << 16;  // sum elements above which combi
 
 bool is_sum(SlotKind k) { return k == SlotKind::ParamSum || k == SlotKind::TableSum; }
 
+// Trivial on purpose: the launcher's inline array of these is left uninitialized beyond the
+// chunks used (default member initializers would zero all of it on every launch).
 struct ChunkOut {
-  uint32_t finished = 0;
-  uint32_t steps_run = 0;
-  int64_t error[4] = {0, 0, 0, 0};
+  uint32_t finished;
+  uint32_t steps_run;
+  int64_t error[4];
 };
 
 }  // namespace
@@ -112,7 +114,7 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
     }
   }
 
-  SmallVector<ChunkOut, 16> outs(static_cast<size_t>(n_chunks));
+  SmallVector<ChunkOut, 16> outs(static_cast<size_t>(n_chunks), ChunkOut{});
   const auto run_chunk = [&](int64_t c, int /*worker*/) {
     if (sum_total > 0) std::fill_n(partials.get() + c * sum_total, sum_total, 0.0);
     raptor_args a{};
