@@ -662,6 +662,31 @@ def test_derived_kernels_are_inspectable(plans):
     assert Ab.slot("wv_bar").kind == "table_sum" and Ab.slots[Ab.slot("wv_bar").table_of].name == "wv"
 
 
+def test_without_unread_inputs_drops_only_what_is_not_read(cache_dir):
+    """The adjoint of a tangent kernel never reads the tangents; a tangent kernel does not
+    read g (a constant term of the drag step). Trimmed kernels keep every output and compute
+    the same numbers."""
+    k = CASES["drag_step"][0]
+    T = k.tangent(["v", "cd"], with_primal=False)
+    Tt = T.without_unread_inputs()
+    assert [s.name for s in Tt.slots] == [s.name for s in T.slots if s.name != "g"]
+    A = T.adjoint(["v_dot", "cd_dot"])
+    At = A.without_unread_inputs()
+    assert {"v_dot", "cd_dot", "g"} <= {s.name for s in A.slots}
+    assert not {"v_dot", "cd_dot", "g"} & {s.name for s in At.slots}
+    assert [s.name for s in At.slots if s.is_output] == [s.name for s in A.slots if s.is_output]
+    assert k.without_unread_inputs().slots == k.slots  # a user kernel reads all it declares
+    pa, pat = eagle.plan.auto([A, At], cache_dir=cache_dir)
+    rng = np.random.default_rng(5)
+    values = {"v": rng.standard_normal((3, N)), "cd": 0.3, "dt": 0.01, "g": 9.81,
+              "v_dot": rng.standard_normal((3, N)), "cd_dot": 0.7,
+              "v_next_dot_bar": rng.standard_normal((3, N))}
+    full, cut = run(pa, values), run(pat, values)
+    for s in At.slots:
+        if s.is_output:
+            np.testing.assert_array_equal(cut[s.name], full[s.name])
+
+
 def test_derived_name_clash_gets_underscore(cache_dir):
     @hawk.kernel
     def clash(x: Scalar, x_dot: Scalar, x_bar: Scalar, y: Mutable[Scalar]):

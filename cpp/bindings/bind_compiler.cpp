@@ -12,6 +12,7 @@
 #include "common/error.hpp"
 #include "ir/lower.hpp"
 #include "passes/optimize.hpp"
+#include "passes/trim.hpp"
 #include "runtime/build.hpp"
 
 namespace nb = nanobind;
@@ -176,9 +177,19 @@ void bind_compiler(nb::module_& m) {
            [](const KernelHandle& h, const std::vector<std::string>& wrt, bool with_primal) {
              return derived(ad::tangent(*h.kernel, wrt, with_primal));
            })
-      .def("adjoint", [](const KernelHandle& h, const std::vector<std::string>& wrt) {
-        return derived(ad::adjoint(*h.kernel, wrt));
-      });
+      .def("adjoint",
+           [](const KernelHandle& h, const std::vector<std::string>& wrt) {
+             return derived(ad::adjoint(*h.kernel, wrt));
+           })
+      .def(
+          "without_unread_inputs",
+          [](const KernelHandle& h) {
+            ir::Kernel k = *h.kernel;
+            passes::drop_unread_inputs(k);
+            ir::verify(k);
+            return KernelHandle{std::make_shared<const ir::Kernel>(std::move(k))};
+          },
+          "The same kernel without the Param, plane and Table inputs no value reads.");
 
   m.def("lower", &lower, nb::arg("spec"),
         "Compiles a kernel spec (see hawk/source.py) to optimized IR; raises KernelError.");

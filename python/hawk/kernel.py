@@ -133,6 +133,15 @@ class Kernel:
         ``<w>_bar`` for each ``w`` in wrt (sums over samples for Params and Tables)."""
         return Kernel(self._core.adjoint(list(_names(wrt))), None, f"adjoint of {self.name}")
 
+    def without_unread_inputs(self) -> "Kernel":
+        """The same kernel without the Param, plane and Table inputs it never reads.
+
+        Derived kernels take every input of the kernel they came from, though their math may
+        need fewer (an adjoint of a tangent kernel never reads the tangents). The JAX bridge
+        calls derived kernels trimmed this way, so a scan saves and slices only what they read.
+        Every other slot (outputs, the mask, in-out planes) is kept, in the same order."""
+        return Kernel(self._core.without_unread_inputs(), self.guard, self._origin)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(
             f"hawk kernel '{self.name}' is not called directly: run it with "

@@ -87,13 +87,13 @@ class KernelCall:
         with _lock:
             self._cuda_built = True
 
-    # --- derived kernels
+    # --- derived kernels (trimmed to the inputs they read: hawk.Kernel.without_unread_inputs)
     def tangent(self, wrt: Sequence[str]) -> "KernelCall":
         key = ("t", tuple(wrt))
         with _lock:
             hit = self._derived.get(key)
         if hit is None:
-            hit = call_for(self.kernel.tangent(list(wrt), with_primal=False), self.dtype)
+            hit = call_for(self.kernel.tangent(list(wrt), with_primal=False).without_unread_inputs(), self.dtype)
             with _lock:
                 self._derived[key] = hit
         return hit
@@ -103,7 +103,7 @@ class KernelCall:
         with _lock:
             hit = self._derived.get(key)
         if hit is None:
-            hit = call_for(self.kernel.adjoint(list(wrt)), self.dtype)
+            hit = call_for(self.kernel.adjoint(list(wrt)).without_unread_inputs(), self.dtype)
             with _lock:
                 self._derived[key] = hit
         return hit
