@@ -11,7 +11,8 @@ Cases (float64):
 
 Targets (SPEC §3): drag step at least as fast as XLA (ratio <= 1.0); scan and grad through
 scan within 1.5x of plain JAX (ratio <= 1.5). Times are the best of several runs, each ended
-by block_until_ready; compile time is excluded (one warm-up call).
+by block_until_ready, in rounds that alternate the two sides; compile time is excluded (one
+warm-up call each).
 """
 
 from __future__ import annotations
@@ -61,17 +62,20 @@ def jnp_flight(r, v, cd, dt, g, terminated):
     return jnp.where(live, r_new, 0.0), jnp.where(live, v_new, 0.0), terminated | (live & (r_new[2] < 0.0))
 
 
-def best(fn, *args, repeat: int = 7, number: int = 1) -> float:
-    """Best time in seconds of `number` calls, over `repeat` runs (after one warm-up)."""
-    jax.block_until_ready(fn(*args))
-    times = []
+def side_by_side(f_eagle, f_jax, *args, repeat: int = 15, number: int = 1) -> tuple[float, float]:
+    """Best time in seconds of `number` calls of each function, over `repeat` rounds that
+    alternate them (after one warm-up each), so that both see the same machine."""
+    jax.block_until_ready(f_eagle(*args))
+    jax.block_until_ready(f_jax(*args))
+    times: tuple[list, list] = ([], [])
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            out = fn(*args)
-        jax.block_until_ready(out)
-        times.append((time.perf_counter() - t0) / number)
-    return min(times)
+        for fn, out_times in ((f_eagle, times[0]), (f_jax, times[1])):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                out = fn(*args)
+            jax.block_until_ready(out)
+            out_times.append((time.perf_counter() - t0) / number)
+    return min(times[0]), min(times[1])
 
 
 def main() -> None:
@@ -84,7 +88,7 @@ def main() -> None:
     e = jax.jit(lambda v, cd: step(v, cd, 0.01, 9.81))
     j = jax.jit(lambda v, cd: jnp_drag(v, cd, 0.01, 9.81))
     assert jnp.allclose(e(v, 0.1), j(v, 0.1), rtol=1e-12)
-    rows.append(("drag step, N=2^20", best(e, v, 0.1, repeat=15), best(j, v, 0.1, repeat=15), 1.0))
+    rows.append(("drag step, N=2^20", *side_by_side(e, j, v, 0.1, repeat=25), 1.0))
 
     # --- lax.scan of 360 flight steps at N = 256 (page 002)
     N, STEPS, DT, G, CD = 256, 360, 0.02, 9.81, 0.004
@@ -121,8 +125,8 @@ def main() -> None:
     assert (ce == cj).all() and jnp.allclose(re_, rj, rtol=1e-9)
     ge, gj = grad_e(CD), grad_j(CD)
     assert jnp.allclose(ge[0], gj[0], rtol=1e-9) and jnp.allclose(ge[1], gj[1], rtol=1e-8), (ge, gj)
-    rows.append(("scan 360 flight steps, N=256", best(fly_e, CD, repeat=15, number=5), best(fly_j, CD, repeat=15, number=5), 1.5))
-    rows.append(("grad through the scan, N=256", best(grad_e, CD, repeat=15, number=3), best(grad_j, CD, repeat=15, number=3), 1.5))
+    rows.append(("scan 360 flight steps, N=256", *side_by_side(fly_e, fly_j, CD, repeat=40, number=5), 1.5))
+    rows.append(("grad through the scan, N=256", *side_by_side(grad_e, grad_j, CD, repeat=40, number=3), 1.5))
 
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, float64; best of several runs")
     print(f"{'case':<32}{'eagle (ms)':>12}{'jax.numpy (ms)':>16}{'ratio':>8}{'target':>9}  ok")
