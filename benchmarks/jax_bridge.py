@@ -8,6 +8,9 @@ Cases (float64):
   scan 360         lax.scan of 360 steps of the flight kernel of the user's page 002
                    (a stepping kernel with a Terminated mask) at N = 256
   grad scan 360    value_and_grad of the mean range through that scan, w.r.t. cd
+  floor rows       the same two scans with a kernel that does almost no arithmetic (`coast`),
+                   against the same plain-JAX flight step: what the bridge costs per step
+                   whatever the kernel does (docs/jax.md, "Performance")
 
 Targets (SPEC §3): drag step at least as fast as XLA (ratio <= 1.0); scan and grad through
 scan within 1.5x of plain JAX (ratio <= 1.5). Times are the best of several runs, each ended
@@ -50,6 +53,16 @@ def flight(r: Vector[3], v: Vector[3], cd: Param, dt: Param, g: Param, terminate
     v_new = v + dt * a
     v_next = v_new
     r_next = r + dt * v_new
+    terminated = r_next[2] < 0.0
+
+
+@hawk.kernel(steps=1)
+def coast(r: Vector[3], v: Vector[3], cd: Param, dt: Param, g: Param, terminated: Terminated,
+          r_next: Mutable[Vector[3]], v_next: Mutable[Vector[3]]):
+    """The flight kernel's signature and data flow with almost no arithmetic: what any step
+    costs through the bridge (the floor of the scan cases), not a physics step."""
+    v_next = v - (cd * dt) * v
+    r_next = r + dt * v_next
     terminated = r_next[2] < 0.0
 
 
@@ -127,11 +140,19 @@ def main() -> None:
     assert jnp.allclose(ge[0], gj[0], rtol=1e-9) and jnp.allclose(ge[1], gj[1], rtol=1e-8), (ge, gj)
     rows.append(("scan 360 flight steps, N=256", *side_by_side(fly_e, fly_j, CD, repeat=40, number=5), 1.5))
     rows.append(("grad through the scan, N=256", *side_by_side(grad_e, grad_j, CD, repeat=40, number=3), 1.5))
+    # The floor: a step with no real arithmetic through the bridge, against the same plain-JAX
+    # flight step. What it costs is XLA running a loop body with a custom call thunk by thunk.
+    fly_c, grad_c = make(eagle_jax.function(coast, wrt=("r", "v", "cd")))
+    rows.append(("  floor: scan, no-arithmetic step", *side_by_side(fly_c, fly_j, CD, repeat=40, number=5), None))
+    rows.append(("  floor: grad through the scan", *side_by_side(grad_c, grad_j, CD, repeat=40, number=3), None))
 
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, float64; best of several runs")
     print(f"{'case':<32}{'eagle (ms)':>12}{'jax.numpy (ms)':>16}{'ratio':>8}{'target':>9}  ok")
     for name, te, tj, target in rows:
         ratio = te / tj
+        if target is None:
+            print(f"{name:<32}{te * 1e3:>12.3f}{tj * 1e3:>16.3f}{ratio:>8.2f}{'-':>9}")
+            continue
         print(f"{name:<32}{te * 1e3:>12.3f}{tj * 1e3:>16.3f}{ratio:>8.2f}{'<= ' + format(target, '.1f'):>9}  {'yes' if ratio <= target else 'NO'}")
 
 
