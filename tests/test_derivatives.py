@@ -645,6 +645,8 @@ def test_derived_kernels_are_inspectable(plans):
         assert "sqrt" in d.ir
         src = d.cpp()
         assert d.name in src and d.name in d.cpp("float32")
+        # comments map the derived code back to the user's lines, with their text
+        assert "// test_derivatives.py:" in src and "norm(v)" in src
         assert d.digest() != k.digest()
     assert "cd_bar" in A.ir and "v_next_bar" in A.ir
     assert plans["drag_step_adjoint"].kernel is not None  # it compiled (planned in the fixture)

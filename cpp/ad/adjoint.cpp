@@ -234,6 +234,8 @@ ir::Kernel adjoint(const ir::Kernel& k, const std::vector<std::string>& wrt) {
   ir::Kernel a;
   a.name = k.name + "_adjoint";
   a.file = k.file;
+  a.files = k.files;  // values keep their locations: comments name the user's lines
+  a.source_text = k.source_text;
   a.steps = 1;
   a.active_set = k.active_set;
   const AdjointSlots slots = lay_out(u, w, a);

@@ -165,6 +165,8 @@ ir::Kernel tangent(const ir::Kernel& k, const std::vector<std::string>& wrt, boo
   ir::Kernel t;
   t.name = k.name + "_tangent";
   t.file = k.file;
+  t.files = k.files;  // values keep their locations: comments name the user's lines
+  t.source_text = k.source_text;
   t.steps = 1;
   t.active_set = k.active_set;
   const TangentSlots slots = lay_out(u, w, with_primal, t);

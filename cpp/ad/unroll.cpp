@@ -45,6 +45,8 @@ ir::Kernel unroll(const ir::Kernel& k) {
   ir::Kernel u;
   u.name = k.name;
   u.file = k.file;
+  u.files = k.files;  // values keep their locations: comments name the user's lines
+  u.source_text = k.source_text;
   u.steps = 1;
   u.active_set = k.active_set;
   u.slots = k.slots;
