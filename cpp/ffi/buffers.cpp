@@ -21,13 +21,15 @@ xffi::Error bad(const runtime::KernelEntry& e, const std::string& what) {
 
 xffi::Error map_buffers(const runtime::KernelEntry& e, xffi::RemainingArgs args,
                         xffi::RemainingRets rets, runtime::Binding& b,
-                        std::vector<const void*>& param_ptr) {
+                        std::vector<const void*>& param_ptr, bool same_kernel) {
   const xffi::DataType want = e.dtype_size == 4 ? xffi::DataType::F32 : xffi::DataType::F64;
-  std::vector<runtime::SlotBinding> storage = std::move(b.slots);
-  b = runtime::Binding{};
-  b.slots = std::move(storage);
-  b.slots.assign(e.num_slots(), runtime::SlotBinding{});
-  param_ptr.assign(e.num_slots(), nullptr);
+  if (!same_kernel || b.slots.size() != e.num_slots() || param_ptr.size() != e.num_slots()) {
+    std::vector<runtime::SlotBinding> storage = std::move(b.slots);
+    b = runtime::Binding{};
+    b.slots = std::move(storage);
+    b.slots.assign(e.num_slots(), runtime::SlotBinding{});
+    param_ptr.assign(e.num_slots(), nullptr);
+  }
   b.zero_finished = true;
   b.n = -1;
   size_t ai = 0, ri = 0;

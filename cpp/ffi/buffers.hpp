@@ -16,9 +16,11 @@ namespace xffi = ::xla::ffi;
 
 // Fills `b` (planes, tables, mask, n; zero_finished set) and `param_ptr` (per slot: where a
 // Param's one element is, in the memory of XLA's device; null for other slots).
+// `same_kernel`: `b` and `param_ptr` were last filled for this same kernel, so they are not
+// reset first (a call in a loop rewrites exactly the fields the previous one wrote).
 xffi::Error map_buffers(const runtime::KernelEntry& e, xffi::RemainingArgs args,
                         xffi::RemainingRets rets, runtime::Binding& b,
-                        std::vector<const void*>& param_ptr);
+                        std::vector<const void*>& param_ptr, bool same_kernel = false);
 
 // An InvalidArgument error naming the kernel.
 xffi::Error bad(const runtime::KernelEntry& e, const std::string& what);

@@ -32,7 +32,8 @@ struct ThreadState {
 xffi::Error run_kernel(xffi::RemainingArgs args, xffi::RemainingRets rets,
                        std::string_view digest) {
   thread_local ThreadState t;
-  if (!t.entry || digest != t.digest) {
+  const bool same_kernel = t.entry && digest == t.digest;
+  if (!same_kernel) {
     t.entry = runtime::global_registry().find(digest);
     t.digest.assign(digest);
   }
@@ -44,7 +45,8 @@ xffi::Error run_kernel(xffi::RemainingArgs args, xffi::RemainingRets rets,
         "an exported module, call eagle.frameworks.jax.preload(cache_dir)");
   const runtime::KernelEntry& e = *entry;
   runtime::Binding& b = t.binding;
-  if (xffi::Error err = map_buffers(e, args, rets, b, t.params); !err.success()) return err;
+  if (xffi::Error err = map_buffers(e, args, rets, b, t.params, same_kernel); !err.success())
+    return err;
   for (size_t s = 0; s < e.num_slots(); ++s)  // on the CPU, XLA's buffers are host memory
     if (const void* p = t.params[s])
       b.slots[s].param = e.dtype_size == 4 ? static_cast<double>(*static_cast<const float*>(p))

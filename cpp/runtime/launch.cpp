@@ -56,15 +56,17 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
   if (b.n < 0) throw bad("n must be >= 0");
   const int64_t count = b.count < 0 ? b.n : b.count;
   if (b.index == nullptr && count > b.n) throw bad("count exceeds n without an index");
-  if (e.has_mask() && count > 0 && (b.mask_in == nullptr || b.mask_out == nullptr))
+  const bool has_mask = e.has_mask();
+  if (has_mask && count > 0 && (b.mask_in == nullptr || b.mask_out == nullptr))
     throw bad("it has a Terminated mask, but the binding gives no mask to read and write");
 
   // Per-slot argument arrays shared by every chunk.
   // (On the stack for kernels of up to 24 slots: a small launch allocates nothing.)
-  SmallVector<const void*, 24> in(ns, nullptr);
-  SmallVector<void*, 24> out(ns, nullptr);
-  SmallVector<double, 24> params(ns, 0.0);
-  SmallVector<int64_t, 24> table_size(ns, 0);
+  // (Every element of the first four is written by the loop below.)
+  SmallVector<const void*, 24> in(ns, Uninitialized{});
+  SmallVector<void*, 24> out(ns, Uninitialized{});
+  SmallVector<double, 24> params(ns, Uninitialized{});
+  SmallVector<int64_t, 24> table_size(ns, Uninitialized{});
   SmallVector<int64_t, 24> sum_offset(ns, -1);  // offset of the slot's partial in a chunk's buffer
   int64_t sum_total = 0;
   for (size_t s = 0; s < ns; ++s) {
@@ -94,7 +96,7 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
   int64_t chunk_len = count;
   const bool parallel = pool != nullptr && pool->size() > 1 && count >= serial_threshold;
   if (parallel) {
-    const int64_t per_thread = e.has_mask() ? 4 : 2;  // masked kernels finish unevenly
+    const int64_t per_thread = has_mask ? 4 : 2;  // masked kernels finish unevenly
     const int64_t want = pool->size() * per_thread;
     chunk_len = (count + want - 1) / want;
     chunk_len = std::max<int64_t>(kAlign, (chunk_len + kAlign - 1) / kAlign * kAlign);
@@ -192,7 +194,7 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
     }
   }
 
-  if (b.finished_count != nullptr && r.finished > 0 && e.has_mask()) {
+  if (b.finished_count != nullptr && r.finished > 0 && has_mask) {
     std::atomic_ref<uint32_t>(*b.finished_count)
         .fetch_add(static_cast<uint32_t>(r.finished), std::memory_order_relaxed);
   }

@@ -4,13 +4,28 @@
 
 #include <array>
 #include <cstddef>
+#include <type_traits>
 #include <vector>
 
 namespace raptor::runtime {
 
+// Tag: construct a SmallVector whose elements the caller writes before reading them.
+struct Uninitialized {};
+
 template <class T, size_t Inline>
 class SmallVector {
  public:
+  // n elements left unwritten (trivial T only): for arrays filled right after, so a launch
+  // does not clear them first.
+  SmallVector(size_t n, Uninitialized) : size_(n) {
+    static_assert(std::is_trivially_copyable_v<T>, "Uninitialized needs a trivial element type");
+    if (n > Inline) {
+      heap_.resize(n);
+      data_ = heap_.data();
+    } else {
+      data_ = inline_.data();
+    }
+  }
   explicit SmallVector(size_t n, const T& value = T{}) : size_(n) {
     if (n > Inline) {
       heap_.assign(n, value);
