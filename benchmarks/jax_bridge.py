@@ -77,12 +77,12 @@ def jnp_flight(r, v, cd, dt, g, terminated):
 
 def side_by_side(f_eagle, f_jax, *args, repeat: int = 15, number: int = 1) -> tuple[float, float]:
     """Best time in seconds of `number` calls of each function, over `repeat` rounds that
-    alternate them (after one warm-up each), so that both see the same machine."""
-    jax.block_until_ready(f_eagle(*args))
-    jax.block_until_ready(f_jax(*args))
+    alternate them, so that both see the same machine. Each turn starts with one untimed
+    call: right after a switch the other side's threads may still be spinning."""
     times: tuple[list, list] = ([], [])
     for _ in range(repeat):
         for fn, out_times in ((f_eagle, times[0]), (f_jax, times[1])):
+            jax.block_until_ready(fn(*args))
             t0 = time.perf_counter()
             for _ in range(number):
                 out = fn(*args)
