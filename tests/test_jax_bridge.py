@@ -706,6 +706,43 @@ print("ok")
     assert r.returncode == 0, r.stderr[-3000:]
 
 
+def test_export_of_grad_through_scan_with_preload(tmp_path):
+    """An exported value_and_grad through a scan names the derived kernels (tangent and
+    adjoint, trimmed) by digest too; preload in a fresh process finds them and the numbers
+    are those of the exporting process."""
+    cache = str(tmp_path / "cache")
+    blob = tmp_path / "grad.jaxexport"
+    loss_src = KERNEL_SRC + f'''
+import jax, jax.numpy as jnp
+from jax import export
+from eagle.frameworks import jax as eagle_jax
+step = eagle_jax.function(drag_step, wrt=("v", "cd"))
+def loss(cd):
+    v, _ = jax.lax.scan(lambda v, _: (step(v, cd, 0.01, 9.81), None), jnp.ones((3, 16)) * 4.0, None, length=20)
+    return jnp.sum(v ** 2)
+f = jax.jit(jax.value_and_grad(loss))
+exp = export.export(f)(0.05)
+open({str(blob)!r}, "wb").write(exp.serialize())
+want = jax.value_and_grad(lambda cd: jnp.sum(jax.lax.scan(lambda v, _: (jnp_drag(v, cd, 0.01, 9.81), None), jnp.ones((3, 16)) * 4.0, None, length=20)[0] ** 2))(0.05)
+print(repr(float(want[0])), repr(float(want[1])))
+'''
+    p = _python(loss_src, tmp_path, env={"RAPTOR_CACHE_DIR": cache})
+    assert p.returncode == 0, p.stderr[-3000:]
+    want = [float(x) for x in p.stdout.split()]
+    q = _python(f'''
+import jax
+from jax import export
+import eagle.frameworks.jax as eagle_jax
+eagle_jax.preload({cache!r})
+exp = export.deserialize(bytearray(open({str(blob)!r}, "rb").read()))
+value, grad = exp.call(0.05)
+print(repr(float(value)), repr(float(grad)))
+''', tmp_path, env={"RAPTOR_CACHE_DIR": str(tmp_path / "other")})
+    assert q.returncode == 0, q.stderr[-3000:]
+    got = [float(x) for x in q.stdout.split()]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 def test_sharded_jit_runs_per_shard_without_gather(tmp_path):
     """Under jit with inputs sharded along the sample axis, each of 4 host devices runs its own
     shard: the compiled HLO has no all-gather, and the output keeps the input's sharding."""
