@@ -231,13 +231,7 @@ class AdjointPass {
 ir::Kernel adjoint(const ir::Kernel& k, const std::vector<std::string>& wrt) {
   const std::vector<int> w = wrt_slots(k, wrt, "adjoint");
   const ir::Kernel u = unroll(k);
-  ir::Kernel a;
-  a.name = k.name + "_adjoint";
-  a.file = k.file;
-  a.files = k.files;  // values keep their locations: comments name the user's lines
-  a.source_text = k.source_text;
-  a.steps = 1;
-  a.active_set = k.active_set;
+  ir::Kernel a = derived_kernel(k, k.name + "_adjoint");
   const AdjointSlots slots = lay_out(u, w, a);
   AdjointPass pass(u, w, slots, a);
   pass.run();

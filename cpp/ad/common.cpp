@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <stdexcept>
+#include <utility>
 
 #include "passes/optimize.hpp"
 
@@ -12,7 +13,6 @@ using ir::Op;
 using ir::SlotKind;
 using ir::Type;
 using ir::Value;
-
 
 int Builder::constant(double x) {
   const uint64_t bits = std::bit_cast<uint64_t>(x);
@@ -79,6 +79,17 @@ int Builder::sum(const std::vector<int>& xs, int pred) {
 int Builder::named(int v, const std::string& name) {
   if (!name.empty()) k_.values[v].name = name;
   return v;
+}
+
+ir::Kernel derived_kernel(const ir::Kernel& k, std::string name) {
+  ir::Kernel d;
+  d.name = std::move(name);
+  d.file = k.file;
+  d.files = k.files;
+  d.source_text = k.source_text;
+  d.steps = 1;
+  d.active_set = k.active_set;
+  return d;
 }
 
 std::string unique_name(const std::string& base, const std::string& suffix,

@@ -1,7 +1,7 @@
 // Helpers shared by the AD transforms (tangent.cpp, adjoint.cpp, unroll.cpp): a `Builder`
 // that appends values to a kernel (constants shared, loc taken from the value being
-// differentiated), derived slot names and the check of `wrt` (dead values are removed by
-// passes::dce). Start at `Builder`.
+// differentiated), the empty derived kernel each transform starts from, derived slot names
+// and the check of `wrt` (dead values are removed by passes::dce). Start at `Builder`.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +51,11 @@ class Builder {
   int bconst_[2] = {-1, -1};
   ir::Loc loc_;
 };
+
+// An empty kernel derived from `k`, named `name`: one step (AD works on unrolled kernels), the
+// same active-set guard, and `k`'s file table and source text, so the locations its values
+// copy from `k` name the user's lines in generated code. Slots, values and stores are empty.
+ir::Kernel derived_kernel(const ir::Kernel& k, std::string name);
 
 // `base + suffix`, with "_" appended until it differs from every name in `taken`; the result
 // is added to `taken`.

@@ -162,13 +162,7 @@ class TangentPass {
 ir::Kernel tangent(const ir::Kernel& k, const std::vector<std::string>& wrt, bool with_primal) {
   const std::vector<int> w = wrt_slots(k, wrt, "tangent");
   const ir::Kernel u = unroll(k);
-  ir::Kernel t;
-  t.name = k.name + "_tangent";
-  t.file = k.file;
-  t.files = k.files;  // values keep their locations: comments name the user's lines
-  t.source_text = k.source_text;
-  t.steps = 1;
-  t.active_set = k.active_set;
+  ir::Kernel t = derived_kernel(k, k.name + "_tangent");
   const TangentSlots slots = lay_out(u, w, with_primal, t);
   TangentPass pass(u, slots, t);
   pass.run();

@@ -42,13 +42,7 @@ class Leaves {
 }  // namespace
 
 ir::Kernel unroll(const ir::Kernel& k) {
-  ir::Kernel u;
-  u.name = k.name;
-  u.file = k.file;
-  u.files = k.files;  // values keep their locations: comments name the user's lines
-  u.source_text = k.source_text;
-  u.steps = 1;
-  u.active_set = k.active_set;
+  ir::Kernel u = derived_kernel(k, k.name);
   u.slots = k.slots;
   Builder b(u);
   Leaves leaves(b);
