@@ -11,7 +11,7 @@ order, then the updated mask last.
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -37,7 +37,7 @@ class KernelCall:
         outs += [s for s in kernel.slots if s.kind == "terminated"]
         self.outputs: tuple[SlotInfo, ...] = tuple(outs)
         self.roles = kernel._core.slot_roles()  # per slot: (role, primal name)
-        self._derived: dict[tuple, KernelCall] = {}
+        self._derived_calls: dict[tuple, KernelCall] = {}
         self._cuda_built = False
 
     # --- identity (a primitive parameter)
@@ -89,23 +89,21 @@ class KernelCall:
 
     # --- derived kernels (trimmed to the inputs they read: hawk.Kernel.without_unread_inputs)
     def tangent(self, wrt: Sequence[str]) -> "KernelCall":
-        key = ("t", tuple(wrt))
-        with _lock:
-            hit = self._derived.get(key)
-        if hit is None:
-            hit = call_for(self.kernel.tangent(list(wrt), with_primal=False).without_unread_inputs(), self.dtype)
-            with _lock:
-                self._derived[key] = hit
-        return hit
+        """The call of the tangent kernel (tangents only) with respect to ``wrt``."""
+        return self._derived("t", wrt, lambda: self.kernel.tangent(list(wrt), with_primal=False))
 
     def adjoint(self, wrt: Sequence[str]) -> "KernelCall":
-        key = ("a", tuple(wrt))
+        """The call of the adjoint kernel with respect to ``wrt``."""
+        return self._derived("a", wrt, lambda: self.kernel.adjoint(list(wrt)))
+
+    def _derived(self, kind: str, wrt: Sequence[str], make: Callable[[], Kernel]) -> "KernelCall":
+        key = (kind, tuple(wrt))
         with _lock:
-            hit = self._derived.get(key)
+            hit = self._derived_calls.get(key)
         if hit is None:
-            hit = call_for(self.kernel.adjoint(list(wrt)).without_unread_inputs(), self.dtype)
+            hit = call_for(make().without_unread_inputs(), self.dtype)
             with _lock:
-                self._derived[key] = hit
+                self._derived_calls[key] = hit
         return hit
 
 
