@@ -28,7 +28,6 @@
 #include "codegen/cpp_emitter.hpp"
 #include "ir/interp.hpp"
 #include "ir/ir.hpp"
-#include "passes/optimize.hpp"
 #include "runtime/build.hpp"
 #include "runtime/cache.hpp"
 #include "runtime/compiler.hpp"
@@ -52,18 +51,6 @@ constexpr const char* kFakeDigest =
 // ---------------------------------------------------------------------------------------------
 // The kernels
 // ---------------------------------------------------------------------------------------------
-
-ir::Kernel lowered(const std::string& source, std::vector<ir::ParamSpec> params, int steps,
-                   const std::string& file, int first_line) {
-  SpecOptions opt;
-  opt.steps = steps;
-  opt.file = file;
-  opt.first_line = first_line;
-  ir::Kernel k = lower_source(source, std::move(params), math_globals(), opt);
-  passes::optimize(k);
-  ir::verify(k);
-  return k;
-}
 
 ir::Kernel drag_kernel() {
   return lowered(R"(@hawk.kernel
@@ -508,9 +495,7 @@ TEST(CodegenVectorize, MaskedSampleLoopsAreVectorized) {
 
 // An adjoint with respect to Params: a mask and sums over samples (an OpenMP SIMD reduction).
 TEST(CodegenVectorize, SumsOverSamplesAreVectorized) {
-  ir::Kernel adj = ad::adjoint(oscillator_kernel(), {"x", "v", "c", "dt"});
-  passes::optimize(adj);
-  ir::verify(adj);
+  const ir::Kernel adj = optimized(ad::adjoint(oscillator_kernel(), {"x", "v", "c", "dt"}));
   expect_sample_loops_vectorized(adj, "raptor_oscillator_adjoint_vec_f64");
 }
 

@@ -6,7 +6,6 @@
 #include "ad/adjoint.hpp"
 #include "ad/tangent.hpp"
 #include "codegen/cpp_emitter.hpp"
-#include "passes/optimize.hpp"
 #include "runtime/nvrtc.hpp"
 #include "test_util_spec.hpp"
 
@@ -15,20 +14,6 @@ namespace {
 
 using codegen::DType;
 using namespace raptor::testing;
-
-ir::Kernel lowered(const std::string& source, std::vector<ir::ParamSpec> params, int steps) {
-  SpecOptions opt;
-  opt.steps = steps;
-  ir::Kernel k = lower_source(source, std::move(params), math_globals(), opt);
-  passes::optimize(k);
-  return k;
-}
-
-ir::Kernel optimized(ir::Kernel k) {
-  passes::optimize(k);
-  ir::verify(k);
-  return k;
-}
 
 std::vector<ir::Kernel> kernels() {
   std::vector<ir::Kernel> ks;

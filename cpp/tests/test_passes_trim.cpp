@@ -16,7 +16,6 @@
 #include "ad/tangent.hpp"
 #include "ir/interp.hpp"
 #include "ir/ir.hpp"
-#include "passes/optimize.hpp"
 #include "passes/trim.hpp"
 #include "test_util_spec.hpp"
 
@@ -27,11 +26,7 @@ using ir::SlotKind;
 
 // The flight step of the user's page 002: r enters r_next linearly, g only as a constant.
 ir::Kernel flight_kernel() {
-  SpecOptions opt;
-  opt.file = "examples/flight.py";
-  opt.first_line = 1;
-  ir::Kernel k =
-      lower_source(R"(@hawk.kernel(steps=1)
+  return lowered(R"(@hawk.kernel(steps=1)
 def flight(r: Vector[3], v: Vector[3], cd: Param, dt: Param, g: Param, terminated: Terminated,
            r_next: Mutable[Vector[3]], v_next: Mutable[Vector[3]]):
     a = vec(0.0, 0.0, -g) - cd * norm(v) * v
@@ -40,23 +35,15 @@ def flight(r: Vector[3], v: Vector[3], cd: Param, dt: Param, g: Param, terminate
     r_next = r + dt * v_new
     terminated = r_next[2] < 0.0
 )",
-                   {Vector("r", 3), Vector("v", 3), Param("cd"), Param("dt"), Param("g"),
-                    Terminated("terminated"), MutVector("r_next", 3), MutVector("v_next", 3)},
-                   math_globals(), opt);
-  passes::optimize(k);
-  return k;
+                 {Vector("r", 3), Vector("v", 3), Param("cd"), Param("dt"), Param("g"),
+                  Terminated("terminated"), MutVector("r_next", 3), MutVector("v_next", 3)},
+                 1, "examples/flight.py");
 }
 
 std::vector<std::string> slot_names(const ir::Kernel& k) {
   std::vector<std::string> out;
   for (const ir::Slot& s : k.slots) out.push_back(s.name);
   return out;
-}
-
-ir::Kernel optimized(ir::Kernel k) {
-  passes::optimize(k);
-  ir::verify(k);
-  return k;
 }
 
 // Fills every input of `k` (by slot name, so the same data serves a kernel and its trimmed
@@ -140,12 +127,11 @@ TEST(PassesTrim, AdjointOfTangentDropsTheTangents) {
 TEST(PassesTrim, KeepsTheTableATableSumIsSizedBy) {
   // The adjoint with respect to a table reads the index, not the table's values... but its
   // TableSum takes the table's size, so the table stays.
-  ir::Kernel k = lower_source(R"(@hawk.kernel
+  const ir::Kernel k = lowered(R"(@hawk.kernel
 def lookup(x: Scalar, tab: Table[Scalar], y: Mutable[Scalar]):
     y = tab.at(x) + x
 )",
-                              {Scalar("x"), TableScalar("tab"), MutScalar("y")});
-  passes::optimize(k);
+                               {Scalar("x"), TableScalar("tab"), MutScalar("y")});
   ir::Kernel a = optimized(ad::adjoint(k, {"tab"}));
   const int table = a.find_slot("tab");
   ASSERT_GE(table, 0);

@@ -1,6 +1,7 @@
 // Shared helpers for the front-end, pass and codegen tests: build an ir::KernelSpec from a
 // Python source string, a list of parameter specs and resolved globals (what the Python side
-// hands over, see python/hawk/source.py), lower it, and run it with the reference interpreter.
+// hands over, see python/hawk/source.py), lower and optimize it, and run it with the reference
+// interpreter.
 #pragma once
 
 #include <cctype>
@@ -16,6 +17,7 @@
 #include "ir/ir.hpp"
 #include "ir/lower.hpp"
 #include "ir/spec.hpp"
+#include "passes/optimize.hpp"
 
 namespace raptor::testing {
 
@@ -157,6 +159,24 @@ inline ir::Kernel lower_source(std::string source, std::vector<ir::ParamSpec> pa
                                Globals globals = math_globals(), SpecOptions opt = {}) {
   return ir::lower(
       make_spec(std::move(source), std::move(params), std::move(globals), std::move(opt)));
+}
+
+// Optimizes and verifies `k` (a lowered kernel, or one derived by ad/): the kernel as the
+// compiler hands it to code generation.
+inline ir::Kernel optimized(ir::Kernel k) {
+  passes::optimize(k);
+  ir::verify(k);
+  return k;
+}
+
+// Lowers `source` with `params` and optimizes it.
+inline ir::Kernel lowered(const std::string& source, std::vector<ir::ParamSpec> params,
+                          int steps = 1, const std::string& file = "test.py", int first_line = 1) {
+  SpecOptions opt;
+  opt.steps = steps;
+  opt.file = file;
+  opt.first_line = first_line;
+  return optimized(lower_source(source, std::move(params), math_globals(), opt));
 }
 
 // ---- running with the interpreter
