@@ -23,6 +23,7 @@
 #include "ir/interp.hpp"
 #include "ir/ir.hpp"
 #include "runtime/abi.h"
+#include "test_util_ir.hpp"
 #ifdef RAPTOR_TEST_AD_WITH_PASSES
 #include "passes/optimize.hpp"
 #endif
@@ -35,26 +36,8 @@ using ir::Op;
 using ir::SlotKind;
 using Data = std::map<std::string, std::vector<double>>;  // slot name -> values
 
-int add_slot(Kernel& k, const std::string& name, SlotKind kind, int width = 1, bool inout = false) {
-  ir::Slot s;
-  s.name = name;
-  s.kind = kind;
-  s.width = width;
-  s.is_vector = width > 1;
-  s.inout = inout;
-  k.slots.push_back(s);
-  return static_cast<int>(k.slots.size()) - 1;
-}
-
-void store(Kernel& k, int slot, int comp, int value, int pred = -1, int index = -1) {
-  ir::Store s;
-  s.slot = slot;
-  s.comp = comp;
-  s.value = value;
-  s.pred = pred;
-  s.index = index;
-  k.stores.push_back(s);
-}
+using testing::add_slot;
+using testing::store;
 
 bool is_input(const ir::Slot& s) {
   return s.kind == SlotKind::Param || s.kind == SlotKind::Plane || s.kind == SlotKind::Table ||

@@ -11,30 +11,13 @@
 #include "ir/interp.hpp"
 #include "ir/ir.hpp"
 #include "runtime/abi.h"
+#include "test_util_ir.hpp"
 
 namespace raptor::ir {
 namespace {
 
-int add_slot(Kernel& k, const std::string& name, SlotKind kind, int width = 1, bool inout = false) {
-  Slot s;
-  s.name = name;
-  s.kind = kind;
-  s.width = width;
-  s.is_vector = width > 1;
-  s.inout = inout;
-  k.slots.push_back(s);
-  return static_cast<int>(k.slots.size()) - 1;
-}
-
-void store(Kernel& k, int slot, int comp, int value, int pred = -1, int index = -1) {
-  Store s;
-  s.slot = slot;
-  s.comp = comp;
-  s.value = value;
-  s.pred = pred;
-  s.index = index;
-  k.stores.push_back(s);
-}
+using testing::add_slot;
+using testing::store;
 
 // x: in-out Mutable, y: pure Mutable, m: mask; y = x * 2, x = x + p.
 struct SkipKernel {
