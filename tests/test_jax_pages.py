@@ -9,12 +9,6 @@ The page's GPU-only cell (001 §4, the stream check) prints its CPU line here.
 
 from __future__ import annotations
 
-import ast
-import contextlib
-import io
-import linecache
-import textwrap
-
 import pytest
 
 jax = pytest.importorskip("jax")
@@ -23,35 +17,7 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 
-
-class Page:
-    """A notebook: cells run once each, in order, in one namespace."""
-
-    def __init__(self, name: str, cells: list[str]) -> None:
-        self.name = name
-        self.cells = [textwrap.dedent(c).strip("\n") + "\n" for c in cells]
-        self.ns: dict = {"__name__": f"__{name}__"}
-        self.outputs: list[str] = []
-
-    def run(self, upto: int) -> list[str]:
-        """Runs every cell up to and including ``upto`` (once each); returns cell upto's
-        printed lines."""
-        while len(self.outputs) <= upto:
-            i = len(self.outputs)
-            file = f"<{self.name}-cell-{i}>"
-            src = self.cells[i]
-            linecache.cache[file] = (len(src), None, src.splitlines(True), file)
-            tree = ast.parse(src, file)
-            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-            buf = io.StringIO()
-            with contextlib.redirect_stdout(buf):
-                exec(compile(tree, file, "exec"), self.ns)
-                if last is not None:  # a notebook shows the value of a cell's last expression
-                    value = eval(compile(ast.Expression(last.value), file, "eval"), self.ns)
-                    if value is not None:
-                        print(repr(value))
-            self.outputs.append(buf.getvalue())
-        return self.outputs[upto].splitlines()
+from conftest import Page  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------------

@@ -9,11 +9,6 @@ and for the Params (``"node.param"``); and the record's memory and the user's ar
 
 from __future__ import annotations
 
-import contextlib
-import io
-import linecache
-import textwrap
-
 import numpy as np
 import pytest
 
@@ -30,31 +25,9 @@ from eagle.graph import opaque  # noqa: E402
 from eagle.record import Record  # noqa: E402
 from hawk import Mutable, Param, Scalar, Terminated  # noqa: E402
 
-from conftest import plan_kernels  # noqa: E402
+from conftest import Page, plan_kernels  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
-
-
-class Page:
-    """A notebook: cells run once each, in order, in one namespace."""
-
-    def __init__(self, name: str, cells: list[str]) -> None:
-        self.name = name
-        self.cells = [textwrap.dedent(c).strip("\n") + "\n" for c in cells]
-        self.ns: dict = {"__name__": f"__{name}__"}
-        self.outputs: list[str] = []
-
-    def run(self, upto: int) -> list[str]:
-        while len(self.outputs) <= upto:
-            i = len(self.outputs)
-            file = f"<{self.name}-cell-{i}>"
-            src = self.cells[i]
-            linecache.cache[file] = (len(src), None, src.splitlines(True), file)
-            buf = io.StringIO()
-            with contextlib.redirect_stdout(buf):
-                exec(compile(src, file, "exec"), self.ns)
-            self.outputs.append(buf.getvalue())
-        return self.outputs[upto].splitlines()
 
 
 # ------------------------------------------------------------------------------------------------
