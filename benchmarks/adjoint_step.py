@@ -24,18 +24,10 @@ import jax.numpy as jnp  # noqa: E402
 
 import eagle  # noqa: E402
 import eagle.plan  # noqa: E402
-import hawk  # noqa: E402
-from hawk import Mutable, Param, Vector  # noqa: E402
-from hawk.math import norm, vec  # noqa: E402
+from kernels import drag_step  # noqa: E402
 
 N = 1 << 20
 CD, DT, G = 0.1, 0.01, 9.81
-
-
-@hawk.kernel
-def drag_step(v: Vector[3], cd: Param, dt: Param, g: Param, v_next: Mutable[Vector[3]]):
-    a = vec(0.0, 0.0, -g) - cd * norm(v) * v
-    v_next = v + dt * a
 
 
 def jax_step(v, cd):

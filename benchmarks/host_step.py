@@ -23,9 +23,7 @@ import numpy as np
 
 import eagle
 import eagle.plan
-import hawk
-from hawk import Mutable, Param, Scalar, Terminated, Vector
-from hawk.math import norm, vec
+from kernels import drag_step, osc
 
 N = 1 << 20
 CD, DT, G = 0.1, 0.01, 9.81
@@ -45,22 +43,6 @@ extern "C" void drag(const double* __restrict v, double* __restrict out, int64_t
   }
 }
 """
-
-
-@hawk.kernel
-def drag_step(v: Vector[3], cd: Param, dt: Param, g: Param, v_next: Mutable[Vector[3]]):
-    a = vec(0.0, 0.0, -g) - cd * norm(v) * v
-    v_next = v + dt * a
-
-
-@hawk.kernel(steps=1)
-def osc(dt: Param, c: Param, t_final: Scalar, corr: Scalar, terminated: Terminated,
-        x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
-    vn = v + dt * (-x - c * v + corr * v)
-    x = x + dt * v
-    v = vn
-    t = t + dt
-    terminated = t >= t_final
 
 
 def best(fn, repeat: int = 15, number: int = 1) -> float:
@@ -130,14 +112,14 @@ def main() -> None:
     t0 = time.perf_counter()
     eagle.plan.auto([drag_step, osc], cache_dir=cold_dir)
     t_cold = time.perf_counter() - t0
-    here = os.path.abspath(__file__)
+    here = os.path.dirname(os.path.abspath(__file__))
     probe = textwrap.dedent(f"""
-        import importlib.util, time, sys
-        spec = importlib.util.spec_from_file_location("hb", {here!r})
-        hb = importlib.util.module_from_spec(spec); spec.loader.exec_module(hb)
+        import sys, time
+        sys.path.insert(0, {here!r})
+        from kernels import drag_step, osc
         import eagle.plan
         t0 = time.perf_counter()
-        (p1, p2) = eagle.plan.auto([hb.drag_step, hb.osc], cache_dir={cold_dir!r})
+        (p1, p2) = eagle.plan.auto([drag_step, osc], cache_dir={cold_dir!r})
         print(time.perf_counter() - t0, p1.info["cache_hit"])
     """)
     warm = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()

@@ -27,43 +27,15 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 import jax
 import jax.numpy as jnp
 
-import hawk
 from eagle.frameworks import jax as eagle_jax
-from hawk import Mutable, Param, Terminated, Vector
-from hawk.math import norm, vec
+from kernels import coast, drag_step, flight
 
 jax.config.update("jax_enable_x64", True)
-
-
-@hawk.kernel
-def drag_step(v: Vector[3], cd: Param, dt: Param, g: Param, v_next: Mutable[Vector[3]]):
-    a = vec(0.0, 0.0, -g) - cd * norm(v) * v
-    v_next = v + dt * a
 
 
 def jnp_drag(v, cd, dt, g):
     a = -cd * jnp.linalg.norm(v, axis=0) * v + jnp.array([0.0, 0.0, -g])[:, None]
     return v + dt * a
-
-
-@hawk.kernel(steps=1)
-def flight(r: Vector[3], v: Vector[3], cd: Param, dt: Param, g: Param, terminated: Terminated,
-           r_next: Mutable[Vector[3]], v_next: Mutable[Vector[3]]):
-    a = vec(0.0, 0.0, -g) - cd * norm(v) * v
-    v_new = v + dt * a
-    v_next = v_new
-    r_next = r + dt * v_new
-    terminated = r_next[2] < 0.0
-
-
-@hawk.kernel(steps=1)
-def coast(r: Vector[3], v: Vector[3], cd: Param, dt: Param, g: Param, terminated: Terminated,
-          r_next: Mutable[Vector[3]], v_next: Mutable[Vector[3]]):
-    """The flight kernel's signature and data flow with almost no arithmetic: what any step
-    costs through the bridge (the floor of the scan cases), not a physics step."""
-    v_next = v - (cd * dt) * v
-    r_next = r + dt * v_next
-    terminated = r_next[2] < 0.0
 
 
 def jnp_flight(r, v, cd, dt, g, terminated):

@@ -33,33 +33,12 @@ jax.config.update("jax_enable_x64", True)
 import eagle
 import eagle.plan
 import hawk
-from hawk import Guard, Mutable, Param, Scalar, Terminated
+from hawk import Mutable, Param, Scalar
+from kernels import osc, osc_active
 
 N = 100_000
 DT, C = 0.01, 0.3
 MAX_STEPS = 1000
-
-
-@hawk.kernel(steps=1)
-def osc(dt: Param, c: Param, t_final: Scalar, corr: Scalar, terminated: Terminated,
-        x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
-    vn = v + dt * (-x - c * v + corr * v)
-    x = x + dt * v
-    v = vn
-    tn = t + dt
-    t = tn
-    terminated = tn >= t_final
-
-
-@hawk.kernel(steps=1, guard=Guard(active_set=True))
-def osc_active(dt: Param, c: Param, t_final: Scalar, corr: Scalar, terminated: Terminated,
-               x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
-    vn = v + dt * (-x - c * v + corr * v)
-    x = x + dt * v
-    v = vn
-    tn = t + dt
-    t = tn
-    terminated = tn >= t_final
 
 
 @hawk.kernel
