@@ -18,5 +18,6 @@ struct KernelHandle {
 void bind_compiler(nanobind::module_& m);
 void bind_runtime(nanobind::module_& m);
 void bind_ffi(nanobind::module_& m);
+void bind_interface(nanobind::module_& m);
 
 }  // namespace raptor::bindings

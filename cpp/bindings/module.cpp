@@ -1,7 +1,7 @@
 // The Python module raptor_core._core (nanobind): the compiler for hawk and the runtime for
 // eagle. Thin: conversions and exceptions only; behaviour lives in the stages. The compiler
 // half is bind_compiler.cpp, the runtime half bind_runtime.cpp, the XLA FFI
-// handler capsules bind_ffi.cpp.
+// handler capsules bind_ffi.cpp, kernels' interfaces bind_interface.cpp.
 #include <nanobind/nanobind.h>
 
 #include "bindings/bindings.hpp"
@@ -17,4 +17,5 @@ NB_MODULE(_core, m) {
   raptor::bindings::bind_compiler(m);
   raptor::bindings::bind_runtime(m);
   raptor::bindings::bind_ffi(m);
+  raptor::bindings::bind_interface(m);
 }

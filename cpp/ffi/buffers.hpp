@@ -1,9 +1,11 @@
 // Mapping the operands and results XLA hands a custom call onto a kernel's slots, shared by
-// the CPU and CUDA handlers. Operands are the kernel's input slots in order (Params, planes,
-// in-out Mutables' old values, the mask, tables); results are the Mutable planes and sums in
-// slot order, then the mask. Checks counts and dtypes and says what is wrong.
+// the CPU and CUDA handlers. Their order, dtypes and shapes are the kernel's interface
+// (runtime/interface.hpp, KernelEntry::iface): every buffer's dtype and whole shape is checked
+// (N from the first plane or mask, each Table's M from its operand) before anything runs, and
+// a mismatch is an InvalidArgument naming the kernel and the plane.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 

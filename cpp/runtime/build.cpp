@@ -18,17 +18,9 @@ std::string kernel_digest(const ir::Kernel& k, DType dtype) {
 
 KernelEntry describe_kernel(const ir::Kernel& k, DType dtype) {
   KernelEntry e;
-  for (const ir::Slot& s : k.slots) {
-    e.kinds.push_back(s.kind);
-    e.widths.push_back(s.width);
-    e.table_of.push_back(s.table_of);
-    e.inout.push_back(s.inout ? 1 : 0);
-    e.slot_names.push_back(s.name);
-  }
-  e.name = k.name;
-  e.dtype_size = dtype == DType::F32 ? 4 : 8;
+  e.set_interface(KernelInterface::of(k, dtype == DType::F32 ? ElemType::F32 : ElemType::F64,
+                                      kernel_digest(k, dtype)));
   e.active_set = k.active_set;
-  e.digest = kernel_digest(k, dtype);
   return e;
 }
 

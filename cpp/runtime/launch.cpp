@@ -15,8 +15,6 @@ using ir::SlotKind;
 constexpr int64_t kAlign = 64;                 // chunk boundaries, in samples
 constexpr int64_t kParallelCombine = 1 << 16;  // sum elements above which combining is split
 
-bool is_sum(SlotKind k) { return k == SlotKind::ParamSum || k == SlotKind::TableSum; }
-
 // Trivial on purpose: the launcher's inline array of these is left uninitialized beyond the
 // chunks used (default member initializers would zero all of it on every launch).
 struct ChunkOut {
@@ -27,15 +25,26 @@ struct ChunkOut {
 
 }  // namespace
 
-bool KernelEntry::has_mask() const {
-  return std::find(kinds.begin(), kinds.end(), SlotKind::Terminated) != kinds.end();
-}
-
-std::string KernelEntry::slot_name(int slot) const {
-  if (slot >= 0 && static_cast<size_t>(slot) < slot_names.size() && !slot_names[slot].empty()) {
-    return slot_names[slot];
+void KernelEntry::set_interface(KernelInterface i) {
+  iface = std::move(i);
+  name = iface.name();
+  digest = iface.digest();
+  dtype_size = iface.dtype_size();
+  kinds.clear();
+  widths.clear();
+  table_of.clear();
+  inout.clear();
+  slot_names.clear();
+  for (const SlotInterface& s : iface.slots()) {
+    static constexpr SlotKind kKind[] = {
+        SlotKind::Param,      SlotKind::Plane, SlotKind::Mutable,  SlotKind::Mutable,
+        SlotKind::Terminated, SlotKind::Table, SlotKind::ParamSum, SlotKind::TableSum};
+    kinds.push_back(kKind[static_cast<int>(s.role)]);
+    widths.push_back(s.width);
+    table_of.push_back(s.table_of);
+    inout.push_back(s.role == SlotRole::InOut ? 1 : 0);
+    slot_names.push_back(s.name);
   }
-  return "slot " + std::to_string(slot);
 }
 
 LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
@@ -48,9 +57,6 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
   if (b.slots.size() != ns) {
     throw bad("the binding has " + std::to_string(b.slots.size()) + " slots, the kernel " +
               std::to_string(ns));
-  }
-  if (e.widths.size() != ns || e.table_of.size() != ns) {
-    throw bad("its KernelEntry has inconsistent slot vectors");
   }
   if (e.dtype_size != 4 && e.dtype_size != 8) throw bad("dtype_size must be 4 or 8");
   if (b.n < 0) throw bad("n must be >= 0");
@@ -75,12 +81,13 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
     out[s] = sb.out;
     params[s] = sb.param;
     table_size[s] = sb.table_size;
-    if (!is_sum(e.kinds[s])) continue;
+    const SlotInterface& si = e.iface.slot(s);
+    if (!si.is_sum()) continue;
     if (sb.out == nullptr)
       throw bad("sum output '" + e.slot_name(static_cast<int>(s)) + "' has no output buffer");
     int64_t entries = 1;
-    if (e.kinds[s] == SlotKind::TableSum) {
-      const int t = e.table_of[s];
+    if (si.role == SlotRole::TableSum) {
+      const int t = si.table_of;
       if (table_size[s] <= 0 && t >= 0 && static_cast<size_t>(t) < ns) {
         table_size[s] = b.slots[t].table_size;
       }
@@ -88,7 +95,7 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
       if (entries < 0) throw bad("negative table size");
     }
     sum_offset[s] = sum_total;
-    sum_total += entries * e.widths[s];
+    sum_total += entries * si.width;
   }
 
   // Chunking: boundaries on multiples of 64 positions.
@@ -162,7 +169,8 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
     const auto combine = [&](int64_t lo, int64_t hi) {
       for (size_t s = 0; s < ns; ++s) {
         if (sum_offset[s] < 0) continue;
-        const int64_t size = (e.kinds[s] == SlotKind::TableSum ? table_size[s] : 1) * e.widths[s];
+        const SlotInterface& si = e.iface.slot(s);
+        const int64_t size = (si.role == SlotRole::TableSum ? table_size[s] : 1) * si.width;
         const int64_t first = std::max<int64_t>(lo, sum_offset[s]);
         const int64_t last = std::min<int64_t>(hi, sum_offset[s] + size);
         for (int64_t g = first; g < last; ++g) {

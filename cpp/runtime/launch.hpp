@@ -12,29 +12,37 @@
 
 #include "ir/ir.hpp"
 #include "runtime/abi.h"
+#include "runtime/interface.hpp"
 #include "runtime/module.hpp"
 #include "runtime/thread_pool.hpp"
 
 namespace raptor::runtime {
 
-// A compiled kernel's interface, independent of the IR object it came from.
+// A compiled kernel: its entry point and its interface (runtime/interface.hpp: every slot's
+// role, width, dtype, shape rule and place among the JAX operands and results).
 struct KernelEntry {
   raptor_kernel_fn fn = nullptr;
-  std::vector<ir::SlotKind> kinds;       // per slot
-  std::vector<int> widths;               // per slot: components (1 for Param/Terminated)
-  std::vector<int> table_of;             // per slot: TableSum -> its Table slot; else -1
-  std::vector<char> inout;               // per slot: a Mutable whose old value is read
-  std::vector<std::string> slot_names;   // per slot, for messages (may be empty)
-  std::string name;                      // the kernel's name, for messages
+  KernelInterface iface;                 // read through set_interface, see below
+  std::string name;                      // the kernel's name, for messages (== iface.name())
   std::string symbol;                    // the exported symbol fn was found as
-  std::string digest;                    // registry key (see registry.hpp)
+  std::string digest;                    // registry key (see registry.hpp; == iface.digest())
   int dtype_size = 8;                    // 4: float32, 8: float64 (sum outputs are written so)
   bool active_set = false;               // Guard(active_set=True): callers pass an index
   std::shared_ptr<const Module> module;  // keeps `fn` loaded
 
-  size_t num_slots() const { return kinds.size(); }
-  bool has_mask() const;
-  std::string slot_name(int slot) const;  // the name, or "slot <i>"
+  // Derived copies of `iface`, kept for code not yet reading it (filled by set_interface only;
+  // to be removed).
+  std::vector<ir::SlotKind> kinds;      // per slot
+  std::vector<int> widths;              // per slot: components (1 for Param/Terminated)
+  std::vector<int> table_of;            // per slot: TableSum -> its Table slot; else -1
+  std::vector<char> inout;              // per slot: a Mutable whose old value is read
+  std::vector<std::string> slot_names;  // per slot
+
+  // Sets `iface` and what is derived from it (name, digest, dtype_size, the copies above).
+  void set_interface(KernelInterface i);
+  size_t num_slots() const { return iface.num_slots(); }
+  bool has_mask() const { return iface.has_mask(); }
+  std::string slot_name(int slot) const { return iface.slot_name(slot); }
 };
 
 // What one slot is bound to.

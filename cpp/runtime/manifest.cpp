@@ -1,6 +1,9 @@
 // Kernel manifests (see manifest.hpp). Format, one item per line:
-//   raptor-kernel 1 / digest D / name N / symbol S / so K / dtype_size 4|8 / active_set 0|1
-//   slot <kind> <width> <table_of> <inout> <name>     (one line per slot, in order)
+//   raptor-kernel 2 / digest D / name N / symbol S / so K / dtype float32|float64 /
+//   active_set 0|1 / slot <role> <width> <is_vector> <table_of> <dtype> <name> (one line per
+//   slot, in order: runtime/interface.hpp's slot_line)
+// A manifest of another version is skipped (version 1 had no is_vector, so it could not give
+// the shapes the XLA handlers check).
 #include "runtime/manifest.hpp"
 
 #include <map>
@@ -13,61 +16,69 @@ namespace raptor::runtime {
 
 namespace fs = std::filesystem;
 
+namespace {
+constexpr int kManifestVersion = 2;
+}  // namespace
+
 void write_manifest(const Compiler& compiler, const KernelEntry& e, const std::string& so_key) {
   const fs::path dir = compiler.cache().path / "kernels";
   ensure_private_dir(dir, /*allow_symlink=*/false);
+  const KernelInterface& i = e.iface;
   std::ostringstream os;
-  os << "raptor-kernel 1\ndigest " << e.digest << "\nname " << e.name << "\nsymbol " << e.symbol
-     << "\nso " << so_key << "\ndtype_size " << e.dtype_size << "\nactive_set "
-     << (e.active_set ? 1 : 0) << "\n";
-  for (size_t s = 0; s < e.num_slots(); ++s)
-    os << "slot " << static_cast<int>(e.kinds[s]) << " " << e.widths[s] << " " << e.table_of[s]
-       << " " << static_cast<int>(e.inout[s]) << " " << e.slot_name(static_cast<int>(s)) << "\n";
-  write_cache_file(dir / (e.digest + ".kernel"), os.str());
+  os << "raptor-kernel " << kManifestVersion << "\ndigest " << i.digest() << "\nname " << i.name()
+     << "\nsymbol " << e.symbol << "\nso " << so_key << "\ndtype " << elem_type_name(i.dtype())
+     << "\nactive_set " << (e.active_set ? 1 : 0) << "\n";
+  for (const SlotInterface& s : i.slots()) os << slot_line(s) << "\n";
+  write_cache_file(dir / (i.digest() + ".kernel"), os.str());
 }
 
-namespace {
-
-bool parse(const std::string& text, KernelEntry& e, std::string& so_key) {
+std::optional<ParsedManifest> parse_manifest(const std::string& text) {
   std::istringstream in(text);
-  std::string word, line;
+  std::string word, line, name, digest, dtype;
   int version = 0;
-  if (!(in >> word >> version) || word != "raptor-kernel" || version != 1) return false;
-  while (in >> word) {
-    if (word == "digest")
-      in >> e.digest;
-    else if (word == "name")
-      in >> e.name;
-    else if (word == "symbol")
-      in >> e.symbol;
-    else if (word == "so")
-      in >> so_key;
-    else if (word == "dtype_size")
-      in >> e.dtype_size;
-    else if (word == "active_set") {
-      int a = 0;
-      in >> a;
-      e.active_set = a != 0;
-    } else if (word == "slot") {
-      int kind = 0, width = 0, table_of = -1, inout = 0;
-      std::string name;
-      if (!(in >> kind >> width >> table_of >> inout >> name)) return false;
-      if (kind < 0 || kind > static_cast<int>(ir::SlotKind::TableSum)) return false;
-      e.kinds.push_back(static_cast<ir::SlotKind>(kind));
-      e.widths.push_back(width);
-      e.table_of.push_back(table_of);
-      e.inout.push_back(static_cast<char>(inout));
-      e.slot_names.push_back(name);
-    } else {
-      return false;
+  if (!(in >> word >> version) || word != "raptor-kernel" || version != kManifestVersion)
+    return std::nullopt;
+  std::getline(in, line);
+  ParsedManifest m;
+  std::vector<SlotInterface> slots;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    std::istringstream ls(line);
+    ls >> word;
+    std::string value, extra;
+    if (word == "slot") {
+      auto s = parse_slot_line(line);
+      if (!s) return std::nullopt;
+      slots.push_back(std::move(*s));
+      continue;
     }
-    if (!in) return false;
+    if (!(ls >> value) || (ls >> extra)) return std::nullopt;
+    if (word == "digest")
+      digest = value;
+    else if (word == "name")
+      name = value;
+    else if (word == "symbol")
+      m.entry.symbol = value;
+    else if (word == "so")
+      m.so_key = value;
+    else if (word == "dtype")
+      dtype = value;
+    else if (word == "active_set" && (value == "0" || value == "1"))
+      m.entry.active_set = value == "1";
+    else
+      return std::nullopt;
   }
-  return e.digest.size() == 64 && !e.symbol.empty() && so_key.size() == 64 &&
-         (e.dtype_size == 4 || e.dtype_size == 8);
+  const auto float_dtype = elem_type_from_name(dtype);
+  if (digest.size() != 64 || m.entry.symbol.empty() || m.so_key.size() != 64 || !float_dtype ||
+      (*float_dtype != ElemType::F32 && *float_dtype != ElemType::F64))
+    return std::nullopt;
+  try {
+    m.entry.set_interface(KernelInterface(name, digest, *float_dtype, std::move(slots)));
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+  return m;
 }
-
-}  // namespace
 
 PreloadResult preload(const Compiler& compiler) {
   PreloadResult r;
@@ -78,12 +89,13 @@ PreloadResult preload(const Compiler& compiler) {
   for (const auto& item : fs::directory_iterator(dir, ec)) {
     if (item.path().extension() != ".kernel") continue;
     const auto text = read_cache_file(item.path());
-    KernelEntry e;
-    std::string key;
-    if (!text || !parse(*text, e, key) || item.path().stem().string() != e.digest) {
+    std::optional<ParsedManifest> parsed = text ? parse_manifest(*text) : std::nullopt;
+    if (!parsed || item.path().stem().string() != parsed->entry.digest) {
       ++r.skipped;
       continue;
     }
+    KernelEntry& e = parsed->entry;
+    const std::string& key = parsed->so_key;
     auto& module = modules[key];
     if (!module) module = compiler.load_cached(key);
     if (!module || module->find(e.symbol) == nullptr) {

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "runtime/abi_source.hpp"
 #include "runtime/launch.hpp"
@@ -113,43 +114,45 @@ RAPTOR_EXPORT void sums_f64(raptor_args* a) { sums<double>(a); }
   return src;
 }
 
-using ir::SlotKind;
-
-inline KernelEntry axpy_entry(raptor_kernel_fn fn, int dtype_size) {
+// A hand-written entry: slots as (name, role, width) in order, the float dtype by its size.
+inline KernelEntry hand_entry(raptor_kernel_fn fn, int dtype_size, const std::string& name,
+                              const std::vector<SlotInterface>& slots) {
+  const ElemType f = dtype_size == 4 ? ElemType::F32 : ElemType::F64;
+  std::vector<SlotInterface> typed = slots;
+  for (SlotInterface& s : typed) s.dtype = s.role == SlotRole::Mask ? ElemType::Bool : f;
   KernelEntry e;
   e.fn = fn;
-  e.name = "axpy";
-  e.kinds = {SlotKind::Param, SlotKind::Plane, SlotKind::Param, SlotKind::Mutable};
-  e.widths = {1, 2, 1, 2};
-  e.table_of = {-1, -1, -1, -1};
-  e.slot_names = {"a", "x", "b", "y"};
-  e.dtype_size = dtype_size;
+  e.set_interface(KernelInterface(name, "", f, std::move(typed)));
   return e;
+}
+
+inline SlotInterface hand_slot(std::string name, SlotRole role, int width = 1, int table_of = -1) {
+  SlotInterface s;
+  s.name = std::move(name);
+  s.role = role;
+  s.width = width;
+  s.is_vector = width > 1;
+  s.table_of = table_of;
+  return s;
+}
+
+inline KernelEntry axpy_entry(raptor_kernel_fn fn, int dtype_size) {
+  return hand_entry(fn, dtype_size, "axpy",
+                    {hand_slot("a", SlotRole::Param), hand_slot("x", SlotRole::Plane, 2),
+                     hand_slot("b", SlotRole::Param), hand_slot("y", SlotRole::Mutable, 2)});
 }
 
 inline KernelEntry bump_entry(raptor_kernel_fn fn, int dtype_size) {
-  KernelEntry e;
-  e.fn = fn;
-  e.name = "bump";
-  e.kinds = {SlotKind::Param, SlotKind::Mutable, SlotKind::Terminated};
-  e.widths = {1, 1, 1};
-  e.table_of = {-1, -1, -1};
-  e.slot_names = {"thr", "x", "terminated"};
-  e.dtype_size = dtype_size;
-  return e;
+  return hand_entry(fn, dtype_size, "bump",
+                    {hand_slot("thr", SlotRole::Param), hand_slot("x", SlotRole::Mutable),
+                     hand_slot("terminated", SlotRole::Mask)});
 }
 
 inline KernelEntry sums_entry(raptor_kernel_fn fn, int dtype_size) {
-  KernelEntry e;
-  e.fn = fn;
-  e.name = "sums";
-  e.kinds = {SlotKind::Plane,    SlotKind::Plane,    SlotKind::Table,
-             SlotKind::ParamSum, SlotKind::TableSum, SlotKind::Mutable};
-  e.widths = {1, 1, 2, 1, 2, 1};
-  e.table_of = {-1, -1, -1, -1, 2, -1};
-  e.slot_names = {"x", "idx", "w", "ps", "ts", "y"};
-  e.dtype_size = dtype_size;
-  return e;
+  return hand_entry(fn, dtype_size, "sums",
+                    {hand_slot("x", SlotRole::Plane), hand_slot("idx", SlotRole::Plane),
+                     hand_slot("w", SlotRole::Table, 2), hand_slot("ps", SlotRole::ParamSum),
+                     hand_slot("ts", SlotRole::TableSum, 2, 2), hand_slot("y", SlotRole::Mutable)});
 }
 
 }  // namespace raptor::runtime::testing

@@ -5,7 +5,8 @@ then one ``raptor_core._core.Bound`` that holds the arrays' pointers by referenc
 Start at ``bind``. Layouts (SPEC §1): Scalar ``(N,)``, Vector[k] ``(k, N)``, Terminated
 bool ``(N,)``, Table ``(M,)`` or ``(M, k)``, Param a number or a 0-d/1-element float array
 (read at each launch), finished_count uint32 ``(1,)``; sums of derived kernels ``(k,)`` /
-``(M,)`` / ``(M, k)``.
+``(M,)`` / ``(M, k)``. The shapes and dtypes come from the kernel's interface
+(``Kernel.interface``, described once in C++: cpp/runtime/interface.hpp).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 from raptor_core import _core
 
 from eagle.errors import ModeError
-from hawk.kernel import Kernel, SlotInfo
+from hawk.kernel import Kernel
 
 __all__ = ["Bound", "bind", "as_host_array"]
 
@@ -146,16 +147,6 @@ def _first_float_dtype(kernel: Kernel, values: Mapping[str, Any], who: str) -> t
     return np.dtype(np.float64), ""
 
 
-def _expected_shape(s: SlotInfo, n: int | None, m: int | None) -> tuple:
-    if s.kind in ("plane", "mutable"):
-        return (s.width, n) if s.is_vector else (n,)
-    if s.kind == "terminated":
-        return (n,)
-    if s.kind == "param_sum":
-        return (s.width,)
-    return (m, s.width) if s.is_vector else (m,)
-
-
 def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> Bound:
     """Checks ``values`` against ``plan.kernel`` and binds them (see the module docstring)."""
     kernel: Kernel = plan.kernel
@@ -169,12 +160,13 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> B
         raise TypeError(f"{who}: missing value(s) for {missing}")
 
     dtype, first = _first_float_dtype(kernel, values, who)
+    iface = kernel.interface(dtype)
     arrays: dict[str, Any] = {}
     n: int | None = None
-    table_m: dict[int, int] = {}
     ns = len(kernel.slots)
     ins, outs = [0] * ns, [0] * ns
     params, sizes = [0.0] * ns, [0] * ns
+    seen_tables: set[int] = set()
     sources: list[tuple[int, int, bool]] = []
     mask_ptr = 0
 
@@ -185,7 +177,7 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> B
             if arr.ndim >= 1:
                 n = int(arr.shape[-1])
                 break
-    for i, s in enumerate(kernel.slots):
+    for i, (s, si) in enumerate(zip(kernel.slots, iface.slots)):
         value = values[s.name]
         if s.kind == "param":
             params[i], src, keep = _param_value(value, who, s.name)
@@ -194,22 +186,28 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> B
                 arrays[s.name] = keep
             continue
         arr = as_host_array(value, who, s.name)
-        if s.kind == "terminated":
-            if arr.dtype != np.bool_:
+        if arr.dtype != np.dtype(si.dtype):
+            if s.kind == "terminated":
                 raise ModeError(f"{who}: the Terminated mask '{s.name}' must be a bool array, got {arr.dtype}")
-        elif arr.dtype not in _FLOATS:
-            raise ModeError(f"{who}: plane '{s.name}' is {arr.dtype}, which is not supported; a kernel runs float32 or float64 planes")
-        elif arr.dtype != dtype:
+            if arr.dtype not in _FLOATS:
+                raise ModeError(f"{who}: plane '{s.name}' is {arr.dtype}, which is not supported; a kernel runs float32 or float64 planes")
             raise ModeError(f"{who}: mixed floating dtypes in one launch (plane '{s.name}' is {arr.dtype}, the first plane '{first}' is {dtype}); bind every plane in one float dtype")
-        m = None
         if s.kind in ("table", "table_sum"):
             m = int(arr.shape[0]) if arr.ndim >= 1 else -1
+            if s.kind == "table":
+                seen_tables.add(i)
+                sizes[i] = m
+            elif s.table_of in seen_tables:
+                m = sizes[s.table_of]
+            else:  # a sum before its table: sized by its own array until the table is seen
+                sizes[s.table_of] = m
             if s.kind == "table_sum":
-                m = table_m.get(s.table_of, m)
-        want = _expected_shape(s, n, m)
+                sizes[i] = m
+        want = iface.expected_shape(i, n if n is not None else -1, sizes)
         if arr.shape != want:
+            shown = want[:-1] + (None,) if si.sized_by_n and n is None else want
             what = {"table": "Table", "table_sum": "sum output", "param_sum": "sum output"}.get(s.kind, "plane")
-            raise ValueError(f"{who}: {what} '{s.name}' must have shape {want}" + (f" for n={n}" if s.kind in ("plane", "mutable", "terminated") else "") + f", got {arr.shape}")
+            raise ValueError(f"{who}: {what} '{s.name}' must have shape {shown}" + (f" for n={n}" if s.kind in ("plane", "mutable", "terminated") else "") + f", got {arr.shape}")
         if not arr.flags.c_contiguous:
             raise ValueError(f"{who}: '{s.name}' is not C-contiguous; pass np.ascontiguousarray(...) and bind that array (a copy would hide later writes)")
         if arr.ctypes.data % arr.dtype.itemsize:
@@ -229,11 +227,6 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> B
                 ins[i] = ptr
         else:
             outs[i] = ptr
-        if s.kind == "table":
-            sizes[i] = m
-            table_m[i] = m
-        if s.kind == "table_sum":
-            sizes[i] = m
 
     finished_ptr = 0
     if "finished_count" in values:

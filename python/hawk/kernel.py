@@ -21,11 +21,28 @@ __all__ = ["Kernel", "Helper", "SlotInfo", "kernel", "func"]
 DTYPES = ("float32", "float64")
 
 
+# The kernel interface's roles (raptor_core._core.Interface, cpp/runtime/interface.hpp) as
+# SlotInfo kinds: an in-out Mutable is a "mutable" with inout set, the mask is "terminated".
+_KIND_OF_ROLE = {
+    "param": "param",
+    "plane": "plane",
+    "mutable": "mutable",
+    "inout": "mutable",
+    "mask": "terminated",
+    "table": "table",
+    "param_sum": "param_sum",
+    "table_sum": "table_sum",
+}
+
+
 @dataclass(frozen=True)
 class SlotInfo:
-    """One parameter of a compiled kernel, as the runtime sees it.
+    """One parameter of a compiled kernel, as the runtime sees it: read from the kernel's
+    interface (``Kernel.interface``), which is described once, in C++.
 
     kind: "param", "plane", "mutable", "terminated", "table", "param_sum" or "table_sum".
+    role: the interface's role ("inout" for an in-out Mutable, "mask" for the Terminated plane,
+    else the kind).
     """
 
     name: str
@@ -34,6 +51,12 @@ class SlotInfo:
     is_vector: bool
     inout: bool
     table_of: int
+    role: str = ""
+
+    @classmethod
+    def of(cls, s: Any) -> "SlotInfo":
+        """The SlotInfo of one ``_core.SlotInterface``."""
+        return cls(s.name, _KIND_OF_ROLE[s.role], s.width, s.is_vector, s.role == "inout", s.table_of, s.role)
 
     @property
     def is_input(self) -> bool:
@@ -70,7 +93,8 @@ class Kernel:
         self._core = core
         self.guard = guard or Guard()
         self._origin = origin
-        self.slots: tuple[SlotInfo, ...] = tuple(SlotInfo(*s) for s in core.slots())
+        self._interfaces: dict[str, Any] = {}
+        self.slots: tuple[SlotInfo, ...] = tuple(SlotInfo.of(s) for s in self.interface().slots)
 
     # --- what it is
     @property
@@ -92,7 +116,18 @@ class Kernel:
 
     def digest(self, dtype: str = "float64") -> str:
         """The SHA-256 of the kernel's IR and dtype: its name in caches and in the JAX bridge."""
-        return self._core.digest(_dtype(dtype))
+        return self.interface(dtype).digest
+
+    def interface(self, dtype: Any = "float64") -> Any:
+        """The kernel's interface built for ``dtype`` (a ``raptor_core._core.Interface``): per
+        slot its role, width, dtype and place among the JAX operands and results, the shape
+        rule (``expected_shape(slot, n, table_sizes)``) and the aliases. eagle's binding checks
+        and the JAX bridge read it; it is described once, in C++ (cpp/runtime/interface.hpp)."""
+        name = _dtype(dtype)
+        hit = self._interfaces.get(name)
+        if hit is None:
+            hit = self._interfaces[name] = _core.kernel_interface(self._core, name)
+        return hit
 
     def cpp(self, dtype: str = "float64") -> str:
         """The C++ translation unit the host build compiles for this kernel."""

@@ -5,7 +5,9 @@ primitive (eagle/frameworks/_jax_rules.py); it is hashable by digest.
 
 Order (SPEC §3): inputs are the kernel's input slots in signature order (Params, planes,
 in-out Mutables, the mask, tables); outputs are the Mutable planes and sums in signature
-order, then the updated mask last.
+order, then the updated mask last. Both orders, the shapes and the aliases are the kernel's
+interface (``Kernel.interface``, described once in C++: cpp/runtime/interface.hpp), which the
+XLA handlers check every call against.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 import eagle.plan
 from hawk.kernel import Kernel, SlotInfo
 
-__all__ = ["KernelCall", "call_for"]
+__all__ = ["KernelCall", "call_for", "no_plane_message"]
 
 _lock = threading.Lock()
 _calls: dict[tuple[str, str], "KernelCall"] = {}
@@ -32,10 +34,17 @@ class KernelCall:
         self.dtype = np.dtype(dtype)
         self.plan = plan
         self.digest = plan.digest(self.dtype)
-        self.inputs: tuple[SlotInfo, ...] = tuple(s for s in kernel.slots if s.is_input)
-        outs = [s for s in kernel.slots if s.kind in ("mutable", "param_sum", "table_sum")]
-        outs += [s for s in kernel.slots if s.kind == "terminated"]
-        self.outputs: tuple[SlotInfo, ...] = tuple(outs)
+        self.interface = kernel.interface(self.dtype)
+        self.inputs: tuple[SlotInfo, ...] = tuple(kernel.slots[i] for i in self.interface.operands)
+        self.outputs: tuple[SlotInfo, ...] = tuple(kernel.slots[i] for i in self.interface.results)
+        # Per operand / result: its slot's interface, for shapes (expected_shape) and dtypes.
+        self.input_slots: tuple[int, ...] = tuple(self.interface.operands)
+        self.output_slots: tuple[int, ...] = tuple(self.interface.results)
+        slots = self.interface.slots
+        self.input_dtypes: tuple[np.dtype, ...] = tuple(np.dtype(slots[i].dtype) for i in self.input_slots)
+        self.output_dtypes: tuple[np.dtype, ...] = tuple(np.dtype(slots[i].dtype) for i in self.output_slots)
+        self._n_operand = slots[self.interface.n_operand_slot].operand if self.interface.n_operand_slot >= 0 else -1
+        self._aliases: dict[int, int] = dict(self.interface.aliases)
         self.roles = kernel._core.slot_roles()  # per slot: (role, primal name)
         self._derived_calls: dict[tuple, KernelCall] = {}
         self._cuda_built = False
@@ -69,11 +78,24 @@ class KernelCall:
     def aliases(self) -> dict[int, int]:
         """Operand -> result aliases: an in-out Mutable's old value and the mask are updated in
         place when their input buffer is donated."""
-        out = {}
-        for i, s in enumerate(self.inputs):
-            if (s.kind == "mutable" and s.inout) or s.kind == "terminated":
-                out[i] = self.output_index(s.name)
-        return out
+        return dict(self._aliases)
+
+    def sample_count(self, shapes: Sequence[tuple]) -> int:
+        """N of a call whose operands have ``shapes``: the last axis of the first plane or mask
+        operand. A kernel with none is refused by ``eagle.frameworks.jax.function``."""
+        if self._n_operand < 0:
+            raise ValueError(no_plane_message(self.kernel.name))
+        shape = shapes[self._n_operand]
+        return int(shape[-1]) if shape else 1
+
+    def output_shapes(self, shapes: Sequence[tuple]) -> list[tuple]:
+        """The shape of each result for operands of ``shapes`` (the bridge's layout)."""
+        n = self.sample_count(shapes)
+        sizes = [0] * len(self.kernel.slots)
+        for slot, shape in zip(self.input_slots, shapes):
+            if self.kernel.slots[slot].kind == "table":
+                sizes[slot] = int(shape[0]) if shape else -1
+        return [self.interface.expected_shape(slot, n, sizes, True) for slot in self.output_slots]
 
     def ensure_cuda(self) -> None:
         """Builds this kernel for CUDA (NVRTC to PTX, cached on disk) and registers it for the
@@ -101,10 +123,24 @@ class KernelCall:
         with _lock:
             hit = self._derived_calls.get(key)
         if hit is None:
-            hit = call_for(make().without_unread_inputs(), self.dtype)
+            full = make()
+            trimmed = full.without_unread_inputs()
+            # A call takes N from its planes: keep the unread ones if trimming left none.
+            keep = trimmed.interface().n_operand_slot >= 0 or full.interface().n_operand_slot < 0
+            hit = call_for(trimmed if keep else full, self.dtype)
             with _lock:
                 self._derived_calls[key] = hit
         return hit
+
+
+def no_plane_message(name: str) -> str:
+    """Why a kernel without a plane input cannot be a JAX call, and what to do."""
+    return (
+        f"eagle.frameworks.jax.function: kernel '{name}' has no plane input (its inputs are only Params and Tables); "
+        "a JAX call takes its sample count N from the planes it is given, so it could not know N. Give the kernel a "
+        "plane input (e.g. a Scalar parameter) and pass it a jnp.zeros((N,)) plane, or run it with eagle.plan.auto, "
+        "whose bind takes N from the output planes"
+    )
 
 
 def call_for(kernel: Kernel, dtype: Any, cache_dir: str | None = None) -> KernelCall:

@@ -2,7 +2,8 @@
 
 The primitive is parameterized by a ``KernelCall`` (a kernel in one dtype). Its rules:
 
-- abstract eval: output shapes from the kernel's slots and the sample count N;
+- abstract eval: output shapes and dtypes from the kernel's interface (``KernelCall.output_shapes``:
+  cpp/runtime/interface.hpp's shape rules) and the sample count N;
 - lowering: an XLA FFI custom call "raptor_kernel" whose one attribute is the digest; the
   handler (cpp/ffi/xla_handler.cpp) finds the compiled kernel by digest;
 - JVP: the primal call, plus a call of the kernel's tangent kernel (tangents only, linear
@@ -21,7 +22,6 @@ from typing import Any, Sequence
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
@@ -74,13 +74,6 @@ def bind_call(call: KernelCall, args: Sequence[Any]) -> list[Any]:
 # abstract evaluation and lowering
 
 
-def _sample_count(call: KernelCall, avals: Sequence[Any]) -> int:
-    for s, a in zip(call.inputs, avals):
-        if s.kind in ("plane", "mutable", "terminated"):
-            return int(a.shape[-1]) if a.shape else 1
-    return 0
-
-
 def _varying(aval: Any) -> frozenset:
     """The manual mesh axes a value varies over inside shard_map (empty elsewhere)."""
     mat = getattr(aval, "mat", None)
@@ -91,8 +84,6 @@ def _varying(aval: Any) -> frozenset:
 
 
 def _abstract_eval(*avals: Any, call: KernelCall) -> list[jax.core.ShapedArray]:
-    n = _sample_count(call, avals)
-    dt = call.dtype
     # Inside shard_map, outputs vary over the axes the planes vary over: derive them from the
     # most varying input, which carries those axes.
     ref = max(avals, key=lambda a: len(_varying(a)), default=None)
@@ -100,19 +91,8 @@ def _abstract_eval(*avals: Any, call: KernelCall) -> list[jax.core.ShapedArray]:
         make = lambda shape, dtype: ref.update(shape=shape, dtype=dtype, weak_type=False)  # noqa: E731
     else:
         make = jax.core.ShapedArray
-    outs = []
-    for s in call.outputs:
-        if s.kind == "mutable":
-            outs.append(make((s.width, n) if s.is_vector else (n,), dt))
-        elif s.kind == "terminated":
-            outs.append(make((n,), np.dtype(np.bool_)))
-        elif s.kind == "param_sum":
-            outs.append(make((), dt) if s.width == 1 else make((s.width,), dt))
-        else:  # table_sum: the shape of its table
-            table = call.kernel.slots[s.table_of]
-            t_aval = avals[call.inputs.index(table)]
-            outs.append(make(t_aval.shape, dt))
-    return outs
+    shapes = call.output_shapes([tuple(a.shape) for a in avals])
+    return [make(shape, dtype) for shape, dtype in zip(shapes, call.output_dtypes)]
 
 
 kernel_p.def_abstract_eval(_abstract_eval)

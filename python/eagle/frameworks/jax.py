@@ -17,7 +17,7 @@ import numpy as np
 
 from eagle.errors import ModeError
 from eagle.frameworks import _jax_rules
-from eagle.frameworks._jax_call import call_for
+from eagle.frameworks._jax_call import call_for, no_plane_message
 from eagle.graph import copy_results
 from hawk.kernel import Kernel
 
@@ -31,10 +31,11 @@ class KernelFunction:
 
     def __init__(self, kernel: Kernel, wrt: Sequence[str]) -> None:
         self.kernel = kernel
-        self.inputs = [s.name for s in kernel.slots if s.is_input]
-        outs = [s.name for s in kernel.slots if s.kind == "mutable"]
-        outs += [s.name for s in kernel.slots if s.kind == "terminated"]
-        self.outputs = outs
+        iface = kernel.interface()  # the layout (shapes, order) is the same in both dtypes
+        self._interface = iface
+        self._input_slots = list(iface.operands)
+        self.inputs = [kernel.slots[i].name for i in self._input_slots]
+        self.outputs = [kernel.slots[i].name for i in iface.results]
         wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
         for w in wrt:
             if w not in self.inputs:
@@ -97,8 +98,12 @@ class KernelFunction:
             if s.kind in ("plane", "mutable", "terminated") and np.ndim(a) >= 1:
                 n = int(np.shape(a)[-1])
                 break
+        sizes = [0] * len(self.kernel.slots)
+        for slot, s, (a, _) in zip(self._input_slots, slots, arrays):
+            if s.kind == "table":
+                sizes[slot] = int(np.shape(a)[0]) if np.ndim(a) else -1
         out = []
-        for s, (a, weak) in zip(slots, arrays):
+        for slot, s, (a, weak) in zip(self._input_slots, slots, arrays):
             if s.kind == "param":
                 if np.size(a) != 1:
                     raise ValueError(f"eagle.frameworks.jax: {name}: Param '{s.name}' is one value per call; got shape {np.shape(a)}")
@@ -108,13 +113,11 @@ class KernelFunction:
                 a = jnp.asarray(a)
                 if a.dtype != np.bool_:
                     raise ModeError(f"eagle.frameworks.jax {name}: the Terminated mask '{s.name}' must be bool, got {a.dtype}")
-                want = (n,)
-            elif s.kind == "table":
-                a = jnp.asarray(a, dtype=dtype)
-                want = (np.shape(a)[0] if np.ndim(a) else -1, s.width) if s.is_vector else (np.shape(a)[0] if np.ndim(a) else -1,)
             else:
                 a = jnp.asarray(a, dtype=dtype)
-                want = (s.width, n) if s.is_vector else (n,)
+            want = self._interface.expected_shape(slot, n if n is not None else -1, sizes, True)
+            if s.kind != "table" and n is None:
+                want = want[:-1] + (None,)
             if tuple(np.shape(a)) != tuple(want):
                 raise ValueError(f"eagle.frameworks.jax: {name}: input '{s.name}' must have shape {tuple(want)} for n={n}, got {tuple(np.shape(a))}")
             out.append(a)
@@ -131,7 +134,8 @@ def function(kernel: Kernel, wrt: Sequence[str] = ()) -> KernelFunction:
     """A hawk kernel as a JAX function (works under jit, grad, vmap, scan, jacfwd, jacrev,
     hessian). ``wrt`` names the inputs you mean to differentiate; their derived kernels are
     built now, others on first use. Kernels built with ``Guard(active_set=True)`` are refused:
-    their index map belongs to eagle's launcher."""
+    their index map belongs to eagle's launcher; so are kernels with no plane input, since a
+    call takes its sample count N from its planes."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"eagle.frameworks.jax.function takes a hawk kernel, got {type(kernel).__name__}")
     if kernel.guard.active_set:
@@ -139,6 +143,8 @@ def function(kernel: Kernel, wrt: Sequence[str] = ()) -> KernelFunction:
             f"eagle.frameworks.jax.function: {kernel.name} is built with Guard(active_set=True), whose index map belongs to eagle's "
             "launcher: run it with eagle.plan.auto, or build it without active_set"
         )
+    if kernel.interface().n_operand_slot < 0:
+        raise ModeError(no_plane_message(kernel.name))
     return KernelFunction(kernel, wrt)
 
 
