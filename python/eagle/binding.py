@@ -186,7 +186,7 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> B
                 arrays[s.name] = keep
             continue
         arr = as_host_array(value, who, s.name)
-        if arr.dtype != np.dtype(si.dtype):
+        if arr.dtype.name != si.dtype:
             if s.kind == "terminated":
                 raise ModeError(f"{who}: the Terminated mask '{s.name}' must be a bool array, got {arr.dtype}")
             if arr.dtype not in _FLOATS:

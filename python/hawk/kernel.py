@@ -123,10 +123,11 @@ class Kernel:
         slot its role, width, dtype and place among the JAX operands and results, the shape
         rule (``expected_shape(slot, n, table_sizes)``) and the aliases. eagle's binding checks
         and the JAX bridge read it; it is described once, in C++ (cpp/runtime/interface.hpp)."""
-        name = _dtype(dtype)
-        hit = self._interfaces.get(name)
+        hit = self._interfaces.get(dtype)  # keyed by what callers pass: a str or np.dtype
         if hit is None:
-            hit = self._interfaces[name] = _core.kernel_interface(self._core, name)
+            name = _dtype(dtype)
+            hit = self._interfaces.get(name) or _core.kernel_interface(self._core, name)
+            self._interfaces[name] = self._interfaces[dtype] = hit
         return hit
 
     def cpp(self, dtype: str = "float64") -> str:
