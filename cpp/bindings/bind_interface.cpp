@@ -21,13 +21,14 @@ namespace {
 using runtime::KernelInterface;
 using runtime::SlotInterface;
 
-KernelInterface kernel_interface(const KernelHandle& h, const std::string& dtype) {
+KernelInterface kernel_interface(const KernelHandle& h, const std::string& dtype,
+                                 bool with_digest) {
   if (dtype != "float32" && dtype != "float64")
     throw nb::value_error(("a kernel is built for float32 or float64, not " + dtype).c_str());
   const bool f32 = dtype == "float32";
   const codegen::DType d = f32 ? codegen::DType::F32 : codegen::DType::F64;
   return KernelInterface::of(*h.kernel, f32 ? runtime::ElemType::F32 : runtime::ElemType::F64,
-                             runtime::kernel_digest(*h.kernel, d));
+                             with_digest ? runtime::kernel_digest(*h.kernel, d) : "");
 }
 
 nb::tuple to_tuple(const std::vector<int64_t>& v) {
@@ -93,7 +94,9 @@ void bind_interface(nb::module_& m) {
           "the bridge's layout (a ParamSum of width 1 is 0-d).");
 
   m.def("kernel_interface", &kernel_interface, nb::arg("kernel"), nb::arg("dtype"),
-        "The interface of a kernel built for dtype ('float32' or 'float64').");
+        nb::arg("with_digest") = true,
+        "The interface of a kernel built for dtype ('float32' or 'float64'); without its digest\n"
+        "(empty: hashing the IR is the costly part) when with_digest is False.");
 }
 
 }  // namespace raptor::bindings

@@ -94,7 +94,8 @@ class Kernel:
         self.guard = guard or Guard()
         self._origin = origin
         self._interfaces: dict[str, Any] = {}
-        self.slots: tuple[SlotInfo, ...] = tuple(SlotInfo.of(s) for s in self.interface().slots)
+        layout = _core.kernel_interface(core, "float64", False)  # no digest: that is hashing the IR
+        self.slots: tuple[SlotInfo, ...] = tuple(SlotInfo.of(s) for s in layout.slots)
 
     # --- what it is
     @property
