@@ -1,0 +1,146 @@
+// CUDA bound launches (see cuda_bound.hpp). Start at CudaBound::launch; make_cuda_args is the
+// one place the ABI struct is filled (the XLA CUDA handler uses it too).
+#include "runtime/cuda_bound.hpp"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace raptor::runtime {
+
+using ir::SlotKind;
+
+namespace {
+
+const cuda::Driver& require_driver() {
+  const cuda::Driver* d = cuda::Driver::get();
+  if (!d)
+    throw std::runtime_error(
+        "raptor: no CUDA driver (libcuda.so.1) in this process; eagle.cuda.probe() says why");
+  return *d;
+}
+
+bool is_sum(SlotKind k) { return k == SlotKind::ParamSum || k == SlotKind::TableSum; }
+
+}  // namespace
+
+unsigned cuda_grid(int64_t count) {
+  if (count <= 0) return 0;
+  const int64_t blocks = (count + kCudaBlock - 1) / kCudaBlock;
+  return static_cast<unsigned>(blocks < kCudaMaxGrid ? blocks : kCudaMaxGrid);
+}
+
+cuda_abi::raptor_cuda_args make_cuda_args(const KernelEntry& e, const Binding& b,
+                                          const std::vector<const void*>& params,
+                                          unsigned long long* status) {
+  const size_t ns = e.num_slots();
+  if (ns > RAPTOR_CUDA_MAX_SLOTS)
+    throw std::invalid_argument("kernel '" + e.name + "' has more than " +
+                                std::to_string(RAPTOR_CUDA_MAX_SLOTS) +
+                                " parameters, the CUDA limit");
+  if (b.slots.size() != ns || params.size() != ns)
+    throw std::invalid_argument("kernel '" + e.name + "': one binding and one Param address " +
+                                "per slot are needed");
+  cuda_abi::raptor_cuda_args a{};
+  a.n = b.n;
+  a.count = b.count >= 0 ? b.count : b.n;
+  a.index = b.index;
+  a.zero_finished = b.zero_finished ? 1 : 0;
+  a.mask_in = b.mask_in;
+  a.mask_out = b.mask_out;
+  a.status = status;
+  for (size_t s = 0; s < ns; ++s) {
+    a.in[s] = b.slots[s].in;
+    a.out[s] = b.slots[s].out;
+    a.params[s] = params[s];
+    a.table_size[s] = b.slots[s].table_size;
+    if (is_sum(e.kinds[s])) a.sums[s] = b.slots[s].out;
+  }
+  return a;
+}
+
+LaunchResult decode_status(const unsigned long long (&words)[kCudaStatusWords]) {
+  LaunchResult r;
+  r.finished = static_cast<int64_t>(words[0]);
+  r.error = static_cast<int64_t>(words[1]);
+  r.error_slot = r.error != RAPTOR_OK ? static_cast<int64_t>(words[2]) : -1;
+  r.error_index = static_cast<int64_t>(words[3]);
+  r.error_sample = r.error != RAPTOR_OK ? static_cast<int64_t>(words[4]) : -1;
+  r.steps_run = static_cast<uint32_t>(words[5]);
+  r.chunks = 1;
+  return r;
+}
+
+DeviceMemory::DeviceMemory(const cuda::Driver& driver, size_t bytes)
+    : driver_(driver), ptr_(driver.alloc(bytes)) {}
+
+DeviceMemory::~DeviceMemory() { driver_.free(ptr_); }
+
+CudaBound::CudaBound(std::shared_ptr<const CudaKernel> kernel, Binding b,
+                     std::vector<const void*> param_ptrs, int device)
+    : driver_(require_driver()),
+      kernel_(std::move(kernel)),
+      b_(std::move(b)),
+      device_(device),
+      context_(driver_.use_device(device)),
+      scratch_(driver_, (kCudaStatusWords + b_.slots.size()) * sizeof(unsigned long long)) {
+  const KernelEntry& e = kernel_->slots();
+  if (param_ptrs.size() != e.num_slots())
+    throw std::invalid_argument("kernel '" + e.name + "': one Param address per slot is needed");
+  // Status zeroed, then each Param number in its 8-byte cell, in the kernel dtype.
+  std::vector<unsigned char> host((kCudaStatusWords + e.num_slots()) * 8, 0);
+  const cuda::CUdeviceptr base = scratch_.get();
+  for (size_t s = 0; s < e.num_slots(); ++s) {
+    if (e.kinds[s] != SlotKind::Param || param_ptrs[s]) continue;
+    unsigned char* cell = host.data() + (kCudaStatusWords + s) * 8;
+    if (e.dtype_size == 4) {
+      const float v = static_cast<float>(b_.slots[s].param);
+      std::memcpy(cell, &v, sizeof v);
+    } else {
+      const double v = b_.slots[s].param;
+      std::memcpy(cell, &v, sizeof v);
+    }
+    param_ptrs[s] = reinterpret_cast<const void*>(base + (kCudaStatusWords + s) * 8);
+  }
+  driver_.copy_to_device_sync(base, host.data(), host.size());
+  args_ = make_cuda_args(e, b_, param_ptrs, reinterpret_cast<unsigned long long*>(base));
+}
+
+void CudaBound::launch(cuda::CUstream stream) const {
+  if (driver_.current_context() != context_) driver_.set_current(context_);
+  const KernelEntry& e = kernel_->slots();
+  const size_t dtype = static_cast<size_t>(e.dtype_size);
+  // The count word starts at finished_count's value (the kernel adds to it), as the host's
+  // `+= finished`; without one, at 0.
+  driver_.memset_async(scratch_.get(), sizeof(unsigned long long), stream);
+  if (b_.finished_count)
+    driver_.copy_async(scratch_.get(), reinterpret_cast<cuda::CUdeviceptr>(b_.finished_count),
+                       sizeof(uint32_t), stream);
+  for (size_t s = 0; s < e.num_slots(); ++s) {
+    if (!is_sum(e.kinds[s])) continue;  // sums are added atomically into zeroed outputs
+    const int64_t entries = e.kinds[s] == SlotKind::TableSum ? b_.slots[s].table_size : 1;
+    driver_.memset_async(reinterpret_cast<cuda::CUdeviceptr>(b_.slots[s].out),
+                         static_cast<size_t>(entries * e.widths[s]) * dtype, stream);
+  }
+  if (const unsigned grid = cuda_grid(args_.count); grid > 0) {
+    cuda_abi::raptor_cuda_args a = args_;  // the driver copies the parameters at the call
+    void* params[] = {&a};
+    driver_.launch(kernel_->function(driver_), grid, kCudaBlock, stream, params);
+  }
+  if (b_.finished_count)  // the count's low 32 bits (little-endian), on the stream
+    driver_.copy_async(reinterpret_cast<cuda::CUdeviceptr>(b_.finished_count), scratch_.get(),
+                       sizeof(uint32_t), stream);
+}
+
+void CudaBound::synchronize(cuda::CUstream stream) const {
+  if (driver_.current_context() != context_) driver_.set_current(context_);
+  unsigned long long words[kCudaStatusWords] = {};
+  driver_.copy_to_host_sync(words, scratch_.get(), sizeof words, stream);
+  const LaunchResult r = decode_status(words);
+  if (r.ok()) return;
+  const unsigned long long zero[kCudaStatusWords] = {};
+  driver_.copy_to_device_sync(scratch_.get(), zero, sizeof zero);
+  throw std::runtime_error(describe_error(kernel_->slots(), b_, r));
+}
+
+}  // namespace raptor::runtime

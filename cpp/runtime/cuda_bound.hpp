@@ -1,0 +1,93 @@
+// A CUDA kernel bound to device buffers and launched on a stream, eagle's GPU counterpart of
+// runtime/bound.hpp. Start at `CudaBound`: made once per plan.bind (the device memory it needs
+// beside the user's planes — the status word and the Params' device copies — is allocated
+// there, never per launch), then `launch(stream)` enqueues one launch and returns at once.
+//
+// Errors without a sync per launch: the kernel records the first Table index error in its
+// status word (first error wins, atomically), which stays set across launches; `synchronize`
+// waits for the stream, reads the word, clears it, and throws the error naming the kernel,
+// table, index and sample. Finished counts: when a finished_count buffer (uint32, device) is
+// bound, each launch copies it into the word's count, the kernel adds what it finished, and the
+// count is copied back, all on the stream (no host wait): `+= finished`, as on the host.
+//
+// The pure parts (`make_cuda_args`, `cuda_grid`, `decode_status`) need no GPU and are unit
+// tested on the CPU; the rest needs libcuda (runtime/cuda_driver.hpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/cuda_build.hpp"
+#include "runtime/cuda_driver.hpp"
+#include "runtime/launch.hpp"
+
+namespace raptor::runtime {
+
+namespace cuda_abi {
+#include "runtime/abi_cuda.h"
+}  // namespace cuda_abi
+
+// Words of the status block a CUDA kernel merges into (runtime/abi_cuda.h).
+inline constexpr size_t kCudaStatusWords = 6;
+inline constexpr unsigned kCudaBlock = 256;
+inline constexpr unsigned kCudaMaxGrid = 65535;
+
+// Blocks for `count` samples (one thread per sample, grid-stride beyond kCudaMaxGrid blocks).
+unsigned cuda_grid(int64_t count);
+
+// The by-value argument struct of one launch of `e` over `b`, whose pointers are device
+// addresses: `params[s]` is the device address of Param slot s's value (one element of the
+// kernel dtype), `status` the kernel's status block. Throws std::invalid_argument when the
+// kernel has more slots than the CUDA ABI carries or the lists do not match its slots.
+cuda_abi::raptor_cuda_args make_cuda_args(const KernelEntry& e, const Binding& b,
+                                          const std::vector<const void*>& params,
+                                          unsigned long long* status);
+
+// A status block read back to the host, as a LaunchResult (error, slot, index, sample).
+LaunchResult decode_status(const unsigned long long (&words)[kCudaStatusWords]);
+
+// Device memory, freed when the owner goes.
+class DeviceMemory {
+ public:
+  DeviceMemory(const cuda::Driver& driver, size_t bytes);
+  ~DeviceMemory();
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  cuda::CUdeviceptr get() const { return ptr_; }
+
+ private:
+  const cuda::Driver& driver_;
+  cuda::CUdeviceptr ptr_ = 0;
+};
+
+class CudaBound {
+ public:
+  // `b` holds device pointers (planes, tables, mask, finished_count) and the Params' values;
+  // `param_ptrs[s]` is non-null for a Param bound to a 1-element device array (read at each
+  // launch), null for a number (copied to the device here, once). `device` is the ordinal
+  // every buffer lives on; its primary context is made current. Needs a CUDA driver.
+  CudaBound(std::shared_ptr<const CudaKernel> kernel, Binding b,
+            std::vector<const void*> param_ptrs, int device);
+
+  // Enqueues one launch on `stream`; never waits for the GPU.
+  void launch(cuda::CUstream stream) const;
+  // Waits for `stream`; throws std::runtime_error for the first kernel error since the last
+  // synchronize (and clears it).
+  void synchronize(cuda::CUstream stream) const;
+
+  const CudaKernel& kernel() const { return *kernel_; }
+  const Binding& binding() const { return b_; }
+  int device() const { return device_; }
+
+ private:
+  const cuda::Driver& driver_;
+  std::shared_ptr<const CudaKernel> kernel_;
+  Binding b_;
+  int device_;
+  cuda::CUcontext context_;
+  DeviceMemory scratch_;  // status words, then one 8-byte cell per slot for Param numbers
+  cuda_abi::raptor_cuda_args args_{};
+};
+
+}  // namespace raptor::runtime
