@@ -195,11 +195,14 @@ def test_a_table_sum_of_the_wrong_size_is_refused():
 def test_a_kernel_without_a_plane_input_is_refused_by_name():
     with pytest.raises(ModeError, match=r"kernel 'params_only' has no plane input .*sample count N from the planes.*jnp.zeros\(\(N,\)\)"):
         eagle_jax.function(params_only)
-    # eagle's own launcher takes N from the output plane, so the kernel still runs there.
+    # eagle's own launcher takes N from the output plane, so the kernel still runs there, and
+    # so does a hand-written custom call (the handler, too, falls back on the first output).
     (plan,) = eagle.plan.auto([params_only])
     y = np.zeros(5)
     plan.bind(a=2.0, b=3.5, y=y).launch()
     np.testing.assert_array_equal(y, np.full(5, 7.0))
+    (out,) = _hand_call(params_only, "float64", [((5,), np.float64)], jnp.asarray(2.0), jnp.asarray(3.5))
+    np.testing.assert_array_equal(np.asarray(out), np.full(5, 7.0))
 
 
 def test_a_derived_kernel_keeps_a_plane_to_size_its_call():
