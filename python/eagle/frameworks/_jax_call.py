@@ -37,11 +37,10 @@ class KernelCall:
         self.interface = kernel.interface(self.dtype)
         self.inputs: tuple[SlotInfo, ...] = tuple(kernel.slots[i] for i in self.interface.operands)
         self.outputs: tuple[SlotInfo, ...] = tuple(kernel.slots[i] for i in self.interface.results)
-        # Per operand / result: its slot's interface, for shapes (expected_shape) and dtypes.
+        # The slot of each operand / result, and each result's dtype (for abstract evaluation).
         self.input_slots: tuple[int, ...] = tuple(self.interface.operands)
         self.output_slots: tuple[int, ...] = tuple(self.interface.results)
         slots = self.interface.slots
-        self.input_dtypes: tuple[np.dtype, ...] = tuple(np.dtype(slots[i].dtype) for i in self.input_slots)
         self.output_dtypes: tuple[np.dtype, ...] = tuple(np.dtype(slots[i].dtype) for i in self.output_slots)
         self._n_operand = slots[self.interface.n_operand_slot].operand if self.interface.n_operand_slot >= 0 else -1
         self._aliases: dict[int, int] = dict(self.interface.aliases)
