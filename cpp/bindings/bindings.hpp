@@ -18,6 +18,7 @@ struct KernelHandle {
 void bind_compiler(nanobind::module_& m);
 void bind_runtime(nanobind::module_& m);
 void bind_ffi(nanobind::module_& m);
+void bind_cuda(nanobind::module_& m);
 void bind_interface(nanobind::module_& m);
 
 }  // namespace raptor::bindings

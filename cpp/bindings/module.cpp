@@ -17,5 +17,6 @@ NB_MODULE(_core, m) {
   raptor::bindings::bind_compiler(m);
   raptor::bindings::bind_runtime(m);
   raptor::bindings::bind_ffi(m);
+  raptor::bindings::bind_cuda(m);
   raptor::bindings::bind_interface(m);
 }

@@ -5,6 +5,17 @@ order; ``build(record=False)`` checks them and returns a ``BuiltGraph`` whose ``
 runs every node in order n times. A graph of kernels only runs its launches in C++, with
 no Python between them. On the CPU ``schedule`` is ``('host',)``: one host schedule.
 
+On a GPU (kernels bound from CUDA plans, ``eagle.cuda``) the graph is cut into segments
+(``segments``, a pure function of the node kinds): consecutive kernel nodes form one
+``'capture'`` segment, captured once into a CUDA graph and replayed; a JAX node
+(``eagle.frameworks.jax.node``) is ``'eager_stream'``: JAX runs on its own stream, eagle's
+stream waits for its result (DLPack on the consumer's stream), copies it into the write planes
+(cuMemcpyDtoDAsync) and keeps JAX's arrays alive until an event after the copy completes;
+``opaque(fn)`` is ``'opaque_stream'`` (fn is called with eagle's stream current in CuPy) and
+``opaque(fn, eager=True)`` is ``'opaque_host'`` (the host waits for the stream first).
+``launch`` never waits for the GPU (except before an 'opaque_host' node);
+``synchronize()`` waits and raises a pending kernel error.
+
 Rules checked at build (each refusal names the nodes and the plane):
 - a plane is written by at most one node of a graph (a second writer would silently win);
 - a foreign node does not write a plane it also reads (its framework may hold a view of the
@@ -28,13 +39,53 @@ from raptor_core import _core
 from eagle.binding import Bound
 from eagle.runtime import host_runtime
 
-__all__ = ["Graph", "BuiltGraph", "OpaqueNode", "copy_results", "opaque", "plane_key", "node_planes"]
+__all__ = ["Graph", "BuiltGraph", "OpaqueNode", "copy_results", "node_kind", "opaque", "plane_key", "node_planes", "segments"]
 
 
 def plane_key(arr: Any) -> tuple:
-    """Identity of a plane: the memory it occupies (two views of one buffer are one plane)."""
+    """Identity of a plane: the memory it occupies (two views of one buffer are one plane),
+    on the host or on a GPU."""
+    if not isinstance(arr, np.ndarray) and hasattr(arr, "__cuda_array_interface__"):
+        from eagle import cuda
+
+        v = cuda.view(arr)
+        return ("cuda", v.device, v.ptr, v.nbytes, v.dtype.str)
     a = np.asarray(arr)
     return (a.__array_interface__["data"][0], a.nbytes, a.dtype.str)
+
+
+def node_kind(node: Any) -> str:
+    """'kernel' (a bound launch), 'jax' (eagle.frameworks.jax.node), or a foreign node's own
+    kind ('opaque_stream', 'opaque_host')."""
+    if isinstance(node, Bound):
+        return "kernel"
+    if type(node).__name__ == "JaxNode" and type(node).__module__ == "eagle.frameworks.jax":
+        return "jax"
+    return str(node.kind)
+
+
+_SCHEDULE_OF = {"jax": "eager_stream", "opaque_host": "opaque_host", "opaque_stream": "opaque_stream"}
+
+
+def segments(kinds: list[str], target: str) -> list[tuple[str, list[int]]]:
+    """How a graph of nodes of these kinds (``node_kind``) runs on ``target``: a list of
+    (schedule entry, node indices). On the host: one ``'host'`` segment of every node. On
+    'cuda': runs of consecutive kernels are ``'capture'`` segments; every other node is its own
+    segment ('eager_stream' for JAX, 'opaque_stream' or 'opaque_host' for opaque nodes)."""
+    if target != "cuda":
+        return [("host", list(range(len(kinds))))]
+    out: list[tuple[str, list[int]]] = []
+    for i, k in enumerate(kinds):
+        if k == "kernel":
+            if out and out[-1][0] == "capture":
+                out[-1][1].append(i)
+            else:
+                out.append(("capture", [i]))
+        elif k in _SCHEDULE_OF:
+            out.append((_SCHEDULE_OF[k], [i]))
+        else:
+            raise ValueError(f"eagle graph: unknown node kind {k!r}")
+    return out
 
 
 def copy_results(result: Any, writes: Mapping[str, np.ndarray], who: str) -> None:
@@ -167,16 +218,28 @@ class BuiltGraph:
             self.record = Record(nodes)
         self._kernels_only = all(isinstance(node, Bound) for _, node in nodes)
         self._seq = [node._core for _, node in nodes if isinstance(node, Bound)]
+        self.target = _graph_target(nodes)
+        self._segments = segments([node_kind(node) for _, node in nodes], self.target)
+        self._device = None
+        if self.target == "cuda":
+            if record:
+                raise ValueError("eagle.Graph.build: record=True (reverse sweeps) runs on the host; build the recorded graph from host plans")
+            self._device = DeviceGraph(nodes, self._segments)
 
     @property
     def schedule(self) -> tuple[str, ...]:
-        """How the graph's segments run: on the CPU, one host schedule."""
-        return ("host",)
+        """How the graph's segments run: on the CPU, one host schedule; on a GPU one entry per
+        segment ('capture', 'eager_stream', 'opaque_stream', 'opaque_host')."""
+        return tuple(kind for kind, _ in self._segments)
 
-    def launch(self, n: int = 1) -> None:
-        """Runs every node in order, ``n`` times."""
+    def launch(self, n: int = 1, stream: Any = None) -> None:
+        """Runs every node in order, ``n`` times. On a GPU it enqueues the work on ``stream``
+        (default: eagle.cuda.current_stream()) and returns without waiting."""
         if n < 0:
             raise ValueError(f"eagle graph: launch count must be >= 0, got {n}")
+        if self._device is not None:
+            self._device.launch(int(n), stream)
+            return
         if self.record is not None:
             for _ in range(n):
                 self.record.launch_once()
@@ -192,8 +255,129 @@ class BuiltGraph:
                 else:
                     node.run()
 
-    def synchronize(self) -> None:
-        """Waits for the graph's work; host launches are complete when launch returns."""
+    def synchronize(self, stream: Any = None) -> None:
+        """Waits for the graph's work and raises a pending kernel error (RuntimeError naming
+        the kernel and table); host launches are complete when launch returns."""
+        if self._device is not None:
+            self._device.synchronize(stream)
 
     def __repr__(self) -> str:
         return f"<eagle graph {[n for n, _ in self.nodes]}>"
+
+
+def _graph_target(nodes: list[tuple[str, Any]]) -> str:
+    """'cuda' when the kernels are bound from CUDA plans, else 'host'; refuses a mix."""
+    targets = {name: node.plan.target for name, node in nodes if isinstance(node, Bound)}
+    if len(set(targets.values())) > 1:
+        host = next(n for n, t in targets.items() if t == "host")
+        gpu = next(n for n, t in targets.items() if t == "cuda")
+        raise ValueError(f"eagle.Graph.build: node '{host}' runs on the host and node '{gpu}' on the GPU; build every kernel of a graph for one target")
+    return next(iter(targets.values()), "host")
+
+
+class DeviceGraph:
+    """A graph's segments on a GPU (module docstring): kernel runs captured as CUDA graphs
+    (``_core.CudaSegment``), foreign nodes between them ordered on eagle's stream. Every
+    segment is enqueued on one stream; nothing here waits for the GPU except before an
+    'opaque_host' node and in ``synchronize``."""
+
+    def __init__(self, nodes: list[tuple[str, Any]], segs: list[tuple[str, list[int]]]) -> None:
+        self.nodes = nodes
+        self.segs = segs
+        self._captured = {i: _core.CudaSegment([nodes[j][1]._core for j in idx]) for i, (kind, idx) in enumerate(segs) if kind == "capture"}
+        self._pending: list[tuple[Any, Any]] = []  # (event after a copy, the arrays it reads)
+        self._streams: set[int] = set()
+
+    def launch(self, n: int, stream: Any) -> None:
+        from eagle import cuda
+
+        s = cuda.current_stream() if stream is None else cuda.stream_handle(stream)
+        self._streams.add(s)
+        if len(self.segs) == 1 and 0 in self._captured:  # kernels only: n replays at once
+            self._captured[0].launch(s, n)
+            return
+        for _ in range(n):
+            for i, (kind, idx) in enumerate(self.segs):
+                if kind == "capture":
+                    self._captured[i].launch(s, 1)
+                    continue
+                name, node = self.nodes[idx[0]]
+                if kind == "opaque_host":
+                    self._wait(s)
+                    node.run()
+                elif kind == "eager_stream":
+                    self._run_jax(name, node, s)
+                else:
+                    self._run_opaque(name, node, s)
+            self._release()
+
+    def _run_jax(self, name: str, node: Any, stream: int) -> None:
+        """JAX on its own stream: its inputs come by DLPack on eagle's stream (JAX waits for
+        eagle's work), its results are read by DLPack on eagle's stream (eagle's stream waits
+        for JAX), copied on eagle's stream, and kept alive until the copy's event is done."""
+        import jax
+
+        args = [jax.dlpack.from_dlpack(a) for a in node.reads.values()]
+        self._copy_results(node.fn(*args), node.writes, stream, f"eagle.frameworks.jax.node '{name}': the JAX function")
+
+    def _run_opaque(self, name: str, node: Any, stream: int) -> None:
+        """fn runs with eagle's stream current in CuPy, so its CuPy work is ordered on it."""
+        import sys
+
+        cupy = sys.modules.get("cupy")
+        values = list(node.reads.values())
+        if cupy is not None:
+            with cupy.cuda.ExternalStream(stream):
+                result = node.fn(*values) if (node.reads or node.writes) else node.fn()
+        else:
+            result = node.fn(*values) if (node.reads or node.writes) else node.fn()
+        if node.writes:
+            self._copy_results(result, node.writes, stream, f"eagle.graph.opaque node '{name}': fn")
+
+    def _copy_results(self, result: Any, writes: dict[str, Any], stream: int, who: str) -> None:
+        from eagle import cuda
+
+        outs = result if isinstance(result, (tuple, list)) else (result,)
+        if len(outs) != len(writes):
+            raise ValueError(f"{who} returned {len(outs)} value(s) for {len(writes)} write plane(s) {list(writes)}")
+        plan = []
+        for (plane, dst), value in zip(writes.items(), outs):
+            d = cuda.view(dst)
+            src = cuda.view(value, stream=stream)
+            if src is None:
+                raise TypeError(f"{who} returned a {type(value).__name__} for write plane '{plane}'; on the GPU it must return device arrays")
+            if src.shape != d.shape:
+                raise ValueError(f"{who} returned shape {src.shape} for write plane '{plane}', which has shape {d.shape}")
+            if src.dtype != d.dtype:
+                raise ValueError(f"{who} returned dtype {src.dtype} for write plane '{plane}', which is {d.dtype}; cast it in the function (a GPU copy does not convert)")
+            if not src.c_contiguous:
+                raise ValueError(f"{who} returned a non-contiguous array for write plane '{plane}'")
+            plan.append((d, src))
+        for d, src in plan:
+            _core.cuda_copy_async(d.ptr, src.ptr, d.nbytes, stream)
+        event = _core.CudaEvent()
+        event.record(stream)
+        self._pending.append((event, (outs, [src.owner for _, src in plan])))
+
+    def _release(self) -> None:
+        """Drops the foreign results whose copies have completed (cuEventQuery, no wait)."""
+        self._pending = [(e, keep) for e, keep in self._pending if not e.done()]
+
+    def _wait(self, stream: int) -> None:
+        for seg in self._captured.values():
+            seg.synchronize(stream)
+        if not self._captured:
+            from eagle import cuda
+
+            for _, node in self.nodes:
+                if isinstance(node, cuda.CudaBound):
+                    node.synchronize(stream)
+
+    def synchronize(self, stream: Any) -> None:
+        from eagle import cuda
+
+        streams = {cuda.current_stream() if stream is None else cuda.stream_handle(stream)} | self._streams
+        for s in streams:
+            self._wait(s)
+        self._pending.clear()
+        self._streams.clear()

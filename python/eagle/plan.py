@@ -1,8 +1,11 @@
 """Plans: compiled kernels ready to bind (SPEC §2).
 
 ``auto(kernels, targets=("host",), cache_dir=None)`` compiles all the kernels, in both float
-dtypes, as one translation unit (or finds it in the on-disk cache: ``cache_dir``, else
-``$RAPTOR_CACHE_DIR``, else ``~/.cache/raptor``) and returns one ``Plan`` per kernel.
+dtypes, for the first usable target of ``targets`` (or finds the build in the on-disk cache:
+``cache_dir``, else ``$RAPTOR_CACHE_DIR``, else ``~/.cache/raptor``) and returns one ``Plan``
+per kernel. Targets: ``'host'`` (C++ through the host compiler, always usable) and ``'cuda'``
+(CUDA C++ through NVRTC, usable when ``eagle.cuda.probe()`` finds a device: ``('cuda',)``
+alone raises ModeError with the probe's reason; ``('cuda', 'host')`` falls back to the host).
 """
 
 from __future__ import annotations
@@ -48,35 +51,72 @@ class Plan:
         change to a bound array is seen by the next launch), Params as numbers or 0-d/1-element
         arrays (read at each launch). ``finished_count=`` (uint32, one element) counts finished
         samples. Raises TypeError/ValueError/ModeError naming the kernel and plane; nothing is
-        bound when a check fails."""
+        bound when a check fails. A CUDA plan takes device arrays (``eagle.cuda.bind``)."""
+        if self.target == "cuda":
+            from eagle import cuda
+
+            return cuda.bind(self, values)
         return bind(self, values)
 
     @property
     def source_path(self) -> str:
-        """Where the generated C++ that was compiled for this plan lies."""
+        """Where the generated C++ that was compiled for this plan lies (host plans)."""
         return self.info["source_path"]
 
     def __repr__(self) -> str:
         return f"<eagle.Plan {self.kernel.name} target={self.target}>"
 
 
+def _usable(target: str) -> str | None:
+    """None when ``target`` can run here, else why not."""
+    if target == "host":
+        return None
+    from eagle import cuda
+
+    return cuda.unusable_reason()
+
+
 def auto(kernels: Sequence[Kernel], targets: Sequence[str] = ("host",), cache_dir: str | os.PathLike | None = None) -> list[Plan]:
-    """Compiles ``kernels`` for the first usable target and returns one Plan per kernel."""
+    """Compiles ``kernels`` for the first usable target and returns one Plan per kernel.
+    Raises ModeError naming why when no target of ``targets`` is usable."""
     kernels = list(kernels)
     for k in kernels:
         if not isinstance(k, Kernel):
             raise TypeError(f"eagle.plan.auto: expected hawk kernels, got {type(k).__name__}")
     if isinstance(targets, str):
         targets = (targets,)
+    targets = tuple(targets)
+    if not targets:
+        raise ValueError(f"eagle.plan.auto: no target given; targets are {_TARGETS}")
     for t in targets:
         if t not in _TARGETS:
             raise ValueError(f"eagle.plan.auto: unknown target {t!r}; targets are {_TARGETS}")
-    if "host" not in targets:
-        raise ModeError(
-            "eagle.plan.auto: this build of eagle runs kernels on the host only; the 'cuda' target "
-            "(CUDA C++ through NVRTC) is not available yet: use targets=('host',)"
-        )
+    reasons = {}
+    for t in targets:
+        reasons[t] = _usable(t)
+        if reasons[t] is None:
+            break
+    else:
+        why = "; ".join(f"'{t}': {r}" for t, r in reasons.items())
+        raise ModeError(f"eagle.plan.auto: no usable target among {targets} ({why}); add 'host' to fall back to the CPU")
     compiler = _core.Compiler(os.fspath(cache_dir) if cache_dir is not None else None)
-    entries, info = _core.build([k._core for k in kernels], compiler, os.environ.get("RAPTOR_CXXFLAGS"))
     where = os.fspath(cache_dir) if cache_dir is not None else None
+    if t == "cuda":
+        return _auto_cuda(kernels, compiler, where)
+    entries, info = _core.build([k._core for k in kernels], compiler, os.environ.get("RAPTOR_CXXFLAGS"))
     return [Plan(k, "host", {"float32": e32, "float64": e64}, dict(info), where) for k, (e32, e64) in zip(kernels, entries)]
+
+
+def _auto_cuda(kernels: list[Kernel], compiler: Any, where: str | None) -> list[Plan]:
+    """CUDA plans: every kernel x dtype built by NVRTC (cached like host builds); ``info``
+    holds the build's arch and format, the NVRTC version, the cache directory and the device
+    the probe found (``device_arch``, ``device_name``)."""
+    from eagle import cuda
+
+    entries, info = _core.build_cuda_plan([k._core for k in kernels], compiler)
+    info = dict(info)
+    devices = cuda.probe()["devices"]
+    if devices:
+        info["device_arch"] = devices[0]["arch"]
+        info["device_name"] = devices[0]["name"]
+    return [Plan(k, "cuda", {"float32": e32, "float64": e64}, dict(info), where) for k, (e32, e64) in zip(kernels, entries)]

@@ -1,0 +1,218 @@
+// raptor_core._core, CUDA half: the device probe, pointer ordinals, CUDA plan builds, bound
+// CUDA launches on streams, captured graph segments, and the few stream operations eagle's
+// GPU graphs need around foreign (JAX) nodes: an async device copy and events. Streams and
+// device pointers cross as integers (CuPy's `stream.ptr`, `__cuda_array_interface__` data).
+// Everything but the probe, cuda_pointer_device and the builds needs a CUDA driver; without
+// one they raise RuntimeError saying so. Start at bind_cuda.
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <stdexcept>
+
+#include "bindings/bindings.hpp"
+#include "runtime/build.hpp"
+#include "runtime/cuda_bound.hpp"
+#include "runtime/cuda_build.hpp"
+#include "runtime/cuda_device.hpp"
+#include "runtime/cuda_driver.hpp"
+#include "runtime/cuda_graph.hpp"
+#include "runtime/nvrtc.hpp"
+
+namespace nb = nanobind;
+
+namespace raptor::bindings {
+
+namespace {
+
+namespace cuda = runtime::cuda;
+
+struct CudaEntryHandle {
+  std::shared_ptr<const runtime::CudaKernel> kernel;
+};
+
+const cuda::Driver& driver() {
+  const cuda::Driver* d = cuda::Driver::get();
+  if (!d)
+    throw std::runtime_error(
+        "raptor: no CUDA driver (libcuda.so.1) in this process; eagle.cuda.probe() says why");
+  return *d;
+}
+
+cuda::CUstream stream_of(uintptr_t s) { return reinterpret_cast<cuda::CUstream>(s); }
+
+nb::dict probe_dict(const cuda::Probe& p) {
+  nb::dict d;
+  d["usable"] = p.usable;
+  d["reason"] = p.reason;
+  d["driver_version"] = p.driver_version;
+  nb::list devices;
+  for (const cuda::DeviceInfo& dev : p.devices) {
+    nb::dict x;
+    x["ordinal"] = dev.ordinal;
+    x["name"] = dev.name;
+    x["compute_capability"] = nb::make_tuple(dev.major, dev.minor);
+    x["arch"] = cuda::cuda_arch(dev.major, dev.minor);
+    devices.append(x);
+  }
+  d["devices"] = devices;
+  return d;
+}
+
+std::shared_ptr<runtime::CudaBound> make_cuda_bound(
+    const CudaEntryHandle& e, int64_t n, const std::vector<uintptr_t>& ins,
+    const std::vector<uintptr_t>& outs, const std::vector<double>& params,
+    const std::vector<uintptr_t>& param_ptrs, const std::vector<int64_t>& table_sizes,
+    uintptr_t mask_in, uintptr_t mask_out, uintptr_t finished_count, bool zero_finished,
+    int device) {
+  const size_t ns = e.kernel->slots().num_slots();
+  if (ins.size() != ns || outs.size() != ns || params.size() != ns || param_ptrs.size() != ns ||
+      table_sizes.size() != ns)
+    throw nb::value_error("CudaBound: one value per kernel slot is needed in each list");
+  runtime::Binding b;
+  b.n = n;
+  b.slots.resize(ns);
+  std::vector<const void*> pp(ns, nullptr);
+  for (size_t s = 0; s < ns; ++s) {
+    b.slots[s].in = reinterpret_cast<const void*>(ins[s]);
+    b.slots[s].out = reinterpret_cast<void*>(outs[s]);
+    b.slots[s].param = params[s];
+    b.slots[s].table_size = table_sizes[s];
+    pp[s] = reinterpret_cast<const void*>(param_ptrs[s]);
+  }
+  b.mask_in = reinterpret_cast<const uint8_t*>(mask_in);
+  b.mask_out = reinterpret_cast<uint8_t*>(mask_out);
+  b.finished_count = reinterpret_cast<uint32_t*>(finished_count);
+  b.zero_finished = zero_finished;
+  return std::make_shared<runtime::CudaBound>(e.kernel, std::move(b), std::move(pp), device);
+}
+
+// A CUDA event (timing disabled) owned by Python.
+class Event {
+ public:
+  Event() : e_(driver().event_create()) {}
+  ~Event() { driver().event_destroy(e_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record(uintptr_t stream) const { driver().event_record(e_, stream_of(stream)); }
+  bool done() const { return driver().event_done(e_); }
+  void wait(uintptr_t stream) const { driver().stream_wait(stream_of(stream), e_); }
+
+ private:
+  cuda::CUevent e_;
+};
+
+}  // namespace
+
+void bind_cuda(nb::module_& m) {
+  m.def(
+      "cuda_probe", []() { return probe_dict(cuda::cuda_probe()); },
+      "Whether a CUDA device is usable and, if not, why: {usable, reason, driver_version,\n"
+      "devices: [{ordinal, name, compute_capability, arch}]}. Never raises.");
+  m.def(
+      "cuda_pointer_device",
+      [](uintptr_t p) {
+        const cuda::Driver* d = cuda::Driver::get();
+        return d ? d->pointer_device(static_cast<cuda::CUdeviceptr>(p)) : -1;
+      },
+      nb::arg("ptr"),
+      "The device ordinal of a device pointer; -1 without a driver or when unknown.");
+  m.def("nvrtc_candidates", &cuda::nvrtc_candidates, nb::arg("site_packages"),
+        "Files an NVRTC library may be (toolkit, nvidia wheels), in the order to try.");
+  m.def("nvrtc_version", []() -> std::string {
+    const auto n = runtime::Nvrtc::open();
+    return n ? n->version() : std::string();
+  });
+
+  nb::class_<CudaEntryHandle>(m, "CudaEntry", "A kernel built for CUDA, for one dtype.")
+      .def_prop_ro("name", [](const CudaEntryHandle& e) { return e.kernel->slots().name; })
+      .def_prop_ro("digest", [](const CudaEntryHandle& e) { return e.kernel->slots().digest; })
+      .def_prop_ro("symbol", [](const CudaEntryHandle& e) { return e.kernel->symbol(); })
+      .def_prop_ro("dtype_size",
+                   [](const CudaEntryHandle& e) { return e.kernel->slots().dtype_size; });
+
+  m.def(
+      "build_cuda_plan",
+      [](const std::vector<const KernelHandle*>& kernels, runtime::Compiler& compiler) {
+        std::vector<const ir::Kernel*> ks;
+        for (const KernelHandle* k : kernels) ks.push_back(k->kernel.get());
+        {
+          nb::gil_scoped_release release;
+          runtime::build_cuda(ks, compiler);
+        }
+        std::vector<codegen::KernelToEmit> todo;
+        const std::vector<runtime::KernelEntry> described = runtime::describe_build(ks, todo);
+        nb::list entries;
+        for (size_t i = 0; i + 1 < described.size(); i += 2) {
+          auto f32 = runtime::cuda_registry().find(described[i].digest);
+          auto f64 = runtime::cuda_registry().find(described[i + 1].digest);
+          if (!f32 || !f64)
+            throw std::runtime_error("raptor: kernel '" + described[i].name +
+                                     "' was built for CUDA but is not registered");
+          entries.append(nb::make_tuple(CudaEntryHandle{f32}, CudaEntryHandle{f64}));
+        }
+        nb::dict info;
+        const auto nvrtc = runtime::Nvrtc::open();
+        info["arch"] = std::string(runtime::kCudaArch);
+        info["format"] = "ptx";
+        info["nvrtc_version"] = nvrtc ? nvrtc->version() : std::string();
+        info["cache_dir"] = compiler.cache().path.string();
+        return nb::make_tuple(entries, info);
+      },
+      nb::arg("kernels"), nb::arg("compiler"),
+      "Builds kernels for CUDA (both dtypes, NVRTC, cached) and returns ([(f32, f64)], info).");
+
+  nb::class_<runtime::CudaBound>(m, "CudaBound",
+                                 "A CUDA kernel bound to device buffers, launched on a stream.")
+      .def_static("make", &make_cuda_bound, nb::arg("entry"), nb::arg("n"), nb::arg("ins"),
+                  nb::arg("outs"), nb::arg("params"), nb::arg("param_ptrs"), nb::arg("table_sizes"),
+                  nb::arg("mask_in"), nb::arg("mask_out"), nb::arg("finished_count"),
+                  nb::arg("zero_finished"), nb::arg("device"))
+      .def(
+          "launch",
+          [](const runtime::CudaBound& b, uintptr_t stream) { b.launch(stream_of(stream)); },
+          nb::arg("stream"), "Enqueues one launch on the stream; never waits.")
+      .def(
+          "synchronize",
+          [](const runtime::CudaBound& b, uintptr_t stream) {
+            nb::gil_scoped_release release;
+            b.synchronize(stream_of(stream));
+          },
+          nb::arg("stream"), "Waits for the stream; raises the first pending kernel error.")
+      .def_prop_ro("device", &runtime::CudaBound::device);
+
+  nb::class_<runtime::CudaSegment>(m, "CudaSegment",
+                                   "Consecutive CUDA launches captured once into a CUDA graph.")
+      .def(nb::init<std::vector<std::shared_ptr<const runtime::CudaBound>>>(), nb::arg("nodes"))
+      .def(
+          "launch",
+          [](runtime::CudaSegment& s, uintptr_t stream, int64_t times) {
+            s.launch(stream_of(stream), times);
+          },
+          nb::arg("stream"), nb::arg("times") = 1)
+      .def(
+          "synchronize",
+          [](const runtime::CudaSegment& s, uintptr_t stream) {
+            nb::gil_scoped_release release;
+            s.synchronize(stream_of(stream));
+          },
+          nb::arg("stream"))
+      .def_prop_ro("captured", &runtime::CudaSegment::captured);
+
+  nb::class_<Event>(m, "CudaEvent", "A CUDA event: record on a stream, query, wait on a stream.")
+      .def(nb::init<>())
+      .def("record", &Event::record, nb::arg("stream"))
+      .def("done", &Event::done)
+      .def("wait", &Event::wait, nb::arg("stream"));
+
+  m.def(
+      "cuda_copy_async",
+      [](uintptr_t dst, uintptr_t src, size_t bytes, uintptr_t stream) {
+        driver().copy_async(dst, src, bytes, stream_of(stream));
+      },
+      nb::arg("dst"), nb::arg("src"), nb::arg("bytes"), nb::arg("stream"),
+      "Device-to-device copy enqueued on the stream (cuMemcpyDtoDAsync).");
+}
+
+}  // namespace raptor::bindings
