@@ -1,0 +1,192 @@
+// Stepping loops: the planner, the host executor and the device plan (see loop.hpp).
+#include "runtime/loop.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace raptor::runtime {
+
+int64_t count_set(const uint8_t* mask, int64_t n) {
+  int64_t c = 0;
+  for (int64_t i = 0; i < n; ++i) c += mask[i] != 0;
+  return c;
+}
+
+void run_sequence(const std::vector<std::shared_ptr<BoundLaunch>>& seq, ThreadPool& pool,
+                  int64_t times) {
+  for (int64_t t = 0; t < times; ++t)
+    for (const auto& b : seq) b->run(&pool);
+}
+
+// ---- the planner
+
+LoopAction next_action(const LoopOptions& options, int64_t launches, int64_t in_chunk,
+                       int64_t live) {
+  if (live <= 0 || launches >= options.budget || in_chunk <= 0) return LoopAction::Stop;
+  const int64_t room = std::min(options.budget - launches, in_chunk);
+  if (options.fused_launches > 0 && room >= options.fused_launches) return LoopAction::Fused;
+  return LoopAction::Sequence;
+}
+
+int64_t fused_pass_launches(const LoopOptions& options, const FusedPass& pass, int64_t live_after) {
+  if (live_after > 0) return options.fused_launches;
+  // Every sample is finished: the last one finished in launch ceil(steps_run / unit) of the
+  // plain loop, which would have stopped there.
+  const int64_t launches = (pass.steps_run + options.unit_steps - 1) / options.unit_steps;
+  return std::clamp<int64_t>(launches, 0, options.fused_launches);
+}
+
+namespace {
+
+void check_options(const LoopOptions& o) {
+  if (o.budget < 0)
+    throw std::invalid_argument("stepping loop: the budget (max_steps) is " +
+                                std::to_string(o.budget) + "; give a number of launches >= 0");
+  if (o.unit_steps < 1)
+    throw std::invalid_argument("stepping loop: unit_steps is " + std::to_string(o.unit_steps) +
+                                "; a launch runs at least one step");
+  if (o.fused_launches < 0 || o.chunk < 0)
+    throw std::invalid_argument("stepping loop: fused_launches and chunk must be >= 0");
+}
+
+}  // namespace
+
+LoopResult run_loop(StepExecutor& executor, const LoopOptions& options) {
+  check_options(options);
+  const int64_t chunk = options.chunk > 0 ? options.chunk : options.budget;
+  LoopResult r;
+  int64_t live = executor.live();
+  int64_t chunk_end = std::min(options.budget, chunk);
+  for (;;) {
+    const LoopAction action = next_action(options, r.launches, chunk_end - r.launches, live);
+    if (action == LoopAction::Stop) break;
+    if (action == LoopAction::Fused) {
+      const FusedPass pass = executor.run_fused();
+      live = executor.live();
+      r.launches += fused_pass_launches(options, pass, live);
+    } else {
+      executor.run_sequence_once();
+      live = executor.live();
+      r.launches += 1;
+    }
+    if (r.launches >= chunk_end || live <= 0) {
+      if (options.chunk > 0 && options.on_chunk) options.on_chunk(r.launches, live);
+      chunk_end = std::min(options.budget, r.launches + chunk);
+    }
+  }
+  r.live = std::max<int64_t>(live, 0);
+  r.done = live <= 0;
+  return r;
+}
+
+// ---- the host executor
+
+HostLoop::HostLoop(std::vector<HostStep> steps, const uint8_t* mask, int64_t n, ThreadPool& pool,
+                   std::shared_ptr<BoundLaunch> fused)
+    : steps_(std::move(steps)), mask_(mask), n_(n), pool_(pool), fused_(std::move(fused)) {
+  if (mask_ == nullptr && n_ > 0)
+    throw std::invalid_argument("stepping loop: no Terminated mask to say when a sample is done");
+  for (const HostStep& s : steps_)
+    if (!s.kernel && !s.host)
+      throw std::invalid_argument("stepping loop: a step is neither a kernel nor a callback");
+  live_ = n_ - count_set(mask_, n_);
+}
+
+int64_t HostLoop::counted(const BoundLaunch& b, const LaunchResult& r) const {
+  // Only samples finished in the loop's own mask make it less live.
+  return b.binding().mask_out == mask_ ? r.finished : 0;
+}
+
+int64_t HostLoop::run_sequence_once() {
+  int64_t finished = 0;
+  bool recount = false;
+  for (const HostStep& s : steps_) {
+    if (s.kernel) {
+      const LaunchResult r = s.kernel->run(&pool_);
+      finished += counted(*s.kernel, r);
+    } else {
+      s.host();
+      recount = true;
+    }
+  }
+  live_ = recount ? n_ - count_set(mask_, n_) : live_ - finished;
+  return finished;
+}
+
+FusedPass HostLoop::run_fused() {
+  if (!fused_) throw std::logic_error("stepping loop: a fused pass asked of a loop without one");
+  const LaunchResult r = fused_->run(&pool_);
+  const int64_t finished = counted(*fused_, r);
+  live_ -= finished;
+  return {finished, static_cast<int64_t>(r.steps_run)};
+}
+
+// ---- the device plan
+
+std::vector<int64_t> device_batches(int64_t budget, int64_t cap, bool overshoot_ok) {
+  if (budget < 0)
+    throw std::invalid_argument("device loop: the budget is " + std::to_string(budget) +
+                                "; give a number of launches >= 0");
+  if (cap < 1 || (cap & (cap - 1)) != 0)
+    throw std::invalid_argument("device loop: the batch cap is " + std::to_string(cap) +
+                                "; it must be a power of two >= 1");
+  if (!overshoot_ok) cap = 1;
+  std::vector<int64_t> batches;
+  int64_t left = budget;
+  int64_t k = 1;
+  while (left > 0) {
+    while (k > left) k /= 2;  // the tail: the largest power of two that fits
+    batches.push_back(k);
+    left -= k;
+    if (k < cap && k * 2 <= left) k *= 2;
+  }
+  return batches;
+}
+
+bool noop_when_done(const KernelInterface& iface, bool zero_finished) {
+  if (!iface.has_mask() || zero_finished) return false;
+  return std::none_of(iface.slots().begin(), iface.slots().end(),
+                      [](const SlotInterface& s) { return s.is_sum(); });
+}
+
+DeviceLoopCounters device_counters(int64_t budget) {
+  if (budget < 0)
+    throw std::invalid_argument("device loop: the budget is " + std::to_string(budget) +
+                                "; give a number of launches >= 0");
+  DeviceLoopCounters c{};
+  c.budget = static_cast<uint64_t>(budget);
+  return c;
+}
+
+bool device_stopped(const DeviceLoopCounters& c) { return c.stopped != 0; }
+
+LoopResult device_result(const DeviceLoopCounters& c, int64_t budget) {
+  const auto bad = [&](const std::string& what) {
+    return std::runtime_error(
+        "device loop: the counter block read back is not one the stop test "
+        "writes (" +
+        what +
+        "); was it set to device_counters(budget) and the init "
+        "test launched first?");
+  };
+  if (budget < 0 || c.budget != static_cast<uint64_t>(budget))
+    throw bad("budget " + std::to_string(c.budget) + ", expected " + std::to_string(budget));
+  if (c.launches > c.budget)
+    throw bad("launches " + std::to_string(c.launches) + " over the budget");
+  if (c.done_at != 0 && (c.done_at != c.launches || c.live != 0))
+    throw bad("done_at " + std::to_string(c.done_at) + " with launches " +
+              std::to_string(c.launches) + " and live " + std::to_string(c.live));
+  if (c.budget_out != 0 && (c.launches != c.budget || c.live == 0))
+    throw bad("budget_out with launches " + std::to_string(c.launches));
+  if (c.stopped == 0 && c.live != 0 && c.launches == c.budget)
+    throw bad("the budget is spent but the loop did not stop");
+  if (c.blocks_done != 0) throw bad("blocks_done " + std::to_string(c.blocks_done));
+  LoopResult r;
+  r.launches = static_cast<int64_t>(c.launches);
+  r.live = static_cast<int64_t>(c.live);
+  r.done = c.live == 0;
+  return r;
+}
+
+}  // namespace raptor::runtime

@@ -1,0 +1,157 @@
+// Stepping loops (eagle.until_done): launch a sequence of kernels until every sample of the
+// loop's Terminated mask is set or the budget of launches is spent. The decisions of such a
+// loop are made here, once, for the host and for a GPU:
+//   - run_loop(executor, options): the planner. It asks a StepExecutor to run the sequence
+//     once or, where a fused kernel exists, one fused pass, and counts launches exactly;
+//     HostLoop is the host's executor (BoundLaunch sequences on the shared pool).
+//   - device_batches / device_counters / device_result: the plan of the same loop as one
+//     device graph (runtime/cuda_loop_kernels.hpp holds the stop-test kernel it relies on).
+// Start at LoopOptions and run_loop; the device plan is at the end of this file.
+//
+// The count a run reports is the number of launches of the original kernel(s) a plain loop
+// would have made: it stops after the first launch after which no sample is live, or when the
+// budget is spent. A fused pass (the same kernel with `fused_launches` times its steps) that
+// leaves samples live counts fused_launches; one after which none is live counts
+// ceil(steps_run / unit_steps), the launch in which the last sample finished.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "runtime/bound.hpp"
+#include "runtime/cuda_loop_kernels.hpp"
+#include "runtime/interface.hpp"
+#include "runtime/thread_pool.hpp"
+
+namespace raptor::runtime {
+
+// Samples whose mask byte is set, of mask[0, n).
+int64_t count_set(const uint8_t* mask, int64_t n);
+
+// Launches every kernel of `seq` in order, `times` times (eagle.Graph.launch).
+void run_sequence(const std::vector<std::shared_ptr<BoundLaunch>>& seq, ThreadPool& pool,
+                  int64_t times);
+
+// ---- the planner
+
+struct LoopOptions {
+  int64_t budget = 0;          // the most launches this run (>= 0)
+  int64_t fused_launches = 0;  // launches one fused pass stands for; 0: no fused kernel
+  int64_t unit_steps = 1;      // steps of one launch of the original kernel (>= 1)
+  int64_t chunk = 0;           // > 0: call on_chunk after every `chunk` launches (and at the
+                               // end); a fused pass never crosses a chunk boundary
+  // Called between chunks with the launches made so far in this run and the live samples.
+  std::function<void(int64_t launches, int64_t live)> on_chunk;
+};
+
+struct LoopResult {
+  int64_t launches = 0;  // launches of the original sequence, exact (see the file comment)
+  bool done = false;     // no sample is live
+  int64_t live = 0;      // live samples at the end
+  bool operator==(const LoopResult&) const = default;
+};
+
+struct FusedPass {
+  int64_t finished = 0;   // samples it finished
+  int64_t steps_run = 0;  // the most steps a sample ran in it (LaunchResult::steps_run)
+};
+
+// What runs a loop's launches. The planner calls live() once at the start and after every
+// launch or pass, so it must be cheap (HostLoop tracks it from finished counts).
+class StepExecutor {
+ public:
+  virtual ~StepExecutor() = default;
+  // One launch of the whole sequence; returns the samples it finished.
+  virtual int64_t run_sequence_once() = 0;
+  // One pass of the fused kernel (called only when LoopOptions::fused_launches > 0).
+  virtual FusedPass run_fused() = 0;
+  // Live samples of the loop's mask now.
+  virtual int64_t live() = 0;
+};
+
+// What the planner runs next: nothing (stop), the sequence once, or a fused pass.
+enum class LoopAction { Stop, Sequence, Fused };
+// `launches` made so far in this run, `in_chunk` launches left before the next chunk boundary
+// (the budget's remainder when options.chunk is 0).
+LoopAction next_action(const LoopOptions& options, int64_t launches, int64_t in_chunk,
+                       int64_t live);
+// Launches a fused pass counts: fused_launches while samples are still live after it, else
+// ceil(steps_run / unit_steps).
+int64_t fused_pass_launches(const LoopOptions& options, const FusedPass& pass, int64_t live_after);
+
+// Runs the loop; throws std::invalid_argument for options that make no sense (a negative
+// budget, unit_steps < 1, fused_launches < 0) and lets the executor's exceptions through.
+LoopResult run_loop(StepExecutor& executor, const LoopOptions& options);
+
+// ---- the host executor
+
+// A step of a host loop: a bound kernel, or a callback run between launches (a foreign
+// node, e.g. Python code; it may change any plane, the mask included).
+struct HostStep {
+  std::shared_ptr<BoundLaunch> kernel;  // set: launch it
+  std::function<void()> host;           // else: call it
+};
+
+// The host's StepExecutor: the steps in order on `pool`, and the fused kernel (the loop's one
+// kernel with more steps) when given. Live samples are counted from the mask once, then
+// tracked from the finished counts of the kernels whose mask is the loop's; after a host
+// callback the mask is counted again.
+class HostLoop final : public StepExecutor {
+ public:
+  HostLoop(std::vector<HostStep> steps, const uint8_t* mask, int64_t n, ThreadPool& pool,
+           std::shared_ptr<BoundLaunch> fused = nullptr);
+  int64_t run_sequence_once() override;
+  FusedPass run_fused() override;
+  int64_t live() override { return live_; }
+
+ private:
+  std::vector<HostStep> steps_;
+  const uint8_t* mask_;
+  int64_t n_;
+  ThreadPool& pool_;
+  std::shared_ptr<BoundLaunch> fused_;
+  int64_t live_;
+  int64_t counted(const BoundLaunch& b, const LaunchResult& r) const;
+};
+
+// ---- the device plan (for a GPU executor; logic only, never run on a GPU yet)
+//
+// On a GPU the loop is one device graph whose launch i is [step kernels..., stop test]: the
+// stop test (cuda_loop_kernels.hpp) counts live samples of the mask into a DeviceLoopCounters
+// block in device memory and stops counting once none is live or the budget is spent. A run:
+//   1. write device_counters(budget) to the counter block; launch the stop test with init=1;
+//   2a. CUDA >= 12.4 (conditional nodes): a WHILE node whose body is [steps..., test(init=0)],
+//       variant LoopStopVariant::While (the test sets the node's condition); launch it once;
+//   2b. else, for each k of device_batches(budget, cap, overshoot_ok): launch a graph captured
+//       with k x [steps..., test(init=0)] (variant Batched), read the counter block back, and
+//       stop when device_stopped(counters);
+//   3. device_result(counters, budget) is the run's LoopResult, exact as on the host: the
+//      launches after the one that finished the last sample counted nothing, and (when
+//      overshoot_ok) changed nothing, because every sample was already finished.
+// Progress (LoopOptions::chunk) on the device: run steps 1-3 per chunk with budget = chunk.
+
+// Batches are powers of two: 1, 2, 4, ... up to `cap` (a power of two), then `cap` each, the
+// tail split into the powers of two of its binary digits, so a short loop overshoots little,
+// a long one pays few host round trips, and graphs of log2(cap) + 1 sizes cover every run.
+// They add up to `budget` exactly. overshoot_ok false (a kernel of the sequence is not a
+// no-op once every sample is finished, see noop_when_done): every batch is 1.
+inline constexpr int64_t kDeviceBatchCap = 256;
+std::vector<int64_t> device_batches(int64_t budget, int64_t cap = kDeviceBatchCap,
+                                    bool overshoot_ok = true);
+
+// Whether a launch of this kernel changes nothing once every sample of the loop's mask is
+// finished: it has a mask (the loop's: the caller checks that), writes no sum over samples (a
+// launch would overwrite or add to it) and does not write zeros for finished samples.
+bool noop_when_done(const KernelInterface& iface, bool zero_finished);
+
+// The counter block a run starts from (blocks_done 0, nothing counted).
+DeviceLoopCounters device_counters(int64_t budget);
+// Whether the stop test has stopped the loop (done or budget spent).
+bool device_stopped(const DeviceLoopCounters& c);
+// The run's result from the counter block read back after it. Throws std::runtime_error when
+// the block is not one the stop test can have written for this budget (it names the field).
+LoopResult device_result(const DeviceLoopCounters& c, int64_t budget);
+
+}  // namespace raptor::runtime

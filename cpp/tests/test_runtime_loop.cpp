@@ -1,0 +1,511 @@
+// Tests for runtime/loop (the stepping-loop planner, the host executor, the device plan) and
+// runtime/cuda_loop_kernels (the device stop test). Start with LoopPlanner: a fake executor
+// whose samples finish at chosen steps, against the count a plain loop makes (computed here
+// directly from the schedule). LoopHost runs real compiled kernels; LoopDevice simulates the
+// device loop on the CPU with the stop test's own counting rule and compiles the stop test
+// with NVRTC (skipped only when NVRTC is missing). Nothing here runs on a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "runtime/build.hpp"
+#include "runtime/compiler.hpp"
+#include "runtime/cuda_loop_kernels.hpp"
+#include "runtime/loop.hpp"
+#include "runtime/nvrtc.hpp"
+#include "tests/test_runtime_util.hpp"
+#include "tests/test_util_spec.hpp"
+
+namespace raptor::runtime {
+namespace {
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+// Samples that finish after a chosen number of steps (0: finished before the loop; kNever:
+// never). A launch of the sequence runs `unit` steps of every live sample; a fused pass runs
+// fused * unit steps and reports the most steps a sample ran, as the compiled kernels do.
+class FakeLoop final : public StepExecutor {
+ public:
+  FakeLoop(std::vector<int64_t> finish_step, int64_t unit, int64_t fused = 0)
+      : finish_(std::move(finish_step)), unit_(unit), fused_(fused) {}
+
+  int64_t run_sequence_once() override {
+    ++sequence_runs;
+    return advance(unit_).finished;
+  }
+  FusedPass run_fused() override {
+    EXPECT_GT(fused_, 0) << "a fused pass asked of a loop without a fused kernel";
+    ++fused_runs;
+    return advance(fused_ * unit_);
+  }
+  int64_t live() override {
+    return std::count_if(finish_.begin(), finish_.end(), [&](int64_t s) { return s > pos_; });
+  }
+
+  int64_t sequence_runs = 0;
+  int64_t fused_runs = 0;
+
+ private:
+  FusedPass advance(int64_t steps) {
+    FusedPass p;
+    for (int64_t s : finish_) {
+      if (s <= pos_) continue;  // finished: masked out
+      const int64_t ran = std::min(s, pos_ + steps) - pos_;
+      p.steps_run = std::max(p.steps_run, ran);
+      if (s <= pos_ + steps) ++p.finished;
+    }
+    pos_ += steps;  // every sample still live ran all of them
+    return p;
+  }
+  std::vector<int64_t> finish_;
+  int64_t unit_;
+  int64_t fused_;
+  int64_t pos_ = 0;
+};
+
+// What a plain loop of launches of `unit` steps makes: it stops after the launch in which the
+// last live sample finishes, or at the budget.
+LoopResult plain_loop(const std::vector<int64_t>& finish, int64_t unit, int64_t budget) {
+  int64_t needed = 0;
+  for (int64_t s : finish) {
+    if (s == kNever) {
+      needed = kNever;
+      break;
+    }
+    needed = std::max(needed, (s + unit - 1) / unit);
+  }
+  LoopResult r;
+  r.launches = std::min(needed, budget);
+  r.live = std::count_if(finish.begin(), finish.end(), [&](int64_t s) {
+    return s == kNever || (s + unit - 1) / unit > r.launches;
+  });
+  r.done = r.live == 0;
+  return r;
+}
+
+LoopOptions options(int64_t budget, int64_t fused = 0, int64_t unit = 1, int64_t chunk = 0) {
+  LoopOptions o;
+  o.budget = budget;
+  o.fused_launches = fused;
+  o.unit_steps = unit;
+  o.chunk = chunk;
+  return o;
+}
+
+struct Case {
+  const char* what;
+  std::vector<int64_t> finish;  // steps
+  int64_t unit;
+  int64_t budget;
+};
+
+const std::vector<Case> kCases = {
+    {"budget cut", {5, 300, kNever}, 1, 100},
+    {"budget cut, fused tail", {5, 300, kNever}, 2, 150},
+    {"done on the last launch", {7, 100, 40}, 1, 100},
+    {"done on the last launch, unit 3", {7, 300, 40}, 3, 100},
+    {"done mid fused pass", {10, 3 * 150 - 1, 20}, 3, 200},
+    {"done in the first fused pass", {1, 2, 3}, 1, 1000},
+    {"nothing live at start", {0, 0, 0}, 1, 50},
+    {"budget 0", {3, 4}, 1, 0},
+    {"budget 0, nothing live", {0}, 1, 0},
+    {"one live sample", {0, 0, 129}, 1, 1000},
+    {"budget exactly one fused pass", {64 * 5}, 5, 64},
+    {"no samples", {}, 1, 10},
+};
+
+TEST(LoopPlanner, PlainLoopCountsExactly) {
+  for (const Case& c : kCases) {
+    FakeLoop ex(c.finish, c.unit);
+    const LoopResult r = run_loop(ex, options(c.budget, 0, c.unit));
+    EXPECT_EQ(r, plain_loop(c.finish, c.unit, c.budget)) << c.what;
+    EXPECT_EQ(ex.sequence_runs, r.launches) << c.what;
+    EXPECT_EQ(ex.fused_runs, 0) << c.what;
+  }
+}
+
+TEST(LoopPlanner, FusedPassesCountLaunchesOfTheOriginal) {
+  for (const Case& c : kCases) {
+    for (int64_t fused : {1, 4, 64}) {
+      FakeLoop ex(c.finish, c.unit, fused);
+      const LoopResult r = run_loop(ex, options(c.budget, fused, c.unit));
+      const LoopResult want = plain_loop(c.finish, c.unit, c.budget);
+      EXPECT_EQ(r, want) << c.what << ", fused " << fused;
+      // Passes while a whole one fits in the budget, single launches for the rest.
+      EXPECT_LE(ex.sequence_runs, fused - 1) << c.what << ", fused " << fused;
+      EXPECT_LE(ex.fused_runs * fused + ex.sequence_runs, std::max(c.budget, int64_t{0})) << c.what;
+    }
+  }
+}
+
+TEST(LoopPlanner, DoneMidFusedPassCountsTheLaunchOfTheLastSample) {
+  // unit 3, 64 launches a pass: the last sample finishes at step 449, in launch 150, during
+  // the third pass (launches 129..192).
+  FakeLoop ex({10, 449, 20}, 3, 64);
+  const LoopResult r = run_loop(ex, options(200, 64, 3));
+  EXPECT_EQ(r.launches, 150);
+  EXPECT_TRUE(r.done);
+  EXPECT_EQ(ex.fused_runs, 3);
+  EXPECT_EQ(ex.sequence_runs, 0);
+}
+
+TEST(LoopPlanner, BudgetTailRunsSingleLaunches) {
+  FakeLoop ex({kNever}, 1, 64);
+  const LoopResult r = run_loop(ex, options(150, 64, 1));
+  EXPECT_EQ(r.launches, 150);
+  EXPECT_FALSE(r.done);
+  EXPECT_EQ(r.live, 1);
+  EXPECT_EQ(ex.fused_runs, 2);
+  EXPECT_EQ(ex.sequence_runs, 150 - 128);
+}
+
+TEST(LoopPlanner, ChunksReportBetweenThemAndFusionStaysInside) {
+  for (int64_t fused : {0, 64}) {
+    FakeLoop ex({70, 200, 300}, 1, fused);
+    LoopOptions o = options(250, fused, 1, 64);
+    std::vector<std::pair<int64_t, int64_t>> calls;
+    o.on_chunk = [&](int64_t launches, int64_t live) { calls.emplace_back(launches, live); };
+    const LoopResult r = run_loop(ex, o);
+    EXPECT_EQ(r, plain_loop({70, 200, 300}, 1, 250));
+    // Every 64 launches, then at the budget (250); live from the schedule at each.
+    const std::vector<std::pair<int64_t, int64_t>> want = {{64, 3}, {128, 2}, {192, 2}, {250, 1}};
+    EXPECT_EQ(calls, want) << "fused " << fused;
+    if (fused) {
+      EXPECT_EQ(ex.fused_runs, 3);
+      EXPECT_EQ(ex.sequence_runs, 250 - 192);
+    }
+  }
+  // Done mid-chunk: one last report where it stopped; nothing live at start: none.
+  FakeLoop ex({100}, 1, 64);
+  LoopOptions o = options(1000, 64, 1, 64);
+  std::vector<int64_t> at;
+  o.on_chunk = [&](int64_t launches, int64_t) { at.push_back(launches); };
+  EXPECT_EQ(run_loop(ex, o).launches, 100);
+  EXPECT_EQ(at, (std::vector<int64_t>{64, 100}));
+  FakeLoop idle({0, 0}, 1);
+  at.clear();
+  EXPECT_EQ(run_loop(idle, o), (LoopResult{0, true, 0}));
+  EXPECT_TRUE(at.empty());
+}
+
+TEST(LoopPlanner, RefusesNonsense) {
+  FakeLoop ex({3}, 1);
+  EXPECT_THROW(run_loop(ex, options(-1)), std::invalid_argument);
+  EXPECT_THROW(run_loop(ex, options(10, 0, 0)), std::invalid_argument);
+  EXPECT_THROW(run_loop(ex, options(10, -2)), std::invalid_argument);
+  EXPECT_EQ(ex.sequence_runs, 0);
+}
+
+TEST(LoopPlanner, NextActionAndFusedCount) {
+  const LoopOptions o = options(100, 64, 2);
+  EXPECT_EQ(next_action(o, 0, 100, 5), LoopAction::Fused);
+  EXPECT_EQ(next_action(o, 40, 60, 5), LoopAction::Sequence);  // 60 left < 64
+  EXPECT_EQ(next_action(o, 0, 63, 5), LoopAction::Sequence);   // the chunk has 63 left
+  EXPECT_EQ(next_action(o, 0, 100, 0), LoopAction::Stop);
+  EXPECT_EQ(next_action(o, 100, 100, 5), LoopAction::Stop);
+  EXPECT_EQ(fused_pass_launches(o, {1, 128}, 3), 64);
+  EXPECT_EQ(fused_pass_launches(o, {1, 5}, 0), 3);  // step 5 of unit 2: launch 3
+  EXPECT_EQ(fused_pass_launches(o, {1, 128}, 0), 64);
+}
+
+TEST(LoopPlanner, CountSet) {
+  const std::vector<uint8_t> m = {0, 1, 1, 0, 2, 0, 0, 1};
+  EXPECT_EQ(count_set(m.data(), 8), 4);
+  EXPECT_EQ(count_set(m.data(), 0), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The host executor over compiled kernels
+
+// t counts steps until it reaches the sample's limit; unit 1 and unit 2, each also with 64
+// times its steps (the fused kernel).
+const char* kTick = R"(def tick(limit: Scalar, terminated: Terminated, t: Mutable[Scalar]):
+    t = t + 1.0
+    terminated = t >= limit
+)";
+
+class LoopHost : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    using namespace raptor::testing;
+    dir_ = std::make_unique<testing::TempDir>();
+    for (int steps : {1, 64, 2, 128})
+      kernels_.push_back(
+          lowered(kTick, {Scalar("limit"), Terminated("terminated"), MutScalar("t")}, steps));
+    std::vector<const ir::Kernel*> ptrs;
+    for (const ir::Kernel& k : kernels_) ptrs.push_back(&k);
+    Compiler c(open_cache_dir(dir_->path().string()));
+    built_ = std::make_unique<BuildResult>(build_host(ptrs, c));
+    pool_ = std::make_unique<ThreadPool>(2);
+  }
+  static void TearDownTestSuite() {
+    built_.reset();
+    kernels_.clear();
+    pool_.reset();
+    dir_.reset();
+  }
+  // Samples' planes: limit, t, the mask.
+  struct Planes {
+    std::vector<double> limit, t;
+    std::vector<uint8_t> mask;
+  };
+  static std::shared_ptr<BoundLaunch> bind(size_t kernel, Planes& p) {
+    Binding b;
+    b.n = static_cast<int64_t>(p.t.size());
+    b.slots.resize(3);
+    b.slots[0].in = p.limit.data();
+    b.slots[2].in = p.t.data();
+    b.slots[2].out = p.t.data();
+    b.mask_in = p.mask.data();
+    b.mask_out = p.mask.data();
+    return std::make_shared<BoundLaunch>(built_->kernels.at(kernel).f64, std::move(b),
+                                         std::vector<ParamSource>{});
+  }
+  static Planes planes(int64_t n, int64_t spread) {
+    Planes p;
+    for (int64_t i = 0; i < n; ++i) p.limit.push_back(static_cast<double>(1 + (i * 7919) % spread));
+    p.t.assign(n, 0.0);
+    p.mask.assign(n, 0);
+    return p;
+  }
+  static std::unique_ptr<testing::TempDir> dir_;
+  static std::vector<ir::Kernel> kernels_;
+  static std::unique_ptr<BuildResult> built_;
+  static std::unique_ptr<ThreadPool> pool_;
+};
+std::unique_ptr<testing::TempDir> LoopHost::dir_;
+std::vector<ir::Kernel> LoopHost::kernels_;
+std::unique_ptr<BuildResult> LoopHost::built_;
+std::unique_ptr<ThreadPool> LoopHost::pool_;
+
+TEST_F(LoopHost, PlainAndFusedAgreeWithTheSchedule) {
+  // (unit kernel, fused kernel, unit steps); n above the serial threshold uses the pool.
+  const struct {
+    size_t plain, fused;
+    int64_t unit;
+  } kinds[] = {{0, 1, 1}, {2, 3, 2}};
+  for (const auto& kind : kinds) {
+    for (int64_t n : {int64_t{1}, int64_t{1000}, kDefaultSerialThreshold + 100}) {
+      for (int64_t budget : {int64_t{0}, int64_t{37}, int64_t{150}, int64_t{1000}}) {
+        for (bool with_fused : {false, true}) {
+          Planes p = planes(n, 300);
+          const std::vector<int64_t> finish(p.limit.begin(), p.limit.end());
+          HostLoop ex({{bind(kind.plain, p), {}}}, p.mask.data(), n, *pool_,
+                      with_fused ? bind(kind.fused, p) : nullptr);
+          const LoopResult r = run_loop(ex, options(budget, with_fused ? 64 : 0, kind.unit));
+          const LoopResult want = plain_loop(finish, kind.unit, budget);
+          const std::string what = "unit " + std::to_string(kind.unit) + " n " + std::to_string(n) +
+                                   " budget " + std::to_string(budget) +
+                                   (with_fused ? " fused" : "");
+          ASSERT_EQ(r, want) << what;
+          for (int64_t i = 0; i < n; ++i) {
+            const double steps = static_cast<double>(std::min(finish[i], r.launches * kind.unit));
+            ASSERT_EQ(p.t[i], steps) << what << " sample " << i;
+            ASSERT_EQ(p.mask[i] != 0, finish[i] <= r.launches * kind.unit) << what;
+          }
+          EXPECT_EQ(ex.live(), n - count_set(p.mask.data(), n)) << what;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(LoopHost, HostStepsRunBetweenLaunchesAndTheMaskIsRecounted) {
+  const int64_t n = 100;
+  Planes p = planes(n, 50);
+  std::vector<int64_t> calls_seen_t;
+  // The callback sees sample 1's plane after each kernel launch and, at its 3rd call, finishes
+  // every sample itself (as a foreign node writing the mask may).
+  int calls = 0;
+  const auto node = [&] {
+    ++calls;
+    calls_seen_t.push_back(static_cast<int64_t>(p.t[1]));  // limit 20
+    if (calls == 3) std::fill(p.mask.begin(), p.mask.end(), uint8_t{1});
+  };
+  HostLoop ex({{bind(0, p), {}}, {nullptr, node}}, p.mask.data(), n, *pool_);
+  const LoopResult r = run_loop(ex, options(1000));
+  EXPECT_EQ(r, (LoopResult{3, true, 0}));
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(calls_seen_t, (std::vector<int64_t>{1, 2, 3}));
+}
+
+TEST_F(LoopHost, KernelErrorsAndBadStepsAreReported) {
+  Planes p = planes(4, 3);
+  EXPECT_THROW(HostLoop({{nullptr, {}}}, p.mask.data(), 4, *pool_), std::invalid_argument);
+  HostLoop ex({{bind(0, p), {}}}, p.mask.data(), 4, *pool_);
+  EXPECT_THROW(ex.run_fused(), std::logic_error);
+  const auto thrower = [] { throw std::runtime_error("foreign node failed"); };
+  HostLoop failing({{bind(0, p), {}}, {nullptr, thrower}}, p.mask.data(), 4, *pool_);
+  EXPECT_THROW(run_loop(failing, options(10)), std::runtime_error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The device plan
+
+bool power_of_two(int64_t k) { return k > 0 && (k & (k - 1)) == 0; }
+
+TEST(LoopDevice, BatchesAddUpToTheBudgetInPowersOfTwo) {
+  for (int64_t cap : {1, 2, 64, 256}) {
+    for (int64_t budget = 0; budget <= 2000; ++budget) {
+      const std::vector<int64_t> b = device_batches(budget, cap);
+      ASSERT_EQ(std::accumulate(b.begin(), b.end(), int64_t{0}), budget) << cap;
+      // Doubling from 1 up to the largest batch, then never growing again.
+      const size_t top = std::max_element(b.begin(), b.end()) - b.begin();
+      for (size_t i = 0; i < b.size(); ++i) {
+        ASSERT_TRUE(power_of_two(b[i]) && b[i] <= cap) << budget << " " << cap;
+        if (i <= top) ASSERT_EQ(b[i], int64_t{1} << i) << budget << " " << cap;
+        if (i > top) ASSERT_LE(b[i], b[i - 1]) << budget << " " << cap;
+      }
+      // Few round trips: at most the doubling start, budget / cap full batches, the tail bits.
+      ASSERT_LE(static_cast<int64_t>(b.size()), 2 * 9 + budget / cap) << budget;
+    }
+  }
+  EXPECT_EQ(device_batches(100, 64), (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 32, 4, 1}));
+  EXPECT_EQ(device_batches(1000, 256),
+            (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 256, 128, 64, 32, 8, 1}));
+  EXPECT_EQ(device_batches(5, 256, false), (std::vector<int64_t>(5, 1)));
+  EXPECT_TRUE(device_batches(0).empty());
+  EXPECT_THROW(device_batches(-1), std::invalid_argument);
+  EXPECT_THROW(device_batches(10, 48), std::invalid_argument);
+  EXPECT_THROW(device_batches(10, 0), std::invalid_argument);
+}
+
+// The device loop on the CPU: the step kernels as FakeLoop launches, the stop test as its own
+// counting rule (loop_stop_update) over the live count. Batched runs whole batches, with
+// no-op launches after the stop; While runs the body while the test says so.
+LoopResult simulate_device(const std::vector<int64_t>& finish, int64_t budget, bool batched,
+                           int64_t* launches_made) {
+  FakeLoop steps(finish, 1);
+  DeviceLoopCounters c = device_counters(budget);
+  loop_stop_update(c, static_cast<uint64_t>(steps.live()), true);
+  if (batched) {
+    for (int64_t k : device_batches(budget, 16)) {
+      if (device_stopped(c)) break;
+      for (int64_t j = 0; j < k; ++j) {
+        steps.run_sequence_once();
+        loop_stop_update(c, static_cast<uint64_t>(steps.live()), false);
+      }
+    }
+  } else {
+    while (!device_stopped(c)) {
+      steps.run_sequence_once();
+      loop_stop_update(c, static_cast<uint64_t>(steps.live()), false);
+    }
+  }
+  *launches_made = steps.sequence_runs;
+  return device_result(c, budget);
+}
+
+TEST(LoopDevice, SimulatedDeviceLoopsCountLikeTheHost) {
+  for (const Case& c : kCases) {
+    if (c.unit != 1) continue;
+    const LoopResult want = plain_loop(c.finish, 1, c.budget);
+    for (bool batched : {false, true}) {
+      int64_t made = 0;
+      EXPECT_EQ(simulate_device(c.finish, c.budget, batched, &made), want)
+          << c.what << (batched ? " batched" : " while");
+      EXPECT_GE(made, want.launches) << c.what;
+      if (!batched) EXPECT_EQ(made, want.launches) << c.what;  // a WHILE node never overshoots
+    }
+  }
+  for (int64_t last = 1; last <= 300; ++last) {
+    int64_t made = 0;
+    const LoopResult r = simulate_device({last / 2, last}, 1000, true, &made);
+    ASSERT_EQ(r, (LoopResult{last, true, 0})) << last;
+    ASSERT_LE(made, std::max<int64_t>(2 * last, last + 15)) << "overshoot past " << last;
+  }
+}
+
+TEST(LoopDevice, CounterRule) {
+  DeviceLoopCounters c = device_counters(3);
+  loop_stop_update(c, 5, true);
+  EXPECT_FALSE(device_stopped(c));
+  loop_stop_update(c, 4, false);
+  loop_stop_update(c, 4, false);
+  loop_stop_update(c, 2, false);
+  EXPECT_TRUE(device_stopped(c));
+  EXPECT_EQ(c.budget_out, 1u);
+  loop_stop_update(c, 0, false);  // after the stop: counts nothing
+  EXPECT_EQ(device_result(c, 3), (LoopResult{3, false, 2}));
+  DeviceLoopCounters d = device_counters(10);
+  loop_stop_update(d, 2, true);
+  loop_stop_update(d, 0, false);
+  EXPECT_EQ(d.done_at, 1u);
+  EXPECT_EQ(device_result(d, 10), (LoopResult{1, true, 0}));
+  DeviceLoopCounters z = device_counters(0);
+  loop_stop_update(z, 7, true);
+  EXPECT_TRUE(device_stopped(z));
+  EXPECT_EQ(device_result(z, 0), (LoopResult{0, false, 7}));
+}
+
+TEST(LoopDevice, ResultRefusesBlocksTheTestCannotWrite) {
+  DeviceLoopCounters c = device_counters(10);
+  loop_stop_update(c, 4, true);
+  EXPECT_THROW(device_result(c, 11), std::runtime_error);  // another budget
+  DeviceLoopCounters over = c;
+  over.launches = 12;
+  EXPECT_THROW(device_result(over, 10), std::runtime_error);
+  DeviceLoopCounters done = c;
+  done.done_at = 3;
+  done.launches = 4;
+  done.live = 0;
+  EXPECT_THROW(device_result(done, 10), std::runtime_error);
+  DeviceLoopCounters busy = c;
+  busy.blocks_done = 2;
+  try {
+    device_result(busy, 10);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("blocks_done 2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(device_counters(-1), std::invalid_argument);
+}
+
+TEST_F(LoopHost, NoopWhenDoneNeedsAMaskAndNoSums) {
+  const KernelInterface& tick = built_->kernels.at(0).f64->iface;
+  EXPECT_TRUE(noop_when_done(tick, false));
+  EXPECT_FALSE(noop_when_done(tick, true));
+  using namespace raptor::testing;
+  const ir::Kernel scale =
+      lowered("def scale(a: Param, u: Scalar, w: Mutable[Scalar]):\n    w = a * u\n",
+              {Param("a"), Scalar("u"), MutScalar("w")});
+  EXPECT_FALSE(noop_when_done(describe_kernel(scale, codegen::DType::F64).iface, false));
+}
+
+TEST(LoopDevice, StopTestGrid) {
+  EXPECT_EQ(loop_stop_grid(0), 1);
+  EXPECT_EQ(loop_stop_grid(1), 1);
+  EXPECT_EQ(loop_stop_grid(kLoopStopBlock * 16), 1);
+  EXPECT_EQ(loop_stop_grid(kLoopStopBlock * 16 + 1), 2);
+  EXPECT_EQ(loop_stop_grid(int64_t{1} << 40), kLoopStopMaxBlocks);
+}
+
+TEST(LoopDevice, StopTestCompilesWithNvrtcInBothVariants) {
+  const std::optional<Nvrtc> nvrtc = Nvrtc::open();
+  if (!nvrtc) GTEST_SKIP() << "NVRTC is not installed";
+  for (LoopStopVariant v : {LoopStopVariant::Batched, LoopStopVariant::While}) {
+    const bool is_while = v == LoopStopVariant::While;
+    const std::string src = loop_stop_source(v);
+    const std::string ptx = nvrtc->compile_ptx(src, "raptor_loop_stop", "compute_80");
+    EXPECT_NE(ptx.find(".entry raptor_loop_stop("), std::string::npos) << ptx;
+    EXPECT_EQ(ptx.find("cudaGraphSetConditional") != std::string::npos, is_while);
+    EXPECT_EQ(ptx.find("raptor_loop_stop_param_5") != std::string::npos, is_while);
+    EXPECT_EQ(ptx.find("raptor_loop_stop_param_6"), std::string::npos);
+    // The only atomic is the integer ticket; no float atomics.
+    EXPECT_NE(ptx.find("atom.global.add.u64"), std::string::npos) << ptx;
+    EXPECT_EQ(ptx.find(".f32"), std::string::npos);
+    EXPECT_EQ(ptx.find(".f64"), std::string::npos);
+    // The counter block's layout and the counting rule come from the C++ header.
+    EXPECT_NE(src.find("unsigned long long budget; unsigned long long launches;"),
+              std::string::npos);
+    EXPECT_NE(src.find("__device__ inline void raptor_loop_update("), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace raptor::runtime
