@@ -43,6 +43,7 @@ struct Driver::Api {
   int (*graph_exec_destroy)(CUgraphExec) = nullptr;
   int (*stream_create)(CUstream*, unsigned) = nullptr;
   int (*stream_destroy)(CUstream) = nullptr;
+  int (*mem_alloc_host)(void**, size_t) = nullptr;
 };
 
 namespace {
@@ -196,6 +197,16 @@ void Driver::copy_async(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream
 
 void Driver::copy_to_device_sync(CUdeviceptr dst, const void* src, size_t bytes) const {
   check(api_->memcpy_htod(dst, src, bytes), "cuMemcpyHtoD");
+}
+
+void Driver::copy_to_host_async(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) const {
+  check(api_->memcpy_dtoh_async(dst, src, bytes, stream), "cuMemcpyDtoHAsync");
+}
+
+void* Driver::alloc_host(size_t bytes) const {
+  void* p = nullptr;
+  check(api_->mem_alloc_host(&p, bytes), "cuMemAllocHost");
+  return p;
 }
 
 CUdeviceptr Driver::alloc(size_t bytes) const {

@@ -50,6 +50,9 @@ class Driver {
   void copy_to_host_sync(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) const;
   void copy_async(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) const;
   void copy_to_device_sync(CUdeviceptr dst, const void* src, size_t bytes) const;
+  void copy_to_host_async(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) const;
+  // Page-locked host memory (cuMemAllocHost): async copies into it do not wait for the host.
+  void* alloc_host(size_t bytes) const;
   CUdeviceptr alloc(size_t bytes) const;  // in the current context, synchronously
   void free(CUdeviceptr p) const noexcept;
   void synchronize(CUstream stream) const;

@@ -1,0 +1,209 @@
+"""eagle on a real NVIDIA GPU: launches on streams, errors at synchronize, finished counts,
+device Params, captured graphs, JAX nodes on streams, deterministic sums and the JAX CUDA
+handler. Every number is checked against the host build of the same kernel (or NumPy). On a
+machine without a usable CUDA device every test skips with the reason "no CUDA device";
+scripts/gpu_check.sh runs this file on a GPU machine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eagle
+import eagle.cuda
+import eagle.plan
+import hawk
+from hawk import Mutable, Param, Scalar, Table, Terminated, Vector
+from hawk.math import norm, vec
+
+pytestmark = pytest.mark.skipif(not eagle.cuda.probe()["usable"], reason="no CUDA device")
+
+
+@pytest.fixture(scope="module")
+def cp():
+    return pytest.importorskip("cupy")
+
+
+@hawk.kernel
+def drag(v: Vector[3], cd: Param, dt: Param, g: Param, v_next: Mutable[Vector[3]]):
+    a = vec(0.0, 0.0, -g) - cd * norm(v) * v
+    v_next = v + dt * a
+
+
+@hawk.kernel
+def lookup(i: Scalar, w: Table[Scalar], y: Mutable[Scalar]):
+    y = w.at(i) * 2.0
+
+
+@hawk.kernel(steps=1)
+def osc(dt: Param, c: Param, t_final: Scalar, terminated: Terminated, x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
+    vn = v + dt * (-x - c * v)
+    x = x + dt * v
+    v = vn
+    t = t + dt
+    terminated = t >= t_final
+
+
+@hawk.kernel
+def scale(a: Param, x: Mutable[Scalar]):
+    x = a * x
+
+
+def plans(kernels, tmp_path, target):
+    return eagle.plan.auto(kernels, targets=(target,), cache_dir=tmp_path / "cache")
+
+
+def test_probe_describes_the_device():
+    p = eagle.cuda.probe()
+    assert p["devices"] and p["driver_version"] > 0
+    d = p["devices"][0]
+    assert d["name"] and d["arch"] == f"sm_{d['compute_capability'][0]}{d['compute_capability'][1]}"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_drag_matches_the_host_build(cp, tmp_path, dtype):
+    (gpu,) = plans([drag], tmp_path, "cuda")
+    (host,) = plans([drag], tmp_path, "host")
+    assert gpu.target == "cuda"
+    rng = np.random.default_rng(1)
+    v = rng.normal(size=(3, 10_000)).astype(dtype)
+    out_h = np.zeros_like(v)
+    host.bind(v=v, cd=0.1, dt=0.01, g=9.81, v_next=out_h).launch()
+    v_d, out_d = cp.asarray(v), cp.zeros_like(cp.asarray(v))
+    b = gpu.bind(v=v_d, cd=0.1, dt=0.01, g=9.81, v_next=out_d)
+    assert b.launch() is None
+    b.synchronize()
+    np.testing.assert_allclose(cp.asnumpy(out_d), out_h, rtol=2e-6 if dtype == np.float32 else 1e-14, atol=0)
+
+
+def test_launch_on_a_given_stream(cp, tmp_path):
+    (gpu,) = plans([scale], tmp_path, "cuda")
+    s = cp.cuda.Stream(non_blocking=True)
+    x = cp.ones(4096)
+    b = gpu.bind(a=2.0, x=x)
+    for _ in range(10):
+        b.launch(stream=s)
+    b.synchronize(stream=s)
+    np.testing.assert_array_equal(cp.asnumpy(x), np.full(4096, 1024.0))
+
+
+def test_a_table_error_is_raised_at_synchronize(cp, tmp_path):
+    (gpu,) = plans([lookup], tmp_path, "cuda")
+    i = cp.asarray([0.0, 1.0, 7.0, 2.0])
+    b = gpu.bind(i=i, w=cp.arange(4.0), y=cp.zeros(4))
+    b.launch()  # no error here: nothing waits for the GPU
+    with pytest.raises(RuntimeError, match=r"kernel 'lookup': table 'w' index 7 is out of range \[0, 4\) at sample 2"):
+        b.synchronize()
+    i[2] = 3.0
+    b.launch()
+    b.synchronize()  # cleared: the next synchronize after a good launch is quiet
+
+
+def test_finished_count_adds_on_the_device(cp, tmp_path):
+    (gpu,) = plans([osc], tmp_path, "cuda")
+    n = 1000
+    t_final = cp.linspace(0.05, 0.5, n)
+    mask, fc = cp.zeros(n, bool), cp.zeros(1, np.uint32)
+    b = gpu.bind(dt=0.01, c=0.3, t_final=t_final, terminated=mask, x=cp.ones(n), v=cp.zeros(n), t=cp.zeros(n), finished_count=fc)
+    for _ in range(60):
+        b.launch()
+    b.synchronize()
+    assert int(fc[0]) == int(mask.sum()) == n
+
+
+def test_a_device_param_is_read_at_each_launch(cp, tmp_path):
+    (gpu,) = plans([scale], tmp_path, "cuda")
+    a, x = cp.asarray([2.0]), cp.ones(256)
+    b = gpu.bind(a=a, x=x)
+    b.launch()
+    a[0] = 3.0
+    b.launch()
+    b.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(x), np.full(256, 6.0))
+
+
+def test_kernel_graph_is_captured_and_matches_the_host(cp, tmp_path):
+    (gpu_s, gpu_d) = plans([scale, drag], tmp_path, "cuda")
+    (host_s, host_d) = plans([scale, drag], tmp_path, "host")
+    rng = np.random.default_rng(2)
+    v0 = rng.normal(size=(3, 2048))
+    vh, outh = v0[0].copy(), np.zeros((3, 2048))
+    vd, outd = cp.asarray(vh), cp.zeros((3, 2048))
+    vvh, vvd = v0.copy(), cp.asarray(v0)
+    gh = eagle.Graph().add(host_s.bind(a=0.5, x=vh)).add(host_d.bind(v=vvh, cd=0.1, dt=0.01, g=9.8, v_next=outh)).build()
+    gd = eagle.Graph().add(gpu_s.bind(a=0.5, x=vd)).add(gpu_d.bind(v=vvd, cd=0.1, dt=0.01, g=9.8, v_next=outd)).build()
+    assert gh.schedule == ("host",) and gd.schedule == ("capture",)
+    gh.launch(7)
+    gd.launch(7)
+    gd.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(vd), vh)
+    np.testing.assert_allclose(cp.asnumpy(outd), outh, rtol=1e-14)
+
+
+def test_sums_over_samples_are_deterministic(cp, tmp_path):
+    grad = drag.adjoint(wrt=("v", "cd"))
+    (gpu,) = plans([grad], tmp_path, "cuda")
+    (host,) = plans([grad], tmp_path, "host")
+    names = [s.name for s in grad.slots]
+    rng = np.random.default_rng(3)
+    values_h, values_d = {}, {}
+    for s in grad.slots:
+        if s.kind == "param":
+            values_h[s.name] = values_d[s.name] = 0.1
+        elif s.kind == "param_sum":
+            values_h[s.name] = np.zeros(s.width)
+            values_d[s.name] = cp.zeros(s.width)
+        else:
+            shape = (s.width, 100_000) if s.is_vector else (100_000,)
+            a = rng.normal(size=shape) if s.kind != "mutable" or s.inout else np.zeros(shape)
+            values_h[s.name], values_d[s.name] = a.copy(), cp.asarray(a)
+    host.bind(**values_h).launch()
+    b = gpu.bind(**values_d)
+    sums = [n for n, s in zip(names, grad.slots) if s.kind == "param_sum"]
+    b.launch()
+    b.synchronize()
+    first = {n: cp.asnumpy(values_d[n]).copy() for n in sums}
+    b.launch()
+    b.synchronize()
+    for n in sums:
+        np.testing.assert_array_equal(cp.asnumpy(values_d[n]), first[n])  # same bits run to run
+        np.testing.assert_allclose(first[n], values_h[n], rtol=1e-10)
+
+
+def test_jax_node_between_kernels_runs_on_streams(cp, tmp_path):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from eagle.frameworks import jax as eagle_jax
+
+    jax.config.update("jax_enable_x64", True)
+    (gpu,) = plans([scale], tmp_path, "cuda")
+    x, y = cp.arange(512.0), cp.zeros(512)
+    node = eagle_jax.node(jax.jit(lambda x: jnp.sin(x)), reads={"x": x}, writes={"y": y})
+    g = eagle.Graph().add_node(node, name="model").add(gpu.bind(a=2.0, x=x), name="scale").build()
+    assert g.schedule == ("eager_stream", "capture")
+    g.launch(3)
+    g.synchronize()
+    ref_x = np.arange(512.0)
+    ref_y = None
+    for _ in range(3):
+        ref_y = np.sin(ref_x)
+        ref_x = 2.0 * ref_x
+    np.testing.assert_allclose(cp.asnumpy(y), ref_y, rtol=1e-14)
+    np.testing.assert_array_equal(cp.asnumpy(x), ref_x)
+
+
+def test_jax_cuda_handler_reports_a_table_error_at_the_next_call(tmp_path):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from eagle.frameworks import jax as eagle_jax
+
+    jax.config.update("jax_enable_x64", True)
+    if jax.default_backend() != "gpu":
+        pytest.skip("JAX has no GPU backend here")
+    w = jnp.arange(4.0)
+    fn = eagle_jax.function(lookup)
+    call = jax.jit(lambda i: fn(i=i, w=w))
+    np.testing.assert_array_equal(np.asarray(call(jnp.asarray([0.0, 3.0]))), [0.0, 6.0])
+    call(jnp.asarray([0.0, 9.0])).block_until_ready()  # the bad call itself does not wait
+    with pytest.raises(Exception, match=r"table 'w' index 9 is out of range"):
+        call(jnp.asarray([0.0, 1.0])).block_until_ready()
