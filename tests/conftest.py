@@ -111,3 +111,87 @@ class Page:
                         print(repr(value))
             self.outputs.append(buf.getvalue())
         return self.outputs[upto].splitlines()
+
+
+# --- The NVRTC check of issue 9 (CI, no GPU needed) ----------------------------------------
+# Every hawk.Kernel the session creates is recorded (its `_core`, a strong reference); at the
+# end each distinct one, and its tangent and adjoint with respect to all its float inputs where
+# those derive, is compiled with NVRTC to cubins for sm_80 and sm_90 in both dtypes
+# (raptor_core._core.nvrtc_check). A failure fails the session. RAPTOR_SKIP_NVRTC_CHECK=1 skips.
+_NVRTC_ARCHS = ("sm_80", "sm_90")
+_NVRTC_BATCH = 48
+_session_kernels: list[Any] = []
+_kernel_init = hawk.Kernel.__init__
+
+
+def _recording_init(self, core: Any, *args: Any, **kwargs: Any) -> None:
+    _kernel_init(self, core, *args, **kwargs)
+    _session_kernels.append(core)
+
+
+hawk.Kernel.__init__ = _recording_init  # type: ignore[method-assign]
+
+
+def _float_inputs(core: Any) -> list[str]:
+    """The names of a kernel's float inputs: Params, planes, Tables and in-out Mutables."""
+    return [
+        name
+        for name, kind, _w, _v, inout, _t in core.slots()
+        if kind in ("param", "plane", "table") or (kind == "mutable" and inout)
+    ]
+
+
+def _nvrtc_kernels(cores: list[Any]) -> list[Any]:
+    """Each distinct kernel once (by digest), followed by its derivable tangent and adjoint."""
+    from raptor_core import _core
+
+    out: list[Any] = []
+    seen: set[str] = set()
+
+    def add(core: Any) -> None:
+        digest = core.digest("float64")
+        if digest not in seen:
+            seen.add(digest)
+            out.append(core)
+
+    for core in list(cores):
+        add(core)
+    for core in list(out):
+        wrt = _float_inputs(core)
+        if not wrt:
+            continue
+        for derive in (lambda c: c.tangent(wrt, True), lambda c: c.adjoint(wrt)):
+            try:
+                add(derive(core))
+            except (_core.KernelError, hawk.KernelError, ValueError):
+                pass  # not derivable with respect to all of them: nothing to compile
+    return out
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Compiles every kernel the session defined (and its derivatives) to cubin (issue 9)."""
+    if os.environ.get("RAPTOR_SKIP_NVRTC_CHECK") == "1" or not _session_kernels:
+        return
+    import time
+
+    from raptor_core import _core
+
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    say = reporter.write_line if reporter is not None else print
+    t0 = time.perf_counter()
+    kernels = _nvrtc_kernels(_session_kernels)
+    try:
+        for arch in _NVRTC_ARCHS:
+            for i in range(0, len(kernels), _NVRTC_BATCH):
+                _core.nvrtc_check(kernels[i : i + _NVRTC_BATCH], arch)
+    except RuntimeError as e:
+        if "NVRTC not found" in str(e):
+            say("nvrtc: NVRTC not found, the cubin check did not run")
+            return
+        say(f"nvrtc: FAILED: {e}")
+        session.exitstatus = 1
+        return
+    say(
+        f"nvrtc: {len(kernels)} kernels compiled to cubin for {', '.join(_NVRTC_ARCHS)} "
+        f"({time.perf_counter() - t0:.1f} s)"
+    )

@@ -1,5 +1,7 @@
 // raptor_core._core, compiler half: `lower(spec)` (hawk's kernel definition), the Kernel
 // handle (IR text, digests, emitted C++, tangent/adjoint), and KernelError.
+#include <set>
+
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -14,6 +16,7 @@
 #include "passes/optimize.hpp"
 #include "passes/trim.hpp"
 #include "runtime/build.hpp"
+#include "runtime/nvrtc.hpp"
 
 namespace nb = nanobind;
 
@@ -191,6 +194,34 @@ void bind_compiler(nb::module_& m) {
           },
           "The same kernel without the Param, plane and Table inputs no value reads.");
 
+  m.def(
+      "nvrtc_check",
+      [](const std::vector<KernelHandle>& handles, const std::string& arch) {
+        // One CUDA unit for all the kernels (each once, by digest) in both dtypes, compiled to
+        // a cubin for `arch`: the CI check that everything the tests define compiles.
+        std::vector<const ir::Kernel*> ks;
+        std::set<std::string> seen;
+        for (const KernelHandle& h : handles)
+          if (seen.insert(runtime::kernel_digest(*h.kernel, codegen::DType::F64)).second)
+            ks.push_back(h.kernel.get());
+        nb::gil_scoped_release release;
+        const auto nvrtc = runtime::Nvrtc::open();
+        if (!nvrtc) throw std::runtime_error("raptor: NVRTC not found (set RAPTOR_NVRTC)");
+        std::vector<codegen::KernelToEmit> todo;
+        runtime::describe_build(ks, todo);
+        std::string names;
+        for (const ir::Kernel* k : ks) names += (names.empty() ? "" : ", ") + k->name;
+        try {
+          nvrtc->compile_cubin(codegen::emit_cuda(todo), "nvrtc_check.cu", arch);
+        } catch (const std::runtime_error& e) {
+          throw std::runtime_error("raptor: NVRTC could not compile the CUDA code of kernels " +
+                                   names + " for " + arch + ": " + e.what());
+        }
+        return static_cast<int>(todo.size());
+      },
+      nb::arg("kernels"), nb::arg("arch"),
+      "Compiles the kernels (both dtypes) with NVRTC to a cubin for `arch` (e.g. 'sm_90'); "
+      "returns how many (kernel, dtype) pairs; raises RuntimeError with NVRTC's log.");
   m.def("lower", &lower, nb::arg("spec"),
         "Compiles a kernel spec (see hawk/source.py) to optimized IR; raises KernelError.");
   m.def("math_functions", []() { return ir::math_function_names(); });

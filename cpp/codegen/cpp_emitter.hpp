@@ -1,8 +1,9 @@
-// The host code generator: IR kernels -> one readable C++ translation unit, with one
-// extern "C" function per (kernel, dtype) following runtime/abi.h. Comments map every group
-// of statements back to the user's file and line. The loops over samples are written so GCC
-// vectorizes them (no per-sample branches in kernels without a mask or table checks).
-// emit_cuda writes the same kernels as CUDA C++ (runtime/abi_cuda.h) from the same writer.
+// The code generator's public interface: IR kernels -> one readable translation unit, host
+// C++ (emit_cpp: one extern "C" function per (kernel, dtype) following runtime/abi.h) or CUDA
+// C++ for NVRTC (emit_cuda, runtime/abi_cuda.h). Comments map every group of statements back
+// to the user's file and line. Where to read on: step_writer.hpp (what both targets share:
+// expressions, table reads, the step written once), host_driver.cpp (loops GCC vectorizes),
+// cuda_driver.cpp (one thread per sample, deterministic block sums, `<symbol>_finish`).
 #pragma once
 
 #include <string>
@@ -30,7 +31,8 @@ std::string symbol_name(const ir::Kernel& k, DType dtype, const std::string& dig
 std::string emit_cpp(const std::vector<KernelToEmit>& kernels);
 
 // The same kernels as one CUDA C++ translation unit for NVRTC: `extern "C" __global__`
-// functions following runtime/abi_cuda.h, the per-sample code shared with the host emitter.
+// functions following runtime/abi_cuda.h (`<symbol>`, and `<symbol>_finish` for a kernel
+// that sums over samples), the step shared with the host driver.
 std::string emit_cuda(const std::vector<KernelToEmit>& kernels);
 
 }  // namespace raptor::codegen

@@ -4,7 +4,7 @@
  *     extern "C" void <symbol>(raptor_args* a);
  * that runs samples [a->begin, a->end) (positions in a->index when it is not null), each
  * for the kernel's own step count, and reports what it finished and any error in *a.
- * The codegen (codegen/cpp_emitter.cpp) writes this struct's definition into every
+ * The codegen (codegen/host_driver.cpp) writes this struct's definition into every
  * translation unit verbatim from this file, so the two cannot drift apart.
  * Plain C: it is also the layout the CUDA emitter and the XLA FFI handlers use.
  */

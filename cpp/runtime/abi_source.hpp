@@ -10,6 +10,10 @@ namespace raptor::runtime {
 // abi.h, byte for byte.
 std::string_view abi_header_source();
 
+// The error codes of abi.h (its `#define RAPTOR_OK` / `#define RAPTOR_ERR_*` lines, with
+// their comments), which the CUDA translation units paste: the one definition of the codes.
+std::string_view abi_error_codes_source();
+
 // abi_cuda.h, byte for byte.
 std::string_view abi_cuda_header_source();
 

@@ -19,6 +19,8 @@ struct Nvrtc::Api {
   int (*compile)(Program, int, const char* const*) = nullptr;
   int (*ptx_size)(Program, size_t*) = nullptr;
   int (*ptx)(Program, char*) = nullptr;
+  int (*cubin_size)(Program, size_t*) = nullptr;
+  int (*cubin)(Program, char*) = nullptr;
   int (*log_size)(Program, size_t*) = nullptr;
   int (*log)(Program, char*) = nullptr;
   int (*destroy)(Program*) = nullptr;
@@ -55,6 +57,8 @@ std::optional<Nvrtc> Nvrtc::open() {
         resolve(h, "nvrtcVersion", api->version) && resolve(h, "nvrtcCreateProgram", api->create) &&
         resolve(h, "nvrtcCompileProgram", api->compile) &&
         resolve(h, "nvrtcGetPTXSize", api->ptx_size) && resolve(h, "nvrtcGetPTX", api->ptx) &&
+        resolve(h, "nvrtcGetCUBINSize", api->cubin_size) &&
+        resolve(h, "nvrtcGetCUBIN", api->cubin) &&
         resolve(h, "nvrtcGetProgramLogSize", api->log_size) &&
         resolve(h, "nvrtcGetProgramLog", api->log) &&
         resolve(h, "nvrtcDestroyProgram", api->destroy) &&
@@ -72,6 +76,16 @@ std::string Nvrtc::version() const {
 
 std::string Nvrtc::compile_ptx(const std::string& source, const std::string& name,
                                const std::string& arch) const {
+  return compile(source, name, arch, /*cubin=*/false);
+}
+
+std::string Nvrtc::compile_cubin(const std::string& source, const std::string& name,
+                                 const std::string& arch) const {
+  return compile(source, name, arch, /*cubin=*/true);
+}
+
+std::string Nvrtc::compile(const std::string& source, const std::string& name,
+                           const std::string& arch, bool cubin) const {
   const Api& a = *api_;
   Api::Program prog = nullptr;
   if (const int rc = a.create(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr); rc != 0)
@@ -93,6 +107,14 @@ std::string Nvrtc::compile_ptx(const std::string& source, const std::string& nam
     throw std::runtime_error("NVRTC rejected the CUDA code generated for " + name + " (" +
                              a.error_string(rc) + "):\n" + log);
   size_t size = 0;
+  if (cubin) {
+    if (const int r = a.cubin_size(prog, &size); r != 0 || size == 0)
+      throw std::runtime_error("NVRTC made no cubin for " + name + " (" + arch +
+                               " must be a real architecture such as sm_90)");
+    std::string bin(size, '\0');
+    a.cubin(prog, bin.data());
+    return bin;
+  }
   a.ptx_size(prog, &size);
   std::string ptx(size, '\0');
   a.ptx(prog, ptx.data());

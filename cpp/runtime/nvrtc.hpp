@@ -1,6 +1,6 @@
 // NVRTC, NVIDIA's runtime CUDA compiler, loaded with dlopen: generated CUDA C++ (codegen
-// emit_cuda) to PTX. Loading at run time keeps raptor free of a link-time CUDA dependency:
-// a machine without the CUDA toolkit simply has no NVRTC. NVRTC compiles without a GPU.
+// emit_cuda) to PTX or to a cubin. Loading at run time keeps raptor free of a link-time CUDA
+// dependency: a machine without the CUDA toolkit simply has no NVRTC. NVRTC compiles without a GPU.
 #pragma once
 
 #include <memory>
@@ -20,11 +20,18 @@ class Nvrtc {
   std::string compile_ptx(const std::string& source, const std::string& name,
                           const std::string& arch) const;
 
+  // A cubin (device code for one real architecture, loaded without JIT) for `source` and
+  // `arch`, e.g. "sm_90". Throws std::runtime_error with NVRTC's log when compilation fails.
+  std::string compile_cubin(const std::string& source, const std::string& name,
+                            const std::string& arch) const;
+
   // "major.minor" of the library.
   std::string version() const;
 
  private:
   struct Api;
+  std::string compile(const std::string& source, const std::string& name, const std::string& arch,
+                      bool cubin) const;
   explicit Nvrtc(std::shared_ptr<const Api> api) : api_(std::move(api)) {}
   std::shared_ptr<const Api> api_;
 };

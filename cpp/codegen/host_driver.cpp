@@ -1,0 +1,299 @@
+// The host driver of the code generator: emit_cpp (see cpp_emitter.hpp). It writes, per
+// (kernel, dtype), one extern "C" function following runtime/abi.h around the shared step
+// (step_writer.hpp). Start at `HostWriter::write`: it declares the slots' pointers, then for
+// steps == 1 writes one always-inline lambda for a sample called from a plain loop
+// (vectorizable) or an index loop (active sets), and for steps > 1 blocks of 64 samples whose
+// state lives in local arrays.
+#include <set>
+#include <sstream>
+
+#include "codegen/cpp_emitter.hpp"
+#include "codegen/step_writer.hpp"
+#include "runtime/abi_source.hpp"
+
+namespace raptor::codegen {
+
+using ir::SlotKind;
+
+namespace {
+
+const char* prelude() {
+  return R"(#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#define RAPTOR_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+// jax.numpy semantics where C differs: NaN propagates through minimum/maximum, which order
+// signed zeros (min(-0, +0) = -0, max = +0); sign keeps the sign of zero.
+template <class T> inline T rp_min(T a, T b) {
+  return a != a ? a : (b != b ? b : (a == b ? (std::signbit(a) ? a : b) : (b < a ? b : a)));
+}
+template <class T> inline T rp_max(T a, T b) {
+  return a != a ? a : (b != b ? b : (a == b ? (std::signbit(a) ? b : a) : (b > a ? b : a)));
+}
+template <class T> inline T rp_sign(T a) { return (a != a || a == T(0)) ? a : T((a > T(0)) - (a < T(0))); }
+// A float index for Table.at(): rounded down; non-finite or huge values become -1 (out of range).
+template <class T> inline int64_t rp_index(T a) {
+  const T f = std::floor(a);
+  return (f >= T(-9.0e18) && f <= T(9.0e18)) ? static_cast<int64_t>(f) : int64_t(-1);
+}
+}  // namespace
+)";
+}
+
+class HostWriter : public detail::StepWriter {
+ public:
+  using StepWriter::StepWriter;
+
+  void write() {
+    header_comment();
+    os_ << "RAPTOR_EXPORT void " << symbol_ << "(raptor_args* a) {\n";
+    os_ << "  using T = " << detail::ctype_of(dtype_) << ";\n";
+    os_ << "  const int64_t n = a->n;\n";
+    declare_slots();
+    os_ << "  uint32_t finished = 0;\n";
+    if (k_.steps > 1) os_ << "  int steps_run = 0;\n";
+    os_ << "  int64_t err[4] = {0, 0, 0, 0};\n";
+    os_ << "  (void)n;\n";
+    if (k_.steps == 1) {
+      sample_lambda();
+      sample_loops();
+    } else {
+      blocked_body();
+    }
+    for (const auto& sc : sum_components())
+      os_ << "  sum_" << name(sc.first) << "[" << sc.second << "] += acc_" << sum_name(sc) << ";\n";
+    os_ << "  a->finished = finished;\n";
+    if (k_.steps > 1)
+      os_ << "  a->steps_run = static_cast<uint32_t>(steps_run);\n";
+    else
+      os_ << "  a->steps_run = a->end > a->begin ? 1u : 0u;\n";
+    os_ << "  for (int e = 0; e < 4; ++e) a->error[e] = err[e];\n";
+    os_ << "}\n\n";
+  }
+
+ private:
+  bool parts_ = false;  // ParamSum contributions go to the sample lambda's parts
+
+  std::string math(const char* fn) const override { return std::string("std::") + fn; }
+  std::string state(size_t slot, int comp) const override {
+    return "st_" + name(slot) + "_" + std::to_string(comp) + "[j]";
+  }
+  std::string param_sum_accumulator(size_t slot, int comp) const override {
+    return (parts_ ? "part_" : "acc_") + name(slot) + "_" + std::to_string(comp);
+  }
+  std::string param_declaration(size_t s) const override {
+    return "  const T k_" + name(s) + " = static_cast<T>(a->params[" + std::to_string(s) + "]);\n";
+  }
+  // The launcher's double partials for this call.
+  std::string sum_declaration(size_t s) const override {
+    return "  double* const sum_" + name(s) + " = a->sums[" + std::to_string(s) + "];\n";
+  }
+  void table_sum(const ir::Store& st, const std::string& ix, const std::string& value,
+                 const std::string& guard, const std::string& indent) override {
+    const ir::Slot& sl = k_.slots[st.slot];
+    const std::string nm = name(st.slot);
+    const std::string entry =
+        "sum_" + nm + "[" +
+        (sl.width == 1 ? ix
+                       : ix + " * " + std::to_string(sl.width) + " + " + std::to_string(st.comp)) +
+        "]";
+    os_ << indent << "if (" << guard << ") {\n";
+    os_ << indent << "  if (" << ix << " >= 0 && " << ix << " < size_" << nm << ") " << entry
+        << " += static_cast<double>(" << value << ");\n";
+    os_ << indent << "  else if (err[0] == 0) " << table_error(sl.table_of, ix) << "\n";
+    os_ << indent << "}\n";
+  }
+
+  // The pragma of a vectorizable sample loop: samples are independent (ivdep); sums over
+  // samples become per-lane partial sums (an OpenMP SIMD reduction, -fopenmp-simd), which
+  // vectorizes them with a fixed order of additions for a given machine.
+  std::string simd_pragma() const {
+    std::string accs;
+    for (const auto& sc : sum_components())
+      accs += (accs.empty() ? "" : ", ") + std::string("acc_") + sum_name(sc);
+    if (accs.empty()) return "#pragma GCC ivdep\n";
+    return "#pragma omp simd reduction(+: " + accs + ")\n";
+  }
+
+  // steps == 1: the per-sample lambda. With a mask it takes the zero_finished flag as a type
+  // (std::true_type / std::false_type); with sums over samples it returns the sample's parts,
+  // which the loop adds into its accumulators: an accumulator the lambda updated by reference
+  // would keep GCC from vectorizing the loop's OpenMP SIMD reduction.
+  void sample_lambda() {
+    const auto parts = sum_components();
+    if (!parts.empty()) {
+      os_ << "  struct parts_t {";
+      for (const auto& sc : parts) os_ << " double " << sum_name(sc) << ";";
+      os_ << " };\n";
+    }
+    os_ << "  auto sample = [&](const int64_t s" << (k_.has_mask() ? ", auto zero" : "")
+        << ") __attribute__((always_inline))" << (parts.empty() ? "" : " -> parts_t") << " {\n";
+    // -0.0, the identity of +: the sample's first contribution is taken as is (GCC folds
+    // -0.0 + x to x, not 0.0 + x, which differs for x = -0.0) and the loop vectorizes better.
+    for (const auto& sc : parts) os_ << "    double part_" << sum_name(sc) << " = -0.0;\n";
+    parts_ = !parts.empty();
+    sample_body("decltype(zero)::value");
+    parts_ = false;
+    if (!parts.empty()) {
+      os_ << "    return {";
+      for (size_t i = 0; i < parts.size(); ++i)
+        os_ << (i ? ", " : "") << "part_" << sum_name(parts[i]);
+      os_ << "};\n";
+    }
+    os_ << "  };\n";
+  }
+
+  // steps == 1: the sample loops, contiguous (vectorized) or through the active set's index
+  // map, each once per value of the zero_finished flag when the kernel has a mask.
+  void sample_loops() {
+    const auto parts = sum_components();
+    auto call = [&](const std::string& sample_index, const std::string& zero) {
+      std::string args = sample_index + (zero.empty() ? "" : ", " + zero);
+      if (parts.empty()) return "sample(" + args + ");";
+      std::string body = "{ const parts_t p = sample(" + args + ");";
+      for (const auto& sc : parts) body += " acc_" + sum_name(sc) + " += p." + sum_name(sc) + ";";
+      return body + " }";
+    };
+    auto loops = [&](const std::string& zero, const std::string& indent) {
+      os_ << indent << "if (a->index) {\n"
+          << indent << "  const int64_t* const index = a->index;\n"
+          << indent << "  for (int64_t i = begin; i < end; ++i) " << call("index[i]", zero) << "\n"
+          << indent << "} else {\n"
+          << simd_pragma() << indent << "  for (int64_t i = begin; i < end; ++i) "
+          << call("i", zero) << "\n"
+          << indent << "}\n";
+    };
+    // Bounds in locals: stores through the planes could alias *a as far as GCC knows.
+    os_ << "  const int64_t begin = a->begin, end = a->end;\n";
+    if (!k_.has_mask()) return loops("", "  ");
+    os_ << "  if (zero_finished) {\n";
+    loops("std::true_type{}", "    ");
+    os_ << "  } else {\n";
+    loops("std::false_type{}", "    ");
+    os_ << "  }\n";
+  }
+
+  // steps == 1: one pass per sample, branch-free so the sample loop vectorizes. With a mask,
+  // every sample is computed and a finished one's results are not kept.
+  void sample_body(const std::string& zero) {
+    const bool mask = k_.has_mask();
+    if (mask)
+      // uint8_t flags (masks hold 0 or 1): GCC vectorizes this mask logic, not the bool form.
+      os_ << "    const uint8_t was = mask_in[s];  // finished on entry\n"
+             "    const uint8_t live = was ^ 1;\n";
+    const std::string ind = "    ";
+    step(ind, [&](const ir::Store& st, const std::string& value) {
+      os_ << ind << plane("out_", st.slot, st.comp) << " = "
+          << (mask ? kept(st.slot, st.comp, value, zero) : value) << ";\n";
+    });
+    if (mask) {
+      os_ << ind << "const uint8_t done = "
+          << (k_.terminate >= 0 ? "static_cast<uint8_t>(live & " + var(k_.terminate) + ")"
+                                : std::string("0"))
+          << ";\n";
+      os_ << ind << "mask_out[s] = was | done;\n";
+      os_ << ind << "finished += done;\n";
+    }
+  }
+
+  // steps > 1: samples in blocks of 64. A block's state stays in local arrays (L1) while
+  // its steps run as branch-free, vectorizable passes over the block; the block stops when
+  // none of its samples is live. One pass over memory per launch, however many steps.
+  void blocked_body() {
+    const bool mask = k_.has_mask();
+    const std::string bsz = "64";
+    os_ << "  for (int64_t first = a->begin; first < a->end; first += " << bsz << ") {\n";
+    os_ << "    const int64_t count = a->end - first < " << bsz << " ? a->end - first : " << bsz
+        << ";\n";
+    os_ << "    int64_t sample_of[" << bsz << "];\n";
+    // uint8_t, not bool: GCC does not vectorize loops that load bools from memory.
+    os_ << "    uint8_t was_[" << bsz << "], live_[" << bsz << "];\n";
+    for (size_t s = 0; s < k_.slots.size(); ++s)
+      if (k_.slots[s].kind == SlotKind::Mutable)
+        for (int c = 0; c < k_.slots[s].width; ++c)
+          os_ << "    T st_" << name(s) << "_" << c << "[" << bsz << "];\n";
+    os_ << "    int any = 0;\n";
+    os_ << "    for (int64_t j = 0; j < count; ++j) {\n";
+    os_ << "      const int64_t s = a->index ? a->index[first + j] : first + j;\n";
+    os_ << "      sample_of[j] = s;\n";
+    os_ << "      was_[j] = " << (mask ? "mask_in[s] != 0" : "0") << ";\n";
+    os_ << "      live_[j] = was_[j] ^ 1;\n";
+    os_ << "      any |= live_[j];\n";
+    for (size_t s = 0; s < k_.slots.size(); ++s) {
+      const ir::Slot& sl = k_.slots[s];
+      if (sl.kind != SlotKind::Mutable) continue;
+      for (int c = 0; c < sl.width; ++c)
+        os_ << "      st_" << name(s) << "_" << c
+            << "[j] = " << (sl.inout ? plane("in_", s, c) : std::string("T(0)")) << ";\n";
+    }
+    os_ << "    }\n";
+    // The step pass, in two variants: samples contiguous (plain loads, vectorized) or through
+    // the active set's index map (gathers).
+    os_ << "    auto steps = [&](auto contiguous) {\n";
+    os_ << "    int step = 0;\n";
+    os_ << "    while (any != 0 && step < " << k_.steps << ") {\n";
+    os_ << "      any = 0;\n";
+    os_ << "#pragma GCC ivdep\n";
+    os_ << "      for (int64_t j = 0; j < count; ++j) {\n";
+    const std::string ind = "        ";
+    os_ << ind << "const int64_t s = decltype(contiguous)::value ? first + j : sample_of[j];\n";
+    os_ << ind << "const bool was = was_[j] != 0;\n";
+    os_ << ind << "const bool live = live_[j] != 0;\n";
+    os_ << ind << "(void)s;\n" << ind << "(void)was;\n";
+    step(ind, [&](const ir::Store& st, const std::string& value) {
+      const std::string st_var = state(st.slot, st.comp);
+      os_ << ind << st_var << " = live ? " << value << " : " << st_var << ";\n";
+    });
+    os_ << ind << "const bool stays = live"
+        << (k_.terminate >= 0 ? " & !" + var(k_.terminate) : std::string()) << ";\n";
+    os_ << ind << "live_[j] = stays ? 1 : 0;\n";
+    os_ << ind << "any |= stays ? 1 : 0;\n";
+    os_ << "      }\n";
+    os_ << "      ++step;\n";
+    os_ << "    }\n";
+    os_ << "    return step;\n";
+    os_ << "    };\n";
+    os_ << "    const int step = a->index ? steps(std::false_type{}) : steps(std::true_type{});\n";
+    os_ << "    steps_run = step > steps_run ? step : steps_run;\n";
+    os_ << "    for (int64_t j = 0; j < count; ++j) {\n";
+    os_ << "      const int64_t s = sample_of[j];\n";
+    os_ << "      const bool was = was_[j] != 0;\n";
+    os_ << "      (void)was;\n";
+    for (size_t s = 0; s < k_.slots.size(); ++s) {
+      const ir::Slot& sl = k_.slots[s];
+      if (sl.kind != SlotKind::Mutable) continue;
+      for (int c = 0; c < sl.width; ++c) {
+        const std::string st_var = state(s, c);
+        os_ << "      " << plane("out_", s, c) << " = " << (mask ? kept(s, c, st_var) : st_var)
+            << ";\n";
+      }
+    }
+    if (mask) {
+      os_ << "      const bool done = !was && live_[j] == 0;\n";
+      os_ << "      mask_out[s] = (was | done) ? 1 : 0;\n";
+      os_ << "      finished += done ? 1u : 0u;\n";
+    }
+    os_ << "    }\n";
+    os_ << "  }\n";
+  }
+};
+
+}  // namespace
+
+std::string emit_cpp(const std::vector<KernelToEmit>& kernels) {
+  std::ostringstream os;
+  os << "// Generated by raptor's hawk compiler (codegen/host_driver.cpp). Do not edit: it is\n"
+        "// regenerated from the kernels' Python source, whose file and line each comment names.\n";
+  std::set<std::string> names;
+  for (const auto& k : kernels) names.insert(k.kernel->name);
+  os << "// Kernels:";
+  for (const auto& n : names) os << " " << n;
+  os << "\n\n" << runtime::abi_header_source() << "\n" << prelude() << "\n";
+  for (const auto& k : kernels) HostWriter(*k.kernel, k.dtype, k.symbol, os).write();
+  return os.str();
+}
+
+}  // namespace raptor::codegen

@@ -1,0 +1,345 @@
+// The shared writer (see step_writer.hpp). Start at `StepWriter::step`; `expr` is the one
+// place an operator's spelling lives.
+#include "codegen/step_writer.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace raptor::codegen {
+
+const char* dtype_name(DType d) { return d == DType::F32 ? "float32" : "float64"; }
+const char* dtype_suffix(DType d) { return d == DType::F32 ? "f32" : "f64"; }
+
+namespace detail {
+
+using ir::Op;
+using ir::SlotKind;
+using ir::Type;
+using ir::Value;
+
+std::string ident(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    out += ok ? c : '_';
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  return out;
+}
+
+std::string number(double d) {
+  if (std::isnan(d)) return "T(NAN)";
+  if (std::isinf(d)) return d > 0 ? "T(INFINITY)" : "T(-INFINITY)";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.17g", d);
+  std::string s = buf;
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return "T(" + s + ")";
+}
+
+const char* ctype_of(DType d) { return d == DType::F32 ? "float" : "double"; }
+
+namespace {
+
+// x ** n by binary exponentiation in lax.integer_pow's order (see passes/eval.cpp).
+std::string powi_expr(const std::string& x, int64_t n) {
+  if (n == 0) return "T(1)";
+  const bool neg = n < 0;
+  if (neg) n = -n;
+  std::string base = x, acc;
+  while (n > 0) {
+    if (n & 1) acc = acc.empty() ? base : "(" + acc + " * " + base + ")";
+    n >>= 1;
+    if (n) base = "(" + base + " * " + base + ")";
+  }
+  return neg ? "(T(1) / " + acc + ")" : acc;
+}
+
+const char* kind_text(SlotKind kind) {
+  switch (kind) {
+    case SlotKind::Param:
+      return "Param";
+    case SlotKind::Plane:
+      return "plane";
+    case SlotKind::Mutable:
+      return "Mutable";
+    case SlotKind::Terminated:
+      return "Terminated";
+    case SlotKind::Table:
+      return "Table";
+    case SlotKind::ParamSum:
+      return "sum over samples";
+    case SlotKind::TableSum:
+      return "table of sums over samples";
+  }
+  return "?";
+}
+
+const char* ctype(Type t) { return t == Type::F ? "T" : t == Type::B ? "bool" : "int64_t"; }
+
+}  // namespace
+
+std::string StepWriter::param_sum_accumulator(size_t slot, int comp) const {
+  return "acc_" + name(slot) + "_" + std::to_string(comp);
+}
+
+void StepWriter::header_comment() {
+  os_ << "// ---- kernel '" << k_.name << "' from " << (k_.file.empty() ? "<unknown>" : k_.file)
+      << ", " << dtype_name(dtype_) << ", steps=" << k_.steps
+      << (k_.active_set ? ", active set" : "") << "\n";
+  for (size_t s = 0; s < k_.slots.size(); ++s) {
+    const ir::Slot& sl = k_.slots[s];
+    os_ << "//   slot " << s << ": " << sl.name << " (" << kind_text(sl.kind);
+    if (sl.width > 1 || sl.is_vector) os_ << ", " << sl.width << " components";
+    if (sl.inout) os_ << ", read and written";
+    os_ << ")\n";
+  }
+}
+
+void StepWriter::declare_slots() {
+  for (size_t s = 0; s < k_.slots.size(); ++s) {
+    const ir::Slot& sl = k_.slots[s];
+    const std::string nm = name(s);
+    switch (sl.kind) {
+      case SlotKind::Param:
+        os_ << param_declaration(s);
+        break;
+      case SlotKind::Plane:
+        os_ << "  const T* const in_" << nm << " = static_cast<const T*>(a->in[" << s << "]);\n";
+        break;
+      case SlotKind::Mutable:
+        if (sl.inout)
+          os_ << "  const T* const in_" << nm << " = static_cast<const T*>(a->in[" << s << "]);\n";
+        os_ << "  T* const out_" << nm << " = static_cast<T*>(a->out[" << s << "]);\n";
+        break;
+      case SlotKind::Terminated:  // the launcher guarantees both (abi.h)
+        os_ << "  const uint8_t* const mask_in = a->mask_in;\n"
+               "  uint8_t* const mask_out = a->mask_out;\n"
+               "  const bool zero_finished = a->zero_finished != 0;\n";
+        break;
+      case SlotKind::Table:
+        os_ << "  const T* const tab_" << nm << " = static_cast<const T*>(a->in[" << s << "]);\n";
+        os_ << "  const int64_t size_" << nm << " = a->table_size[" << s << "];\n";
+        break;
+      case SlotKind::ParamSum:
+        os_ << sum_declaration(s);
+        for (int c = 0; c < sl.width; ++c) os_ << "  double acc_" << nm << "_" << c << " = 0.0;\n";
+        break;
+      case SlotKind::TableSum:
+        os_ << sum_declaration(s);
+        os_ << "  const int64_t size_" << nm << " = a->table_size[" << sl.table_of << "];\n";
+        break;
+    }
+  }
+}
+
+void StepWriter::step(
+    const std::string& indent,
+    const std::function<void(const ir::Store&, const std::string& value)>& store_mutable) {
+  ir::Loc last;
+  for (int i = 0; i < static_cast<int>(k_.values.size()); ++i) value(i, indent, last);
+  for (const ir::Store& st : k_.stores) {
+    const ir::Slot& sl = k_.slots[st.slot];
+    if (sl.kind == SlotKind::ParamSum) {
+      os_ << indent << param_sum_accumulator(st.slot, st.comp) << " += "
+          << (st.pred < 0 && !guard_with_live()
+                  ? "static_cast<double>(" + var(st.value) + ")"
+                  : guard(st.pred) + " ? static_cast<double>(" + var(st.value) + ") : 0.0")
+          << ";\n";
+    } else if (sl.kind == SlotKind::TableSum) {
+      table_sum(st, var(st.index), var(st.value), guard(st.pred), indent);
+    }
+  }
+  for (const ir::Store& st : k_.stores)
+    if (k_.slots[st.slot].kind == SlotKind::Mutable) store_mutable(st, var(st.value));
+}
+
+std::string StepWriter::name(size_t slot) const {
+  const std::string id = ident(k_.slots[slot].name);
+  if (id == k_.slots[slot].name && !id.empty()) return id;
+  return (id.empty() ? "slot" : id) + "_" + std::to_string(slot);
+}
+
+std::string StepWriter::var(int v) const {
+  const Value& x = k_.values[v];
+  std::string n = ident(x.name);
+  if (n.size() > 24) n.resize(24);
+  return "v" + std::to_string(v) + (n.empty() ? "" : "_" + n);
+}
+
+std::string StepWriter::plane(const std::string& prefix, size_t slot, int comp) const {
+  const std::string p = prefix + name(slot);
+  if (k_.slots[slot].width == 1) return p + "[s]";
+  return p + "[" + std::to_string(comp) + " * n + s]";
+}
+
+std::string StepWriter::guard(int pred) const {
+  if (!guard_with_live()) return pred < 0 ? "true" : var(pred);
+  return pred < 0 ? "live" : "(live & " + var(pred) + ")";
+}
+
+std::string StepWriter::kept(size_t slot, int comp, const std::string& value,
+                             const std::string& zero) const {
+  const ir::Slot& sl = k_.slots[slot];
+  if (sl.inout) return "was ? " + plane("in_", slot, comp) + " : " + value;
+  return "was ? (" + zero + " ? T(0) : " + plane("out_", slot, comp) + ") : " + value;
+}
+
+std::string StepWriter::table_error(int table_slot, const std::string& ix) const {
+  return "{ err[0] = RAPTOR_ERR_TABLE_INDEX; err[1] = " + std::to_string(table_slot) +
+         "; err[2] = " + ix + "; err[3] = s; }";
+}
+
+std::vector<std::pair<size_t, int>> StepWriter::sum_components() const {
+  std::vector<std::pair<size_t, int>> out;
+  for (size_t s = 0; s < k_.slots.size(); ++s)
+    if (k_.slots[s].kind == SlotKind::ParamSum)
+      for (int c = 0; c < k_.slots[s].width; ++c) out.emplace_back(s, c);
+  return out;
+}
+
+std::string StepWriter::sum_name(const std::pair<size_t, int>& sc) const {
+  return name(sc.first) + "_" + std::to_string(sc.second);
+}
+
+bool StepWriter::has_slot(SlotKind kind) const {
+  for (const ir::Slot& s : k_.slots)
+    if (s.kind == kind) return true;
+  return false;
+}
+
+std::string StepWriter::expr(int i) const {
+  const Value& v = k_.values[i];
+  auto a = [&](int j) { return var(v.args[j]); };
+  switch (v.op) {
+    case Op::Const:
+      if (v.type == Type::B) return v.imm != 0.0 ? "true" : "false";
+      if (v.type == Type::I) return "int64_t(" + std::to_string(v.iimm) + ")";
+      return number(v.imm);
+    case Op::LoadParam:
+      return "k_" + name(v.slot);
+    case Op::LoadPlane:
+      return plane("in_", v.slot, v.comp);
+    case Op::LoadState:
+      if (k_.steps == 1) {
+        if (!k_.slots[v.slot].inout) return "T(0)";
+        return plane("in_", v.slot, v.comp);
+      }
+      return state(v.slot, v.comp);
+    case Op::LoadMask:
+      return k_.has_mask() ? "was" : "false";
+    case Op::LoadTable:
+      return "";  // written as statements (value())
+    case Op::Neg:
+      return "-" + a(0);
+    case Op::Sqrt:
+      return math("sqrt") + "(" + a(0) + ")";
+    case Op::Exp:
+      return math("exp") + "(" + a(0) + ")";
+    case Op::Log:
+      return math("log") + "(" + a(0) + ")";
+    case Op::Sin:
+      return math("sin") + "(" + a(0) + ")";
+    case Op::Cos:
+      return math("cos") + "(" + a(0) + ")";
+    case Op::Tan:
+      return math("tan") + "(" + a(0) + ")";
+    case Op::Tanh:
+      return math("tanh") + "(" + a(0) + ")";
+    case Op::Abs:
+      return math("fabs") + "(" + a(0) + ")";
+    case Op::Floor:
+      return math("floor") + "(" + a(0) + ")";
+    case Op::Sign:
+      return "rp_sign(" + a(0) + ")";
+    case Op::Add:
+      return a(0) + " + " + a(1);
+    case Op::Sub:
+      return a(0) + " - " + a(1);
+    case Op::Mul:
+      return a(0) + " * " + a(1);
+    case Op::Div:
+      return a(0) + " / " + a(1);
+    case Op::Pow:
+      return math("pow") + "(" + a(0) + ", " + a(1) + ")";
+    case Op::Atan2:
+      return math("atan2") + "(" + a(0) + ", " + a(1) + ")";
+    case Op::Min:
+      return "rp_min(" + a(0) + ", " + a(1) + ")";
+    case Op::Max:
+      return "rp_max(" + a(0) + ", " + a(1) + ")";
+    case Op::PowI:
+      return powi_expr(a(0), v.iimm);
+    case Op::Lt:
+      return a(0) + " < " + a(1);
+    case Op::Le:
+      return a(0) + " <= " + a(1);
+    case Op::Gt:
+      return a(0) + " > " + a(1);
+    case Op::Ge:
+      return a(0) + " >= " + a(1);
+    case Op::Eq:
+      return a(0) + " == " + a(1);
+    case Op::Ne:
+      return a(0) + " != " + a(1);
+    case Op::Not:
+      return "!" + a(0);
+    case Op::And:
+      return a(0) + " & " + a(1);  // bitwise on bools: no branches, vectorizes
+    case Op::Or:
+      return a(0) + " | " + a(1);
+    case Op::Select:
+      return a(0) + " ? " + a(1) + " : " + a(2);
+    case Op::ToIndex:
+      return "rp_index(" + a(0) + ")";
+  }
+  return "/* ? */";
+}
+
+void StepWriter::source_comment(const ir::Loc& loc, ir::Loc& last, const std::string& indent) {
+  if (loc.line <= 0 || (loc.line == last.line && loc.file == last.file)) return;
+  last = loc;
+  const std::string file = loc.file < static_cast<int>(k_.files.size()) ? k_.files[loc.file] : "";
+  std::string base = file;
+  if (const size_t slash = base.find_last_of('/'); slash != std::string::npos)
+    base = base.substr(slash + 1);
+  os_ << indent << "// " << base << ":" << loc.line;
+  if (auto it = k_.source_text.find({loc.file, loc.line}); it != k_.source_text.end()) {
+    std::string text = it->second;
+    const size_t first = text.find_first_not_of(" \t");
+    text = first == std::string::npos ? "" : text.substr(first);
+    os_ << "  " << text;
+  }
+  os_ << "\n";
+}
+
+void StepWriter::value(int i, const std::string& indent, ir::Loc& last) {
+  const Value& v = k_.values[i];
+  source_comment(v.loc, last, indent);
+  if (v.op == Op::LoadTable) {
+    const std::string nm = name(v.slot);
+    const std::string ix = "ix" + std::to_string(i);
+    const int width = k_.slots[v.slot].width;
+    os_ << indent << "const int64_t " << ix << " = " << var(v.args[0]) << ";\n";
+    os_ << indent << "const bool ok" << i << " = " << ix << " >= 0 && " << ix << " < size_" << nm
+        << ";\n";
+    os_ << indent << "if (!ok" << i << " && " << guard(v.pred) << " && err[0] == 0) "
+        << table_error(v.slot, ix) << "\n";
+    os_ << indent << "const T " << var(i) << " = ok" << i << " ? tab_" << nm << "["
+        << (width == 1 ? ix : ix + " * " + std::to_string(width) + " + " + std::to_string(v.comp))
+        << "] : T(0);\n";
+    return;
+  }
+  os_ << indent << "const " << ctype(v.type) << " " << var(i) << " = " << expr(i) << ";\n";
+}
+
+}  // namespace detail
+
+std::string symbol_name(const ir::Kernel& k, DType dtype, const std::string& digest) {
+  std::string base = detail::ident(k.name);
+  if (base.size() > 40) base.resize(40);
+  return "raptor_" + base + "_" + digest.substr(0, 16) + "_" + dtype_suffix(dtype);
+}
+
+}  // namespace raptor::codegen

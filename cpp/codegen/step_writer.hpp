@@ -1,0 +1,96 @@
+// The part of code generation that host C++ and CUDA C++ share: names, numbers, expressions,
+// table reads with their bounds checks, comments naming the user's file and line, the slots'
+// declarations and the kernel's step written once (`StepWriter::step`). What differs between
+// the targets is a small policy of virtual hooks: how a math function is spelled, where a
+// Mutable's state lives, and how a sample's contribution to a sum over samples is stored.
+// The drivers derive from it: host_driver.cpp (emit_cpp) and cuda_driver.cpp (emit_cuda).
+// Start at `step`.
+#pragma once
+
+#include <functional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/cpp_emitter.hpp"
+#include "ir/ir.hpp"
+
+namespace raptor::codegen::detail {
+
+// A valid C identifier made of s's characters (others become '_').
+std::string ident(const std::string& s);
+
+// A literal of the kernel's float type T, exact (17 significant digits, NAN, INFINITY).
+std::string number(double d);
+
+// "float" / "double".
+const char* ctype_of(DType d);
+
+class StepWriter {
+ public:
+  StepWriter(const ir::Kernel& k, DType dtype, std::string symbol, std::ostringstream& os)
+      : k_(k), dtype_(dtype), symbol_(std::move(symbol)), os_(os) {}
+  virtual ~StepWriter() = default;
+  StepWriter(const StepWriter&) = delete;
+  StepWriter& operator=(const StepWriter&) = delete;
+
+ protected:
+  // ---- the policy: what a driver decides ----
+  // A math function's name in expressions ("std::sqrt" on the host, "sqrt" on the device).
+  virtual std::string math(const char* name) const = 0;
+  // A Mutable's state between steps when steps > 1 ("st_x_0[j]" on the host's blocks).
+  virtual std::string state(size_t slot, int comp) const = 0;
+  // Whether guard() always includes the sample's `live` flag (CUDA: threads past the end
+  // run the step too and must add nothing); otherwise only kernels with a mask need it.
+  virtual bool guard_with_live() const { return k_.has_mask(); }
+  // The accumulator a ParamSum contribution is added to (a double variable).
+  virtual std::string param_sum_accumulator(size_t slot, int comp) const;
+  // The statements that add `value` at table index `ix` of TableSum `st.slot`, under
+  // `guard`, reporting an out-of-range index (table_error) when the guard holds.
+  virtual void table_sum(const ir::Store& st, const std::string& ix, const std::string& value,
+                         const std::string& guard, const std::string& indent) = 0;
+  // A Param's declaration and the pointers a sum writes through.
+  virtual std::string param_declaration(size_t slot) const = 0;
+  virtual std::string sum_declaration(size_t slot) const = 0;
+
+  // ---- shared ----
+  // The comment block naming the kernel, its file and its slots.
+  void header_comment();
+  // One declaration per slot: pointers to planes and tables, Params, sum accumulators.
+  void declare_slots();
+  // The kernel's step, written once for every driver: each value (a comment at each new line
+  // of the user's source), then each contribution to a sum over samples (through the policy),
+  // then each Mutable store as `store_mutable` writes it (to the plane or to the state).
+  void step(const std::string& indent,
+            const std::function<void(const ir::Store&, const std::string& value)>& store_mutable);
+
+  std::string name(size_t slot) const;  // the slot's identifier
+  std::string var(int v) const;         // a value's variable
+  // A plane's element for sample s: prefix + name + [s] or [comp * n + s].
+  std::string plane(const std::string& prefix, size_t slot, int comp) const;
+  // A predicate that also holds only for live samples (see guard_with_live).
+  std::string guard(int pred) const;
+  // The stored value of a sample that was finished on entry: an in-out plane keeps its old
+  // value, a pure output is left alone or zeroed (JAX); `zero` is the flag's expression.
+  std::string kept(size_t slot, int comp, const std::string& value,
+                   const std::string& zero = "zero_finished") const;
+  // The error statement of an out-of-range table index (RAPTOR_ERR_TABLE_INDEX of abi.h).
+  std::string table_error(int table_slot, const std::string& ix) const;
+  // The sums over samples (ParamSum components) of this kernel, one (slot, comp) each.
+  std::vector<std::pair<size_t, int>> sum_components() const;
+  std::string sum_name(const std::pair<size_t, int>& sc) const;
+  bool has_slot(ir::SlotKind kind) const;
+
+  const ir::Kernel& k_;
+  const DType dtype_;
+  const std::string symbol_;
+  std::ostringstream& os_;
+
+ private:
+  std::string expr(int i) const;
+  void value(int i, const std::string& indent, ir::Loc& last);
+  void source_comment(const ir::Loc& loc, ir::Loc& last, const std::string& indent);
+};
+
+}  // namespace raptor::codegen::detail
