@@ -8,13 +8,12 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
-#include <cstring>
-
 #include "bindings/bindings.hpp"
 #include "runtime/bound.hpp"
 #include "runtime/build.hpp"
 #include "runtime/cache.hpp"
 #include "runtime/cuda_build.hpp"
+#include "runtime/loop.hpp"
 #include "runtime/manifest.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/shared_pool.hpp"
@@ -70,10 +69,48 @@ std::shared_ptr<BoundLaunch> make_bound(
   return std::make_shared<BoundLaunch>(e.entry, std::move(b), std::move(sources));
 }
 
-int64_t count_set(const uint8_t* mask, int64_t n) {
-  int64_t c = 0;
-  for (int64_t i = 0; i < n; ++i) c += mask[i] != 0;
-  return c;
+// eagle.until_done's loop: the planner and host executor of runtime/loop.hpp. Callables in
+// `items` (foreign nodes) and on_chunk run with the GIL taken back; the loop itself runs
+// without it. `items` keeps the callables alive for the call.
+std::tuple<int64_t, bool, int64_t> run_loop(const nb::list& items, ThreadPool& pool, uintptr_t mask,
+                                            int64_t n, int64_t max_steps,
+                                            std::shared_ptr<BoundLaunch> fused,
+                                            int64_t fused_launches, int64_t unit, int64_t chunk,
+                                            nb::object on_chunk) {
+  std::vector<runtime::HostStep> steps;
+  for (nb::handle item : items) {
+    runtime::HostStep step;
+    if (nb::isinstance<BoundLaunch>(item)) {
+      step.kernel = nb::cast<std::shared_ptr<BoundLaunch>>(item);
+    } else if (PyCallable_Check(item.ptr())) {
+      step.host = [item] {
+        nb::gil_scoped_acquire gil;
+        item();
+      };
+    } else {
+      throw nb::type_error("run_loop: steps are bound kernels or callables");
+    }
+    steps.push_back(std::move(step));
+  }
+  runtime::LoopOptions options;
+  options.budget = max_steps;
+  options.fused_launches = fused ? fused_launches : 0;
+  options.unit_steps = unit;
+  options.chunk = chunk;
+  if (!on_chunk.is_none()) {
+    const nb::handle fn = on_chunk;
+    options.on_chunk = [fn](int64_t launches, int64_t live) {
+      nb::gil_scoped_acquire gil;
+      fn(launches, live);
+    };
+  }
+  runtime::HostLoop executor(std::move(steps), ptr<const uint8_t>(mask), n, pool, std::move(fused));
+  runtime::LoopResult r;
+  {
+    nb::gil_scoped_release release;
+    r = runtime::run_loop(executor, options);
+  }
+  return {r.launches, r.done, r.live};
 }
 
 }  // namespace
@@ -183,43 +220,22 @@ void bind_runtime(nb::module_& m) {
       "run_sequence",
       [](const std::vector<std::shared_ptr<BoundLaunch>>& seq, ThreadPool& pool, int64_t times) {
         nb::gil_scoped_release release;
-        for (int64_t t = 0; t < times; ++t)
-          for (const auto& b : seq) b->run(&pool);
+        runtime::run_sequence(seq, pool, times);
       },
       nb::arg("seq"), nb::arg("runtime"), nb::arg("times"),
       "Launches every bound kernel of seq in order, `times` times, without Python in between.");
 
-  m.def(
-      "run_until_done",
-      [](const std::vector<std::shared_ptr<BoundLaunch>>& seq, ThreadPool& pool, int64_t max_steps,
-         uintptr_t mask, int64_t n, std::shared_ptr<BoundLaunch> fused, int64_t fused_launches,
-         int64_t unit) {
-        nb::gil_scoped_release release;
-        const uint8_t* m = ptr<const uint8_t>(mask);
-        int64_t live = n - count_set(m, n);
-        int64_t steps = 0;
-        while (live > 0 && steps < max_steps) {
-          if (fused && max_steps - steps >= fused_launches) {
-            // One pass over memory runs `fused_launches` launches' worth of steps per sample.
-            const runtime::LaunchResult r = fused->run(&pool);
-            live -= r.finished;
-            steps +=
-                live > 0 ? fused_launches : (static_cast<int64_t>(r.steps_run) + unit - 1) / unit;
-            continue;
-          }
-          for (const auto& b : seq) live -= b->run(&pool).finished;
-          ++steps;
-        }
-        return std::make_pair(steps, live <= 0);
-      },
-      nb::arg("seq"), nb::arg("runtime"), nb::arg("max_steps"), nb::arg("mask"), nb::arg("n"),
-      nb::arg("fused").none() = nb::none(), nb::arg("fused_launches") = 0, nb::arg("unit") = 1,
-      "Launches seq in order until every sample of the mask is set or max_steps launches; with a\n"
-      "fused kernel (the same kernel with fused_launches times its steps), runs whole chunks of\n"
-      "launches in one pass over memory. Returns (launches, done).");
+  m.def("run_loop", &run_loop, nb::arg("steps"), nb::arg("runtime"), nb::arg("mask"), nb::arg("n"),
+        nb::arg("max_steps"), nb::arg("fused").none() = nb::none(), nb::arg("fused_launches") = 0,
+        nb::arg("unit") = 1, nb::arg("chunk") = 0, nb::arg("on_chunk").none() = nb::none(),
+        "The stepping loop (runtime/loop.hpp): launches `steps` (bound kernels, or callables\n"
+        "run between launches) in order until every sample of the mask is set or max_steps\n"
+        "launches; with a fused kernel (the loop's one kernel with fused_launches times its\n"
+        "steps, `unit` each) runs whole passes in one go. chunk > 0 calls on_chunk(launches,\n"
+        "live) every `chunk` launches and at the end. Returns (launches, done, live).");
 
   m.def("count_set",
-        [](uintptr_t mask, int64_t n) { return count_set(ptr<const uint8_t>(mask), n); });
+        [](uintptr_t mask, int64_t n) { return runtime::count_set(ptr<const uint8_t>(mask), n); });
 }
 
 }  // namespace raptor::bindings

@@ -4,8 +4,9 @@
 named in ``bindings`` (each plan takes the ones that are its parameters) and returns a
 ``Runner``. ``runner.run(max_steps=None)`` launches the items in order until every sample
 of the Terminated mask is set or the step budget is spent, and can be called again to go
-on. A loop of kernels alone runs entirely in C++ (no Python per step); foreign nodes run
-between launches on the host. A loop of one stepping kernel runs ``FUSED`` launches' worth
+on. The loop is the one stepping loop of ``cpp/runtime/loop.hpp`` (its planner decides what
+runs and counts launches): a loop of kernels alone runs entirely in C++ (no Python per step);
+foreign nodes are called back from it between launches on the host. A loop of one stepping kernel runs ``FUSED`` launches' worth
 of steps in one pass over memory (the kernel recompiled with that many more steps, each
 sample's state kept in registers and each sample stopping as soon as it is done); the
 report counts launches of the original kernel exactly.
@@ -36,6 +37,10 @@ __all__ = ["Report", "Runner", "until_done", "check_loop"]
 # A loop of one stepping kernel runs this many launches' worth of steps per pass over memory,
 # keeping each sample's state in registers in between (the kernel recompiled with more steps).
 FUSED = 64
+# With progress on, a loop of kernels reports between chunks of this many launches (a loop
+# with foreign nodes after every launch), about every PROGRESS_EVERY seconds.
+PROGRESS_CHUNK = 64
+PROGRESS_EVERY = 1.0
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,6 @@ class Runner:
         self.progress = progress
         self.steps = 0
         self._kernels_only = all(isinstance(node, Bound) for _, node in items)
-        self._seq = [node._core for _, node in items if isinstance(node, Bound)]
 
     @property
     def live(self) -> int:
@@ -97,32 +101,24 @@ class Runner:
         for b in [node for _, node in self.items if isinstance(node, Bound)] + ([self.fused] if self.fused else []):
             if b.kernel.guard.active_set:
                 b.reset_active()
-        done_steps = 0
-        report_every = 1.0
-        next_report = t0 + report_every
-        n = self.mask.size
-        rt = host_runtime()
-        while done_steps < budget and self.live > 0:
-            if self._kernels_only:
-                chunk = budget - done_steps if not self.progress else min(budget - done_steps, 64)
-                if self.fused is not None:
-                    unit = self.items[0][1].kernel.steps
-                    steps, _ = _core.run_until_done(self._seq, rt, int(chunk), self.mask.ctypes.data, n, self.fused._core, FUSED, unit)
-                else:
-                    steps, _ = _core.run_until_done(self._seq, rt, int(chunk), self.mask.ctypes.data, n)
-                done_steps += steps
-            else:
-                for _, node in self.items:
-                    if isinstance(node, Bound):
-                        node._core.launch(rt)
-                    else:
-                        node.run()
-                done_steps += 1
-            if self.progress and time.perf_counter() >= next_report:
-                next_report = time.perf_counter() + report_every
-                self._report_progress(self.steps + done_steps)
+        # The one stepping loop (cpp/runtime/loop.hpp) runs the launches, foreign nodes called
+        # back between them; with progress it stops every `chunk` launches to call on_chunk.
+        steps = [node._core if isinstance(node, Bound) else node.run for _, node in self.items]
+        next_report = t0 + PROGRESS_EVERY
+
+        def on_chunk(launches: int, live: int) -> None:
+            nonlocal next_report
+            if time.perf_counter() >= next_report:
+                next_report = time.perf_counter() + PROGRESS_EVERY
+                self._report_progress(self.steps + launches)
+
+        chunk = 0 if not self.progress else (PROGRESS_CHUNK if self._kernels_only else 1)
+        fused = dict(fused=self.fused._core, fused_launches=FUSED, unit=self.items[0][1].kernel.steps) if self.fused else {}
+        done_steps, _, _ = _core.run_loop(steps, host_runtime(), self.mask.ctypes.data, self.mask.size, max(int(budget), 0),
+                                          chunk=chunk, on_chunk=on_chunk if chunk else None, **fused)
         self.steps += done_steps
         live = self.live
+        n = self.mask.size
         return Report(done_steps, live == 0, n - live, live, time.perf_counter() - t0)
 
     def _report_progress(self, steps: int) -> None:
