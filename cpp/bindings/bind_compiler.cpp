@@ -54,6 +54,7 @@ ir::FunctionSource function_from(nb::handle d) {
       s.kind = ir::Symbol::Kind::Number;
       s.number = nb::cast<double>(t[1]);
       s.is_int = nb::cast<bool>(t[2]);
+      if (t.size() > 3) s.int_text = nb::cast<std::string>(t[3]);  // the int, exact
     } else if (kind == "bool") {
       s.kind = ir::Symbol::Kind::Bool;
       s.bool_value = nb::cast<bool>(t[1]);

@@ -412,6 +412,7 @@ TV Lowerer::read_var(const std::string& name, parse::Loc loc) {
 TV Lowerer::symbol(const Symbol& s, const std::string& name, parse::Loc loc) {
   switch (s.kind) {
     case Symbol::Kind::Number:
+      if (s.is_int && !s.int_text.empty()) return int_literal(s.int_text, loc);  // exact
       if (s.is_int && std::fabs(s.number) < 9.0e15) return TV::i(static_cast<int64_t>(s.number));
       return TV::f(konst(s.number));
     case Symbol::Kind::Bool:

@@ -9,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "ir/ir.hpp"
+#include "ir/lower_int.hpp"
 #include "ir/spec.hpp"
 #include "parse/ast.hpp"
 
@@ -20,7 +21,7 @@ struct TV {
     Float,   // comps[0]: an F value
     Vector,  // comps: k F values
     Bool,    // comps[0]: a B value
-    Int,     // a compile-time integer (loop variables, integer literals): `ival`
+    Int,     // a compile-time integer (loop variables, integer literals): `ival`, exact
     Tuple,   // `items`
     Table,   // a Table parameter: `slot`
     Math,    // a hawk.math function: `name`
@@ -29,7 +30,7 @@ struct TV {
   };
   Kind kind = Kind::Float;
   std::vector<int> comps;  // IR values; -1 = a Mutable component not yet assigned
-  int64_t ival = 0;
+  BigInt ival;
   std::vector<TV> items;
   int slot = -1;
   int helper = -1;
@@ -53,10 +54,10 @@ struct TV {
     t.comps = std::move(c);
     return t;
   }
-  static TV i(int64_t v) {
+  static TV i(BigInt v) {
     TV t;
     t.kind = Kind::Int;
-    t.ival = v;
+    t.ival = std::move(v);
     return t;
   }
   bool numeric() const { return kind == Kind::Float || kind == Kind::Vector || kind == Kind::Int; }
@@ -96,6 +97,12 @@ class Lowerer {
   TV unary_map(Op op, const TV& a, parse::Loc loc, const char* fname);
   TV select(int cond, const TV& a, const TV& b, parse::Loc loc);
   int64_t const_int(const TV& v, parse::Loc loc, const char* what);
+  // Python's int `op` int, exact; a float for "/" and negative powers. Errors name `loc`.
+  TV int_arith(const std::string& op, const BigInt& x, const BigInt& y, parse::Loc loc);
+  // A compile-time integer literal or scope value, refused with `loc` when beyond BigInt.
+  TV int_literal(const std::string& text, parse::Loc loc);
+  // Python's exact comparison of an int with an int or a float constant; nullopt otherwise.
+  std::optional<bool> const_compare(const std::string& op, const TV& x, const TV& y);
   TV read_var(const std::string& name, parse::Loc loc);
 
   Kernel k;

@@ -85,7 +85,13 @@ int Lowerer::emit(Op op, Type t, int a, int b, int c, int64_t iimm) {
 
 int Lowerer::to_float(const TV& v, Loc loc, const char* what) {
   if (v.kind == TV::Kind::Float) return v.comps[0];
-  if (v.kind == TV::Kind::Int) return konst(static_cast<double>(v.ival));
+  if (v.kind == TV::Kind::Int) {  // Python's float(int): correctly rounded, or refused
+    try {
+      return konst(v.ival.to_double());
+    } catch (const IntRangeError& err) {
+      error(loc, err.what());
+    }
+  }
   if (v.kind == TV::Kind::Bool)
     error(loc, std::string(what) +
                    " must be a number, got a bool; bools cannot be used as numbers "
@@ -102,7 +108,10 @@ int Lowerer::to_bool(const TV& v, Loc loc, const char* what) {
 }
 
 int64_t Lowerer::const_int(const TV& v, Loc loc, const char* what) {
-  if (v.kind == TV::Kind::Int) return v.ival;
+  if (v.kind == TV::Kind::Int) {
+    if (const auto i = v.ival.to_int64()) return *i;
+    error(loc, std::string(what) + " " + v.ival.to_string() + " does not fit in a 64-bit integer");
+  }
   error(loc, std::string(what) +
                  " must be an integer known when the kernel is defined (a "
                  "literal, a loop variable or an int from the enclosing scope), got " +
@@ -137,32 +146,16 @@ TV Lowerer::arith(const std::string& op, const TV& a, const TV& b, Loc loc) {
   for (const char* o : kOps) known |= op == o;
   if (!known) error(loc, "operator '" + op + "' is not allowed in a kernel; use + - * / ** // %");
 
-  if (a.kind == TV::Kind::Int && b.kind == TV::Kind::Int) {  // compile-time integers
-    const int64_t x = a.ival, y = b.ival;
-    if (op == "+") return TV::i(x + y);
-    if (op == "-") return TV::i(x - y);
-    if (op == "*") return TV::i(x * y);
-    if ((op == "//" || op == "%") && y == 0) error(loc, "integer division by zero");
-    if (op == "//")
-      return TV::i(
-          static_cast<int64_t>(std::floor(static_cast<double>(x) / static_cast<double>(y))));
-    if (op == "%")
-      return TV::i(x - y * static_cast<int64_t>(
-                               std::floor(static_cast<double>(x) / static_cast<double>(y))));
-    if (op == "**" && y >= 0 && y < 63) {
-      int64_t r = 1;
-      for (int64_t i = 0; i < y; ++i) r *= x;
-      return TV::i(r);
-    }
-    // "/" and negative powers fall through to floats.
-  }
-  if (op == "**" && b.kind == TV::Kind::Int && b.ival >= -64 && b.ival <= 64) {
+  if (a.kind == TV::Kind::Int && b.kind == TV::Kind::Int) return int_arith(op, a.ival, b.ival, loc);
+  const auto small_exponent = b.kind == TV::Kind::Int ? b.ival.to_int64() : std::nullopt;
+  if (op == "**" && small_exponent && *small_exponent >= -64 && *small_exponent <= 64) {
+    const int64_t n = *small_exponent;
     if (a.kind == TV::Kind::Vector) {
       std::vector<int> out;
-      for (int c : a.comps) out.push_back(emit(Op::PowI, Type::F, c, -1, -1, b.ival));
+      for (int c : a.comps) out.push_back(emit(Op::PowI, Type::F, c, -1, -1, n));
       return TV::vec(out);
     }
-    return TV::f(emit(Op::PowI, Type::F, to_float(a, loc, "the base"), -1, -1, b.ival));
+    return TV::f(emit(Op::PowI, Type::F, to_float(a, loc, "the base"), -1, -1, n));
   }
   const int wa = a.width(), wb = b.width();
   const bool va = a.kind == TV::Kind::Vector, vb = b.kind == TV::Kind::Vector;
@@ -197,6 +190,65 @@ TV Lowerer::arith(const std::string& op, const TV& a, const TV& b, Loc loc) {
   }
   if (va || vb) return TV::vec(out);
   return TV::f(out[0]);
+}
+
+TV Lowerer::int_arith(const std::string& op, const BigInt& x, const BigInt& y, Loc loc) {
+  try {
+    if (op == "+") return TV::i(x + y);
+    if (op == "-") return TV::i(x - y);
+    if (op == "*") return TV::i(x * y);
+    if ((op == "//" || op == "%" || op == "/") && y.is_zero())
+      error(loc, "integer division by zero");
+    if (op == "//") return TV::i(BigInt::floordiv(x, y));
+    if (op == "%") return TV::i(BigInt::mod(x, y));
+    if (op == "/") return TV::f(konst(BigInt::true_divide(x, y)));  // Python's int / int
+    // "**"
+    if (!y.negative()) {
+      if (const auto e = y.to_int64()) return TV::i(BigInt::pow(x, *e));
+      if (x.bit_length() > 1) return TV::i(BigInt::pow(x, int64_t{1} << 62));     // refused
+      return TV::i(BigInt::pow(x, BigInt::mod(y, BigInt(2)).is_zero() ? 2 : 1));  // 0, 1, -1
+    }
+    // A negative power is a float in Python: float(x) ** float(y), C's pow.
+    if (x.is_zero()) error(loc, "0 cannot be raised to a negative power");
+    return TV::f(konst(std::pow(x.to_double(), y.to_double())));
+  } catch (const IntRangeError& err) {
+    error(loc, err.what());
+  }
+}
+
+TV Lowerer::int_literal(const std::string& text, Loc loc) {
+  try {
+    if (!text.empty() && text[0] == '-') return TV::i(-BigInt::parse(text.substr(1)));
+    return TV::i(BigInt::parse(text));
+  } catch (const IntRangeError& err) {
+    error(loc, err.what());
+  } catch (const std::invalid_argument& err) {
+    error(loc, err.what());
+  }
+}
+
+std::optional<bool> Lowerer::const_compare(const std::string& op, const TV& x, const TV& y) {
+  // Python compares ints with ints and with floats exactly (2**53 + 1 > 2.0**53).
+  int c = 0;  // x <=> y: -1, 0, 1, or 2 when unordered (NaN)
+  const auto constant = [&](const TV& t) {
+    return t.kind == TV::Kind::Float ? const_value(t.comps[0]) : std::nullopt;
+  };
+  if (x.kind == TV::Kind::Int && y.kind == TV::Kind::Int) {
+    c = compare(x.ival, y.ival);
+  } else if (x.kind == TV::Kind::Int && constant(y)) {
+    c = x.ival.compare_with(*constant(y));
+  } else if (y.kind == TV::Kind::Int && constant(x)) {
+    c = y.ival.compare_with(*constant(x));
+    if (c != 2) c = -c;
+  } else {
+    return std::nullopt;
+  }
+  if (op == "<") return c == -1;
+  if (op == "<=") return c == -1 || c == 0;
+  if (op == ">") return c == 1;
+  if (op == ">=") return c == 1 || c == 0;
+  if (op == "==") return c == 0;
+  return c != 0;
 }
 
 TV Lowerer::select(int cond, const TV& a, const TV& b, Loc loc) {
@@ -240,7 +292,7 @@ TV Lowerer::expr(const Expr& e) {
     case ExprKind::Name:
       return read_var(e.name, e.loc);
     case ExprKind::Number:
-      if (e.is_int) return TV::i(e.int_value);
+      if (e.is_int) return e.int_text.empty() ? TV::i(e.int_value) : int_literal(e.int_text, e.loc);
       return TV::f(konst(e.number));
     case ExprKind::Bool:
       return TV::b(kbool(e.bool_value));
@@ -260,7 +312,7 @@ TV Lowerer::expr(const Expr& e) {
         if (!a.numeric()) error(e.loc, "unary '+' needs a number, got " + describe(a));
         return a;
       }
-      if (a.kind == TV::Kind::Int) return TV::i(-a.ival);
+      if (a.kind == TV::Kind::Int) return TV::i(-a.ival);  // exact, as Python
       return unary_map(Op::Neg, a, e.loc, "unary '-'");
     }
     case ExprKind::Not: {
@@ -307,8 +359,11 @@ TV Lowerer::expr(const Expr& e) {
           error(loc, "cannot compare conditions with '" + e.ops[i] +
                          "'; combine them with "
                          "`and`, `or`, `not`");
-        const int c = emit(compare_op(e.ops[i]), Type::B, to_float(x, loc, "a compared value"),
-                           to_float(y, loc, "a compared value"));
+        const auto exact = const_compare(e.ops[i], x, y);
+        const int c =
+            exact ? kbool(*exact)
+                  : emit(compare_op(e.ops[i]), Type::B, to_float(x, loc, "a compared value"),
+                         to_float(y, loc, "a compared value"));
         acc = acc < 0 ? c : emit(Op::And, Type::B, acc, c);
       }
       return TV::b(acc);
@@ -344,7 +399,7 @@ TV Lowerer::expr(const Expr& e) {
             Value ci;
             ci.op = Op::Const;
             ci.type = Type::I;
-            ci.iimm = idx.ival;
+            ci.iimm = const_int(idx, e.args[1]->loc, "a table index");
             index = k.add(ci);
           } else if (idx.kind == TV::Kind::Float) {
             index = emit(Op::ToIndex, Type::I, idx.comps[0]);

@@ -24,6 +24,7 @@ struct Symbol {
   Kind kind = Kind::Unsupported;
   double number = 0.0;
   bool is_int = false;
+  std::string int_text;  // an int's exact decimal value (Python's str(int)); empty: `number`
   bool bool_value = false;
   std::string name;
   int helper = -1;

@@ -51,7 +51,9 @@ struct Expr {
   std::vector<std::string> ops;  // Compare: operators "<","<=",">",">=","==","!="
   double number = 0.0;           // Number
   bool is_int = false;           // Number written without '.', 'e' or 'j'
-  int64_t int_value = 0;         // Number when is_int
+  int64_t int_value = 0;         // Number when is_int and it fits in int64
+  std::string int_text;          // Number when is_int and it does not fit: the literal's digits
+                                 // (underscores removed, base prefix kept), exact in lowering
   bool bool_value = false;       // Bool
   std::vector<ExprPtr> args;     // children, meaning by kind (see ExprKind)
   std::vector<std::string> keywords;  // Call: keyword argument names, parallel to the tail of args

@@ -435,9 +435,15 @@ ExprPtr Parser::parse_number(const Token& tok) {
                                                           : 2;
     int64_t value = 0;
     const auto [ptr, ec] = std::from_chars(first + (prefixed ? 2 : 0), last, value, base);
-    if (ec != std::errc() || ptr != last) {
-      fail(tok, "integer literal " + tok.text + " is too large for a 64-bit integer");
+    if (ec == std::errc::result_out_of_range) {
+      // Beyond int64: Python's ints are exact, so the digits are kept for the front end's
+      // arbitrary-precision constants (ir/lower_int.hpp).
+      e->is_int = true;
+      e->int_text = text;
+      e->number = std::numeric_limits<double>::infinity();
+      return e;
     }
+    if (ec != std::errc() || ptr != last) fail(tok, "invalid integer literal " + tok.text);
     e->is_int = true;
     e->int_value = value;
     e->number = static_cast<double>(value);

@@ -515,7 +515,10 @@ TEST(ParseExpr, Numbers) {
   EXPECT_EQ(number("1e-400").second, 0.0);
   EXPECT_EQ(body("return 9223372036854775807").body[0]->value->int_value, INT64_MAX);
   EXPECT_EQ(expr("-1"), "(u- 1)");
-  expect_error("def f():\n    return 9223372036854775808\n", 2, 12, "too large");
+  // Beyond int64 the digits are kept: compile-time ints are exact (ir/lower_int.hpp).
+  EXPECT_EQ(body("return 9223372036854775808").body[0]->value->int_text, "9223372036854775808");
+  EXPECT_EQ(body("return 0x1_0000_0000_0000_0000").body[0]->value->int_text, "0x10000000000000000");
+  EXPECT_TRUE(body("return 0x1_0000_0000_0000_0000").body[0]->value->is_int);
   expect_error("def f():\n    return 0777\n", 2, 12, "leading zeros");
   expect_error("def f():\n    return 1__0\n", 2, 12, "invalid number literal");
   expect_error("def f():\n    return 1abc\n", 2, 12, "invalid number literal");

@@ -93,9 +93,28 @@ def _match_source(text: str, code: types.CodeType) -> tuple[str, str, int] | Non
         return None
     for const in compiled.co_consts:
         if isinstance(const, types.CodeType) and const.co_name == code.co_name:
-            if const.co_code == code.co_code and const.co_names == code.co_names:
+            if _same_code(const, code):
                 return block, code.co_filename, code.co_firstlineno
     return None
+
+
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    """Whether two code objects compile the same function: the same bytecode, names, local
+    names and constants, nested functions (lambdas, comprehensions) compared the same way. Two
+    sources that differ only in a constant (``x * 2.0`` and ``x * 3.0``) do not match."""
+    if (a.co_code, a.co_names, a.co_varnames, a.co_freevars, a.co_cellvars) != (
+        b.co_code, b.co_names, b.co_varnames, b.co_freevars, b.co_cellvars
+    ):
+        return False
+    if len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts):
+        if isinstance(x, types.CodeType) or isinstance(y, types.CodeType):
+            if not (isinstance(x, types.CodeType) and isinstance(y, types.CodeType) and _same_code(x, y)):
+                return False
+        elif type(x) is not type(y) or repr(x) != repr(y):  # repr: 0.0 vs -0.0, nan, 1 vs True
+            return False
+    return True
 
 
 def _closure_vars(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -132,7 +151,13 @@ class _Resolver:
         if isinstance(value, bool) or (hasattr(value, "dtype") and getattr(value, "shape", None) == () and str(value.dtype) == "bool"):
             return ("bool", bool(value))
         if isinstance(value, numbers.Integral):
-            return ("number", float(value), True)
+            # The exact decimal text too: the compiler's integer constants are Python's.
+            exact = int(value)
+            try:
+                approx = float(exact)
+            except OverflowError:
+                approx = _pymath.copysign(_pymath.inf, exact)
+            return ("number", approx, True, str(exact))
         if isinstance(value, numbers.Real):
             return ("number", float(value), False)
         if getattr(value, "__hawk_math__", None):
