@@ -178,7 +178,10 @@ std::string Compiler::resolve_compiler(const CompileOptions& options) {
 }
 
 std::string Compiler::resolve_flags(const CompileOptions& options) {
-  return options.flags ? *options.flags : std::string(kDefaultHostFlags);
+  const bool blank =
+      !options.flags || options.flags->find_first_not_of(" \t\n\r\f\v") == std::string::npos;
+  return std::string(kRequiredHostFlags) + " " +
+         (blank ? std::string(kDefaultHostFlags) : *options.flags);
 }
 
 const std::string& Compiler::identity(const std::string& compiler, const std::string& flags) {

@@ -23,15 +23,20 @@
 
 namespace raptor::runtime {
 
-// The default flags of a host compile.
+// The default optimization and ISA flags of a host compile: what $RAPTOR_CXXFLAGS (and
+// CompileOptions::flags) replace.
 inline constexpr const char* kDefaultHostFlags =
-    "-O3 -march=native -fno-math-errno -ffp-contract=off -fopenmp-simd -fPIC -shared -std=c++17 "
-    "-fvisibility=hidden";
+    "-O3 -march=native -fno-math-errno -ffp-contract=off -fopenmp-simd";
+// The flags every host compile gets before the optimization flags, whatever those are: a
+// position-independent shared object of C++17 whose only exported symbols are the kernels.
+inline constexpr const char* kRequiredHostFlags = "-fPIC -shared -std=c++17 -fvisibility=hidden";
 
 struct CompileOptions {
   std::string target = "host";          // only "host" here (CUDA goes through NVRTC elsewhere)
   std::optional<std::string> compiler;  // default: $RAPTOR_CXX, else "g++"
-  std::optional<std::string> flags;     // default: kDefaultHostFlags; split on whitespace
+  // Optimization/ISA flags, split on whitespace; unset or blank: kDefaultHostFlags. They
+  // follow kRequiredHostFlags on the command line, which are always given.
+  std::optional<std::string> flags;
 };
 
 struct CompileResult {
@@ -82,7 +87,8 @@ class Compiler {
   // sidecar matches); null otherwise. Never compiles.
   std::shared_ptr<const Module> load_cached(const std::string& key) const;
 
-  // The compiler and flags `options` resolve to.
+  // The compiler and the whole command-line flags `options` resolve to (kRequiredHostFlags,
+  // then the optimization flags).
   static std::string resolve_compiler(const CompileOptions& options);
   static std::string resolve_flags(const CompileOptions& options);
 

@@ -1,4 +1,5 @@
-// Tests for runtime/registry: add, find, first registration wins, concurrent use.
+// Tests for runtime/registry: add, find, the same build registered twice is kept once, two
+// builds of one digest coexist (find gives the first), concurrent use.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -23,6 +24,27 @@ TEST(RuntimeRegistry, AddFindRemove) {
   EXPECT_TRUE(r.remove("abc"));
   EXPECT_FALSE(r.remove("abc"));
   EXPECT_THROW(r.add("x", nullptr), std::invalid_argument);
+}
+
+TEST(RuntimeRegistry, BuildsOfOneDigestCoexist) {
+  // Two builds of one kernel (another shared object, here told apart by the symbol found in
+  // it): each caller runs the build it registered; find(digest) gives the first.
+  Registry r;
+  auto first = std::make_shared<KernelEntry>();
+  first->symbol = "k_abc";
+  first->name = "first";
+  auto second = std::make_shared<KernelEntry>();
+  second->symbol = "k_abc_other_build";
+  second->name = "second";
+  EXPECT_EQ(r.add("abc", first), first);
+  EXPECT_EQ(r.add("abc", second), second);  // not swapped for the first build
+  EXPECT_EQ(r.find("abc"), first);
+  EXPECT_EQ(r.builds("abc").size(), 2u);
+  auto again = std::make_shared<KernelEntry>(*second);
+  EXPECT_EQ(r.add("abc", again), second);  // the same build: the registered entry
+  EXPECT_EQ(r.builds("abc").size(), 2u);
+  EXPECT_EQ(r.size(), 1u);
+  EXPECT_NE(build_identity(*first), build_identity(*second));
 }
 
 TEST(RuntimeRegistry, ConcurrentAddAndFind) {
