@@ -82,6 +82,7 @@ def gpu_probe(monkeypatch):
 
 @pytest.fixture
 def cuda_plans(gpu_probe, tmp_path):
+    """Plans for a fake sm_90 device: NVRTC builds here without a GPU."""
     if not _core.nvrtc_version():
         pytest.skip("NVRTC not found")
     return eagle.plan.auto([axpy, stepper], targets=("cuda",), cache_dir=tmp_path)
@@ -144,7 +145,8 @@ def test_unknown_target_is_a_value_error(tmp_path):
 def test_cuda_plans_are_built_with_nvrtc(cuda_plans):
     a, s = cuda_plans
     assert a.target == s.target == "cuda"
-    assert a.info["format"] in ("ptx", "cubin") and a.info["arch"].startswith(("compute_", "sm_"))
+    # Built for the device's arch as a cubin (this NVRTC knows sm_90), or PTX with the reason.
+    assert (a.info["arch"], a.info["format"]) == ("sm_90", "cubin") or (a.info["format"] == "ptx" and a.info["fallback"])
     assert a.info["nvrtc_version"] == _core.nvrtc_version()
     assert a.info["device_arch"] == "sm_90"
     # The CUDA build is registered under the same digest as the kernel's host build.
@@ -319,6 +321,16 @@ def test_segments_on_a_gpu(kinds, expect):
     assert segments(kinds, "host") == [("host", list(range(len(kinds))))]
     # Every node is in exactly one segment, in order.
     assert [i for _, idx in segments(kinds, "cuda") for i in idx] == list(range(len(kinds)))
+
+
+def test_an_arch_nvrtc_does_not_know_falls_back_to_ptx(monkeypatch, tmp_path):
+    if not _core.nvrtc_version():
+        pytest.skip("NVRTC not found")
+    monkeypatch.setattr(eagle.cuda, "probe", lambda: usable_probe("sm_999"))
+    (plan,) = eagle.plan.auto([axpy], targets=("cuda",), cache_dir=tmp_path)
+    assert (plan.info["arch"], plan.info["format"]) == ("compute_75", "ptx")
+    assert "sm_999" in plan.info["fallback"]
+    assert plan.info["device_arch"] == "sm_999"
 
 
 def test_segments_refuse_an_unknown_kind():

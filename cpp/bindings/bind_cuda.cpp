@@ -134,34 +134,51 @@ void bind_cuda(nb::module_& m) {
 
   m.def(
       "build_cuda_plan",
-      [](const std::vector<const KernelHandle*>& kernels, runtime::Compiler& compiler) {
+      [](const std::vector<const KernelHandle*>& kernels, runtime::Compiler& compiler,
+         const std::string& arch) {
         std::vector<const ir::Kernel*> ks;
         for (const KernelHandle* k : kernels) ks.push_back(k->kernel.get());
+        runtime::CudaBinary bin;
+        std::string fallback;
         {
           nb::gil_scoped_release release;
-          runtime::build_cuda(ks, compiler);
+          try {
+            bin = runtime::compile_cuda(ks, compiler, arch);
+          } catch (const std::exception& e) {
+            if (arch == runtime::kCudaArch) throw;
+            // An NVRTC older than the device does not know its arch: PTX for the oldest
+            // supported virtual arch, which the driver JIT-compiles for the device.
+            fallback = e.what();
+            bin = runtime::compile_cuda(ks, compiler, runtime::kCudaArch);
+          }
         }
-        std::vector<codegen::KernelToEmit> todo;
-        const std::vector<runtime::KernelEntry> described = runtime::describe_build(ks, todo);
         nb::list entries;
-        for (size_t i = 0; i + 1 < described.size(); i += 2) {
-          auto f32 = runtime::cuda_registry().find(described[i].digest);
-          auto f64 = runtime::cuda_registry().find(described[i + 1].digest);
-          if (!f32 || !f64)
-            throw std::runtime_error("raptor: kernel '" + described[i].name +
-                                     "' was built for CUDA but is not registered");
-          entries.append(nb::make_tuple(CudaEntryHandle{f32}, CudaEntryHandle{f64}));
+        for (size_t i = 0; i + 1 < bin.kernels.size(); i += 2) {
+          nb::list pair;
+          for (size_t j = i; j < i + 2; ++j) {
+            runtime::CudaBinary::Kernel& k = bin.kernels[j];
+            const std::string digest = k.entry.digest, symbol = k.entry.symbol;
+            auto kernel = std::make_shared<const runtime::CudaKernel>(std::move(k.entry), bin.bytes,
+                                                                      symbol, std::move(k.finish));
+            runtime::cuda_registry().add(digest, kernel);  // the JAX handler finds it too
+            pair.append(CudaEntryHandle{kernel});
+          }
+          entries.append(nb::make_tuple(pair[0], pair[1]));
         }
         nb::dict info;
         const auto nvrtc = runtime::Nvrtc::open();
-        info["arch"] = std::string(runtime::kCudaArch);
-        info["format"] = "ptx";
+        info["arch"] = bin.arch;
+        info["format"] = bin.format == runtime::CudaFormat::Cubin ? "cubin" : "ptx";
         info["nvrtc_version"] = nvrtc ? nvrtc->version() : std::string();
         info["cache_dir"] = compiler.cache().path.string();
+        info["key"] = bin.key;
+        info["cache_hit"] = bin.cache_hit;
+        info["fallback"] = fallback;  // why the requested arch was not built ("" when it was)
         return nb::make_tuple(entries, info);
       },
-      nb::arg("kernels"), nb::arg("compiler"),
-      "Builds kernels for CUDA (both dtypes, NVRTC, cached) and returns ([(f32, f64)], info).");
+      nb::arg("kernels"), nb::arg("compiler"), nb::arg("arch") = std::string(runtime::kCudaArch),
+      "Builds kernels for CUDA (both dtypes) for `arch` (sm_XY: cubin; PTX for compute_75 when\n"
+      "NVRTC does not know it), cached, registered; returns ([(f32, f64)], info).");
 
   nb::class_<runtime::CudaBound>(m, "CudaBound",
                                  "A CUDA kernel bound to device buffers, launched on a stream.")

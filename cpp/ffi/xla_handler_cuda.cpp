@@ -1,17 +1,38 @@
 // The CUDA XLA FFI handler (see xla_handler.hpp): runs a hawk kernel's CUDA build on XLA's
 // stream. Start at `run_kernel_cuda`: it maps XLA's device buffers onto the kernel's slots
-// (ffi/buffers.hpp), zeroes the sums, and launches the PTX loaded into the current context
-// (runtime/cuda_build.hpp) with the arguments by value (runtime/abi_cuda.h). It never waits
-// for the GPU, except for a kernel that reads Tables: then it reads the launch's status back
-// to report an out-of-range index as an error, which needs the stream to finish.
+// (ffi/buffers.hpp) and launches the kernel loaded into the current context, then its
+// `_finish` for the sums (runtime/cuda_build.hpp, cuda_geometry.hpp), with the arguments by
+// value (runtime/abi_cuda.h, filled by runtime/cuda_bound.hpp's make_cuda_args).
+//
+// No host sync and no device allocation per call, so the handler is declared compatible with
+// XLA's command buffers (CUDA graphs). What a call needs beyond XLA's buffers lives in one
+// block per (context, kernel), allocated at its first call and kept for the process
+// (`ContextBlocks`): the kernel's status words, a page-locked host mirror of them, and the
+// sums' scratch (grown when a larger launch needs more; a smaller one never reallocates,
+// and a replaced buffer is kept, since a command buffer may still point at it).
+//
+// Table index errors: a kernel that reads Tables records the first bad index in its status
+// words; the call then enqueues an async copy of the words into the host mirror. The NEXT
+// call of that kernel on that context reads the mirror (no wait: it sees what the copy has
+// delivered) and returns the error, naming kernel, table, index and sample; the words are then
+// cleared. So an error is reported one call late, and an error of a process's last call is
+// not reported. Under command buffers the host part runs only when XLA records the buffer,
+// so an error inside a replay is reported at the next recording.
 // Built with every XLA FFI build; it needs a CUDA driver at run time (none on a CPU machine).
 #include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "ffi/buffers.hpp"
 #include "ffi/xla_handler.hpp"
+#include "runtime/cuda_bound.hpp"
 #include "runtime/cuda_build.hpp"
+#include "runtime/cuda_geometry.hpp"
 
 namespace raptor::ffi {
 
@@ -20,10 +41,64 @@ namespace cuda = runtime::cuda;
 
 namespace {
 
-#include "runtime/abi_cuda.h"
+constexpr size_t kStatusBytes = runtime::kCudaStatusWords * sizeof(unsigned long long);
 
-constexpr unsigned kBlock = 256;
-constexpr unsigned kMaxGrid = 65535;
+// Per (context, kernel): the memory a call needs beside XLA's buffers (see the file header).
+// Process-wide because an XLA handler can reach nothing else (as the kernel registry); its
+// memory is never freed: the driver may be gone by the time static objects are destroyed.
+class ContextBlocks {
+ public:
+  struct Block {
+    cuda::CUdeviceptr status = 0;
+    unsigned long long* mirror = nullptr;  // page-locked; written by async copies
+    cuda::CUdeviceptr scratch = 0;
+    size_t scratch_bytes = 0;
+    std::vector<cuda::CUdeviceptr> retired;  // replaced scratch, still valid for old graphs
+  };
+
+  // The block of `kernel` in the current context, with at least `scratch_bytes` of scratch.
+  Block& get(const cuda::Driver& d, const runtime::CudaKernel* kernel, size_t scratch_bytes,
+             cuda::CUstream stream) {
+    const std::lock_guard lock(mu_);
+    Block& b = blocks_[{d.current_context(), kernel}];
+    if (!b.status) {
+      b.status = d.alloc(kStatusBytes);
+      b.mirror = static_cast<unsigned long long*>(d.alloc_host(kStatusBytes));
+      std::memset(b.mirror, 0, kStatusBytes);
+      d.memset_async(b.status, kStatusBytes, stream);
+    }
+    if (scratch_bytes > b.scratch_bytes) {
+      if (b.scratch) b.retired.push_back(b.scratch);
+      const size_t bytes =
+          scratch_bytes > 2 * b.scratch_bytes ? scratch_bytes : 2 * b.scratch_bytes;
+      b.scratch = d.alloc(bytes);
+      b.scratch_bytes = bytes;
+    }
+    return b;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<cuda::CUcontext, const runtime::CudaKernel*>, Block> blocks_;
+};
+
+ContextBlocks& context_blocks() {
+  static ContextBlocks blocks;
+  return blocks;
+}
+
+// The error an earlier call recorded, read from the mirror without waiting; clears it.
+runtime::LaunchResult take_earlier_error(const cuda::Driver& d, ContextBlocks::Block& blk,
+                                         cuda::CUstream stream) {
+  unsigned long long words[runtime::kCudaStatusWords];
+  std::memcpy(words, blk.mirror, sizeof words);
+  const runtime::LaunchResult r = runtime::decode_status(words);
+  if (!r.ok()) {
+    std::memset(blk.mirror, 0, kStatusBytes);
+    d.memset_async(blk.status, kStatusBytes, stream);
+  }
+  return r;
+}
 
 xffi::Error run_kernel_cuda(cuda::CUstream stream, xffi::RemainingArgs args,
                             xffi::RemainingRets rets, std::string_view digest) {
@@ -42,49 +117,29 @@ xffi::Error run_kernel_cuda(cuda::CUstream stream, xffi::RemainingArgs args,
   runtime::Binding b;
   std::vector<const void*> params;
   if (xffi::Error err = map_buffers(e, args, rets, b, params); !err.success()) return err;
-
-  raptor_cuda_args a{};
-  a.n = b.n;
-  a.count = b.n;
-  a.zero_finished = 1;
-  a.mask_in = b.mask_in;
-  a.mask_out = b.mask_out;
-  const size_t dtype = static_cast<size_t>(e.dtype_size);
+  b.count = b.n;
+  b.zero_finished = true;
   try {
-    for (size_t s = 0; s < e.num_slots(); ++s) {
-      a.in[s] = b.slots[s].in;
-      a.out[s] = b.slots[s].out;
-      a.params[s] = params[s];
-      a.table_size[s] = b.slots[s].table_size;
-      const SlotKind k = e.kinds[s];
-      if (k == SlotKind::ParamSum || k == SlotKind::TableSum) {  // added to atomically
-        a.sums[s] = b.slots[s].out;
-        const int64_t entries = k == SlotKind::TableSum ? b.slots[s].table_size : 1;
-        driver->memset_async(reinterpret_cast<cuda::CUdeviceptr>(b.slots[s].out),
-                             static_cast<size_t>(entries * e.widths[s]) * dtype, stream);
-      }
+    // Grid and scratch from N and the table sizes only (deterministic sums, cuda_geometry.hpp).
+    const runtime::CudaGeometry g = runtime::cuda_geometry(e, b.n, runtime::table_sizes(b));
+    ContextBlocks::Block& blk =
+        context_blocks().get(*driver, kernel.get(), g.scratch_bytes, stream);
+    const bool tables = kernel->reads_tables();
+    if (tables) {
+      const runtime::LaunchResult earlier = take_earlier_error(*driver, blk, stream);
+      if (!earlier.ok())
+        return xffi::Error::Internal(runtime::describe_error(e, b, earlier) +
+                                     " (in an earlier call of this kernel on this GPU)");
     }
-    const cuda::CUdeviceptr status = driver->alloc_async(6 * sizeof(unsigned long long), stream);
-    driver->memset_async(status, 6 * sizeof(unsigned long long), stream);
-    a.status = reinterpret_cast<unsigned long long*>(status);
-    if (a.count > 0) {
-      const int64_t blocks = (a.count + kBlock - 1) / kBlock;
-      void* launch_params[] = {&a};
-      driver->launch(kernel->function(*driver),
-                     static_cast<unsigned>(blocks < kMaxGrid ? blocks : kMaxGrid), kBlock, stream,
+    auto a = runtime::make_cuda_args(
+        e, b, params, reinterpret_cast<unsigned long long*>(blk.status), g, blk.scratch);
+    void* launch_params[] = {&a};
+    if (g.grid > 0)
+      driver->launch(kernel->function(*driver), g.grid, g.block, stream, launch_params);
+    if (g.finish)
+      driver->launch(kernel->finish_function(*driver), g.finish_grid, g.finish_block, stream,
                      launch_params);
-    }
-    unsigned long long host[6] = {0, 0, 0, 0, 0, 0};
-    if (kernel->reads_tables()) driver->copy_to_host_sync(host, status, sizeof host, stream);
-    driver->free_async(status, stream);
-    if (host[1] != 0) {
-      runtime::LaunchResult r;
-      r.error = static_cast<int64_t>(host[1]);
-      r.error_slot = static_cast<int64_t>(host[2]);
-      r.error_index = static_cast<int64_t>(host[3]);
-      r.error_sample = static_cast<int64_t>(host[4]);
-      return xffi::Error::Internal(runtime::describe_error(e, b, r));
-    }
+    if (tables) driver->copy_to_host_async(blk.mirror, blk.status, kStatusBytes, stream);
   } catch (const std::exception& ex) {
     return xffi::Error::Internal(std::string("raptor: ") + ex.what());
   }
@@ -98,7 +153,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(kernel_cuda_handler, run_kernel_cuda,
                                   .Ctx<xffi::PlatformStream<cuda::CUstream>>()
                                   .RemainingArgs()
                                   .RemainingRets()
-                                  .Attr<std::string_view>("digest"));
+                                  .Attr<std::string_view>("digest"),
+                              {xffi::Traits::kCmdBufferCompatible});
 
 XLA_FFI_Error* kernel_cuda(XLA_FFI_CallFrame* frame) { return kernel_cuda_handler(frame); }
 

@@ -24,15 +24,16 @@ bool is_sum(SlotKind k) { return k == SlotKind::ParamSum || k == SlotKind::Table
 
 }  // namespace
 
-unsigned cuda_grid(int64_t count) {
-  if (count <= 0) return 0;
-  const int64_t blocks = (count + kCudaBlock - 1) / kCudaBlock;
-  return static_cast<unsigned>(blocks < kCudaMaxGrid ? blocks : kCudaMaxGrid);
+std::vector<int64_t> table_sizes(const Binding& b) {
+  std::vector<int64_t> sizes;
+  for (const SlotBinding& s : b.slots) sizes.push_back(s.table_size);
+  return sizes;
 }
 
 cuda_abi::raptor_cuda_args make_cuda_args(const KernelEntry& e, const Binding& b,
                                           const std::vector<const void*>& params,
-                                          unsigned long long* status) {
+                                          unsigned long long* status, const CudaGeometry& g,
+                                          unsigned long long scratch) {
   const size_t ns = e.num_slots();
   if (ns > RAPTOR_CUDA_MAX_SLOTS)
     throw std::invalid_argument("kernel '" + e.name + "' has more than " +
@@ -46,6 +47,8 @@ cuda_abi::raptor_cuda_args make_cuda_args(const KernelEntry& e, const Binding& b
   a.count = b.count >= 0 ? b.count : b.n;
   a.index = b.index;
   a.zero_finished = b.zero_finished ? 1 : 0;
+  a.accumulate_sums = b.accumulate_sums ? 1 : 0;
+  a.grid = g.grid;
   a.mask_in = b.mask_in;
   a.mask_out = b.mask_out;
   a.status = status;
@@ -54,7 +57,10 @@ cuda_abi::raptor_cuda_args make_cuda_args(const KernelEntry& e, const Binding& b
     a.out[s] = b.slots[s].out;
     a.params[s] = params[s];
     a.table_size[s] = b.slots[s].table_size;
-    if (is_sum(e.kinds[s])) a.sums[s] = b.slots[s].out;
+    if (is_sum(e.kinds[s])) {
+      a.sums[s] = b.slots[s].out;
+      a.partials[s] = reinterpret_cast<double*>(cuda_partials_address(g, scratch, s));
+    }
   }
   return a;
 }
@@ -83,13 +89,15 @@ CudaBound::CudaBound(std::shared_ptr<const CudaKernel> kernel, Binding b,
       b_(std::move(b)),
       device_(device),
       context_(driver_.use_device(device)),
-      scratch_(driver_, (kCudaStatusWords + b_.slots.size()) * sizeof(unsigned long long)) {
+      geometry_(cuda_geometry(kernel_->slots(), b_.count >= 0 ? b_.count : b_.n, table_sizes(b_))),
+      cells_(driver_, (kCudaStatusWords + b_.slots.size()) * sizeof(unsigned long long)),
+      partials_(driver_, geometry_.scratch_bytes > 0 ? geometry_.scratch_bytes : 8) {
   const KernelEntry& e = kernel_->slots();
   if (param_ptrs.size() != e.num_slots())
     throw std::invalid_argument("kernel '" + e.name + "': one Param address per slot is needed");
   // Status zeroed, then each Param number in its 8-byte cell, in the kernel dtype.
   std::vector<unsigned char> host((kCudaStatusWords + e.num_slots()) * 8, 0);
-  const cuda::CUdeviceptr base = scratch_.get();
+  const cuda::CUdeviceptr base = cells_.get();
   for (size_t s = 0; s < e.num_slots(); ++s) {
     if (e.kinds[s] != SlotKind::Param || param_ptrs[s]) continue;
     unsigned char* cell = host.data() + (kCudaStatusWords + s) * 8;
@@ -103,43 +111,39 @@ CudaBound::CudaBound(std::shared_ptr<const CudaKernel> kernel, Binding b,
     param_ptrs[s] = reinterpret_cast<const void*>(base + (kCudaStatusWords + s) * 8);
   }
   driver_.copy_to_device_sync(base, host.data(), host.size());
-  args_ = make_cuda_args(e, b_, param_ptrs, reinterpret_cast<unsigned long long*>(base));
+  args_ = make_cuda_args(e, b_, param_ptrs, reinterpret_cast<unsigned long long*>(base), geometry_,
+                         partials_.get());
 }
 
 void CudaBound::launch(cuda::CUstream stream) const {
   if (driver_.current_context() != context_) driver_.set_current(context_);
-  const KernelEntry& e = kernel_->slots();
-  const size_t dtype = static_cast<size_t>(e.dtype_size);
   // The count word starts at finished_count's value (the kernel adds to it), as the host's
-  // `+= finished`; without one, at 0.
-  driver_.memset_async(scratch_.get(), sizeof(unsigned long long), stream);
+  // `+= finished`; without one, at 0. Sums need no zeroing: the kernel writes every partial
+  // and <symbol>_finish every output (runtime/abi_cuda.h).
+  driver_.memset_async(cells_.get(), sizeof(unsigned long long), stream);
   if (b_.finished_count)
-    driver_.copy_async(scratch_.get(), reinterpret_cast<cuda::CUdeviceptr>(b_.finished_count),
+    driver_.copy_async(cells_.get(), reinterpret_cast<cuda::CUdeviceptr>(b_.finished_count),
                        sizeof(uint32_t), stream);
-  for (size_t s = 0; s < e.num_slots(); ++s) {
-    if (!is_sum(e.kinds[s])) continue;  // sums are added atomically into zeroed outputs
-    const int64_t entries = e.kinds[s] == SlotKind::TableSum ? b_.slots[s].table_size : 1;
-    driver_.memset_async(reinterpret_cast<cuda::CUdeviceptr>(b_.slots[s].out),
-                         static_cast<size_t>(entries * e.widths[s]) * dtype, stream);
-  }
-  if (const unsigned grid = cuda_grid(args_.count); grid > 0) {
-    cuda_abi::raptor_cuda_args a = args_;  // the driver copies the parameters at the call
-    void* params[] = {&a};
-    driver_.launch(kernel_->function(driver_), grid, kCudaBlock, stream, params);
-  }
+  cuda_abi::raptor_cuda_args a = args_;  // the driver copies the parameters at the call
+  void* params[] = {&a};
+  if (geometry_.grid > 0)
+    driver_.launch(kernel_->function(driver_), geometry_.grid, geometry_.block, stream, params);
+  if (geometry_.finish)
+    driver_.launch(kernel_->finish_function(driver_), geometry_.finish_grid, geometry_.finish_block,
+                   stream, params);
   if (b_.finished_count)  // the count's low 32 bits (little-endian), on the stream
-    driver_.copy_async(reinterpret_cast<cuda::CUdeviceptr>(b_.finished_count), scratch_.get(),
+    driver_.copy_async(reinterpret_cast<cuda::CUdeviceptr>(b_.finished_count), cells_.get(),
                        sizeof(uint32_t), stream);
 }
 
 void CudaBound::synchronize(cuda::CUstream stream) const {
   if (driver_.current_context() != context_) driver_.set_current(context_);
   unsigned long long words[kCudaStatusWords] = {};
-  driver_.copy_to_host_sync(words, scratch_.get(), sizeof words, stream);
+  driver_.copy_to_host_sync(words, cells_.get(), sizeof words, stream);
   const LaunchResult r = decode_status(words);
   if (r.ok()) return;
   const unsigned long long zero[kCudaStatusWords] = {};
-  driver_.copy_to_device_sync(scratch_.get(), zero, sizeof zero);
+  driver_.copy_to_device_sync(cells_.get(), zero, sizeof zero);
   throw std::runtime_error(describe_error(kernel_->slots(), b_, r));
 }
 

@@ -10,8 +10,11 @@
 // bound, each launch copies it into the word's count, the kernel adds what it finished, and the
 // count is copied back, all on the stream (no host wait): `+= finished`, as on the host.
 //
-// The pure parts (`make_cuda_args`, `cuda_grid`, `decode_status`) need no GPU and are unit
-// tested on the CPU; the rest needs libcuda (runtime/cuda_driver.hpp).
+// Grid, block and the scratch of deterministic sums come from runtime/cuda_geometry.hpp: they
+// depend only on N and the table sizes, so they are computed and the scratch allocated at bind.
+//
+// The pure parts (`make_cuda_args`, `decode_status`) need no GPU and are unit tested on the
+// CPU; the rest needs libcuda (runtime/cuda_driver.hpp).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +23,7 @@
 
 #include "runtime/cuda_build.hpp"
 #include "runtime/cuda_driver.hpp"
+#include "runtime/cuda_geometry.hpp"
 #include "runtime/launch.hpp"
 
 namespace raptor::runtime {
@@ -30,19 +34,20 @@ namespace cuda_abi {
 
 // Words of the status block a CUDA kernel merges into (runtime/abi_cuda.h).
 inline constexpr size_t kCudaStatusWords = 6;
-inline constexpr unsigned kCudaBlock = 256;
-inline constexpr unsigned kCudaMaxGrid = 65535;
 
-// Blocks for `count` samples (one thread per sample, grid-stride beyond kCudaMaxGrid blocks).
-unsigned cuda_grid(int64_t count);
+// The per-slot table sizes of a binding, as cuda_geometry takes them.
+std::vector<int64_t> table_sizes(const Binding& b);
 
 // The by-value argument struct of one launch of `e` over `b`, whose pointers are device
 // addresses: `params[s]` is the device address of Param slot s's value (one element of the
-// kernel dtype), `status` the kernel's status block. Throws std::invalid_argument when the
-// kernel has more slots than the CUDA ABI carries or the lists do not match its slots.
+// kernel dtype), `status` the kernel's status block, `g` the launch's geometry and `scratch`
+// the device buffer of g.scratch_bytes holding the sums' block partials. Throws
+// std::invalid_argument when the kernel has more slots than the CUDA ABI carries or the lists
+// do not match its slots.
 cuda_abi::raptor_cuda_args make_cuda_args(const KernelEntry& e, const Binding& b,
                                           const std::vector<const void*>& params,
-                                          unsigned long long* status);
+                                          unsigned long long* status, const CudaGeometry& g,
+                                          unsigned long long scratch);
 
 // A status block read back to the host, as a LaunchResult (error, slot, index, sample).
 LaunchResult decode_status(const unsigned long long (&words)[kCudaStatusWords]);
@@ -86,7 +91,9 @@ class CudaBound {
   Binding b_;
   int device_;
   cuda::CUcontext context_;
-  DeviceMemory scratch_;  // status words, then one 8-byte cell per slot for Param numbers
+  CudaGeometry geometry_;
+  DeviceMemory cells_;     // status words, then one 8-byte cell per slot for Param numbers
+  DeviceMemory partials_;  // the sums' block partials (geometry_.scratch_bytes, at least 8)
   cuda_abi::raptor_cuda_args args_{};
 };
 

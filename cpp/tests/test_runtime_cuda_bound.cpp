@@ -1,6 +1,7 @@
 // The device-independent parts of CUDA launches (runtime/cuda_bound.hpp): the by-value
-// argument struct built from a binding, the grid size, the status word decoded, and a
-// CudaBound refused when there is no driver. Launching needs a GPU (tests/test_gpu.py).
+// argument struct built from a binding and its geometry (runtime/cuda_geometry.hpp), the
+// status word decoded, and a CudaBound refused when there is no driver. Launching needs a GPU
+// (tests/test_gpu.py).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -44,7 +45,8 @@ TEST(RuntimeCudaBound, ArgsCarryEverySlotsPointers) {
   b.slots[3].out = const_cast<void*>(addr(0x4000));
   std::vector<const void*> params = {nullptr, addr(0x2000), nullptr, nullptr};
   auto* status = reinterpret_cast<unsigned long long*>(0x9000);
-  const auto a = runtime::make_cuda_args(e, b, params, status);
+  const runtime::CudaGeometry g = runtime::cuda_geometry(e, b.n, runtime::table_sizes(b));
+  const auto a = runtime::make_cuda_args(e, b, params, status, g, 0);
   EXPECT_EQ(a.n, 1000);
   EXPECT_EQ(a.count, 1000);  // count -1: every sample
   EXPECT_EQ(a.index, nullptr);
@@ -55,16 +57,19 @@ TEST(RuntimeCudaBound, ArgsCarryEverySlotsPointers) {
   EXPECT_EQ(a.in[3], a.out[3]);
   EXPECT_EQ(a.status, status);
   EXPECT_EQ(a.zero_finished, 0);
+  EXPECT_EQ(a.grid, g.grid);
+  EXPECT_GT(a.grid, 0u);
   for (int s = 0; s < 4; ++s) EXPECT_EQ(a.sums[s], nullptr);
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(a.partials[s], nullptr);
 
   b.count = 10;
   b.zero_finished = true;
-  const auto a2 = runtime::make_cuda_args(e, b, params, status);
+  const auto a2 = runtime::make_cuda_args(e, b, params, status, g, 0);
   EXPECT_EQ(a2.count, 10);
   EXPECT_EQ(a2.zero_finished, 1);
 
   params.pop_back();
-  EXPECT_THROW(runtime::make_cuda_args(e, b, params, status), std::invalid_argument);
+  EXPECT_THROW(runtime::make_cuda_args(e, b, params, status, g, 0), std::invalid_argument);
 }
 
 TEST(RuntimeCudaBound, SumOutputsAreTheSumsPointers) {
@@ -83,28 +88,27 @@ TEST(RuntimeCudaBound, SumOutputsAreTheSumsPointers) {
     b.slots[s].out = reinterpret_cast<void*>(0x100 * (s + 1));
     b.slots[s].in = addr(0x100 * (s + 1));
   }
-  const auto a = runtime::make_cuda_args(e, b, params, nullptr);
+  for (size_t s = 0; s < e.num_slots(); ++s)
+    if (e.kinds[s] == ir::SlotKind::Table) b.slots[s].table_size = 6;
+  const runtime::CudaGeometry g = runtime::cuda_geometry(e, b.n, runtime::table_sizes(b));
+  ASSERT_TRUE(g.finish);
+  ASSERT_GT(g.scratch_bytes, 0u);
+  const unsigned long long scratch = 0x100000;
+  const auto a = runtime::make_cuda_args(e, b, params, nullptr, g, scratch);
   for (size_t s = 0; s < e.num_slots(); ++s) {
     const bool sum = e.kinds[s] == ir::SlotKind::TableSum || e.kinds[s] == ir::SlotKind::ParamSum;
     EXPECT_EQ(a.sums[s], sum ? b.slots[s].out : nullptr) << e.slot_name(static_cast<int>(s));
+    // Each sum's partials lie inside the scratch buffer, at the geometry's offset.
+    const auto p = reinterpret_cast<uintptr_t>(a.partials[s]);
+    if (sum) {
+      EXPECT_EQ(p, scratch + g.partial_offset[s]);
+      EXPECT_LT(p, scratch + g.scratch_bytes);
+    } else {
+      EXPECT_EQ(p, 0u);
+    }
     sums += sum;
   }
   EXPECT_EQ(sums, 1);
-}
-
-TEST(RuntimeCudaBound, GridCoversEverySampleUpToTheGridLimit) {
-  EXPECT_EQ(runtime::cuda_grid(0), 0u);
-  EXPECT_EQ(runtime::cuda_grid(1), 1u);
-  EXPECT_EQ(runtime::cuda_grid(256), 1u);
-  EXPECT_EQ(runtime::cuda_grid(257), 2u);
-  for (const int64_t n : {int64_t{1000}, int64_t{1} << 20, int64_t{1} << 24}) {
-    const int64_t grid = runtime::cuda_grid(n);
-    EXPECT_LE(grid, runtime::kCudaMaxGrid);
-    // Grid-stride: grid * block threads visit every sample in ceil(n / (grid * block)) rounds.
-    const int64_t threads = grid * runtime::kCudaBlock;
-    EXPECT_TRUE(threads >= n || grid == runtime::kCudaMaxGrid) << n;
-    EXPECT_LT((grid - 1) * int64_t{runtime::kCudaBlock}, n) << n;
-  }
 }
 
 TEST(RuntimeCudaBound, StatusDecodesIntoALaunchResult) {
@@ -127,7 +131,7 @@ TEST(RuntimeCudaBound, NoDriverMeansNoBinding) {
   const ir::Kernel k =
       lowered("def f(x: Scalar, y: Mutable[Scalar]):\n    y = x\n", {Scalar("x"), MutScalar("y")});
   auto e = runtime::describe_kernel(k, codegen::DType::F64);
-  auto kernel = std::make_shared<const runtime::CudaKernel>(e, "", e.symbol);
+  auto kernel = std::make_shared<const runtime::CudaKernel>(e, "", e.symbol, "");
   runtime::Binding b;
   b.slots.resize(2);
   try {

@@ -108,14 +108,16 @@ def auto(kernels: Sequence[Kernel], targets: Sequence[str] = ("host",), cache_di
 
 
 def _auto_cuda(kernels: list[Kernel], compiler: Any, where: str | None) -> list[Plan]:
-    """CUDA plans: every kernel x dtype built by NVRTC (cached like host builds); ``info``
-    holds the build's arch and format, the NVRTC version, the cache directory and the device
-    the probe found (``device_arch``, ``device_name``)."""
+    """CUDA plans: every kernel x dtype built by NVRTC for the first device's arch (a cubin
+    for sm_XY; PTX when NVRTC does not know the arch, ``info["fallback"]`` says why), cached
+    like host builds; ``info`` holds the build's arch and format, the NVRTC version, the cache
+    key and directory, and the device (``device_arch``, ``device_name``)."""
     from eagle import cuda
 
-    entries, info = _core.build_cuda_plan([k._core for k in kernels], compiler)
-    info = dict(info)
     devices = cuda.probe()["devices"]
+    arch = devices[0]["arch"] if devices else "compute_75"
+    entries, info = _core.build_cuda_plan([k._core for k in kernels], compiler, arch)
+    info = dict(info)
     if devices:
         info["device_arch"] = devices[0]["arch"]
         info["device_name"] = devices[0]["name"]
