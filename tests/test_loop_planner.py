@@ -1,0 +1,219 @@
+"""eagle.until_done over the one C++ stepping loop (cpp/runtime/loop.hpp), from Python.
+
+The loop's launch counts against a count computed here from each sample's own finishing step
+(a ``tick`` kernel counts steps up to a per-sample limit): a loop of one kernel (fused: 64
+launches' worth of steps per pass) and the same loop with a foreign node (plain launches)
+agree with it and with each other, for stepping kernels too; runs in pieces, progress between
+chunks, foreign nodes that change the mask or raise, kernel errors, a second mask that is not
+the loop's, and active sets. The page tests of loops are in tests/test_graphs.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eagle
+import eagle.loop
+import hawk
+from eagle.graph import opaque
+from hawk import Guard, Mutable, Scalar, Table, Terminated
+from raptor_core import _core
+
+from conftest import plan_kernels
+
+
+@hawk.kernel(steps=1)
+def tick(limit: Scalar, terminated: Terminated, t: Mutable[Scalar]):
+    t = t + 1.0
+    terminated = t >= limit
+
+
+@hawk.kernel(steps=3)
+def tick3(limit: Scalar, terminated: Terminated, t: Mutable[Scalar]):
+    t = t + 1.0
+    terminated = t >= limit
+
+
+@hawk.kernel(steps=1, guard=Guard(active_set=True))
+def tick_active(limit: Scalar, terminated: Terminated, t: Mutable[Scalar]):
+    t = t + 1.0
+    terminated = t >= limit
+
+
+@hawk.kernel(steps=1)
+def tock(limit2: Scalar, done2: Terminated, u: Mutable[Scalar]):
+    u = u + 1.0
+    done2 = u >= limit2
+
+
+@hawk.kernel(steps=1)
+def look(i: Scalar, w: Table[Scalar], terminated: Terminated, y: Mutable[Scalar]):
+    y = y + w.at(i)
+    terminated = y > 100.0
+
+
+@pytest.fixture(scope="module")
+def plans(module_cache_dir):
+    return plan_kernels([tick, tick3, tick_active, tock, look], module_cache_dir)
+
+
+def limits(n: int, seed: int, most: int = 400) -> np.ndarray:
+    return np.random.default_rng(seed).integers(1, most + 1, n).astype(np.float64)
+
+
+def expected(limit: np.ndarray, unit: int, budget: int) -> tuple[int, np.ndarray]:
+    """Launches a plain loop makes (the launch in which the last sample finishes, or the
+    budget) and each sample's t after them."""
+    needed = int(np.max(np.ceil(limit / unit))) if limit.size else 0
+    launches = min(needed, max(budget, 0))
+    return launches, np.minimum(limit, launches * unit)
+
+
+class NoOp:
+    """A foreign node that does nothing but count its calls (and can act on its k-th call)."""
+
+    kind = "test_node"
+    reads: dict = {}
+    writes: dict = {}
+    runs_on_host = True
+
+    def __init__(self, action=None, at: int = -1) -> None:
+        self.calls = 0
+        self.action, self.at = action, at
+
+    def run(self) -> None:
+        self.calls += 1
+        if self.calls == self.at:
+            self.action()
+
+
+@pytest.mark.parametrize("name,unit", [("tick", 1), ("tick3", 3), ("tick_active", 1)])
+@pytest.mark.parametrize("budget", [0, 1, 37, 64, 100, 150, 1000])
+def test_fused_and_plain_loops_count_like_the_schedule(plans, name, unit, budget):
+    limit = limits(500, seed=budget)
+    want_steps, want_t = expected(limit, unit, budget)
+    results = []
+    for with_node in (False, True):
+        t, mask = np.zeros_like(limit), np.zeros(limit.size, bool)
+        items = ([NoOp()] if with_node else []) + [plans[name]]
+        runner = eagle.until_done(items, max_steps=budget, limit=limit, terminated=mask, t=t)
+        assert (runner.fused is None) == with_node
+        report = runner.run()
+        assert report.steps == want_steps, (with_node, report)
+        np.testing.assert_array_equal(t, want_t)
+        np.testing.assert_array_equal(mask, limit <= want_steps * unit)
+        assert report.live == int((~mask).sum()) and report.done == bool(mask.all())
+        if with_node:
+            assert items[0].calls == want_steps
+        results.append((report.steps, t.copy(), mask.copy()))
+    assert results[0][0] == results[1][0]
+
+
+def test_runs_in_pieces_add_up(plans):
+    limit = limits(300, seed=1, most=500)
+    total, want_t = expected(limit, 3, 10**6)
+    t, mask = np.zeros_like(limit), np.zeros(limit.size, bool)
+    runner = eagle.until_done([plans["tick3"]], limit=limit, terminated=mask, t=t)
+    pieces = []
+    while True:
+        r = runner.run(max_steps=70)
+        pieces.append(r.steps)
+        if r.done:
+            break
+    assert all(p == 70 for p in pieces[:-1]) and 0 < pieces[-1] <= 70
+    assert sum(pieces) == runner.steps == total
+    np.testing.assert_array_equal(t, want_t)
+    assert runner.run(max_steps=70).steps == 0  # nothing live: no launch
+
+
+class FakeClock:
+    """Stands in for eagle.loop's ``time`` module: each reading is one second later."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def test_progress_between_fused_chunks(plans, monkeypatch):
+    limit = limits(200, seed=2, most=300)
+    limit[0] = 300.0  # the last sample finishes in launch 300
+    monkeypatch.setattr(eagle.loop, "time", FakeClock())
+    calls = []
+    t, mask = np.zeros_like(limit), np.zeros(limit.size, bool)
+    report = eagle.until_done([plans["tick"]], max_steps=1000, progress=lambda s, lv: calls.append((s, lv)),
+                              limit=limit, terminated=mask, t=t).run()
+    assert report.steps == 300 and report.done
+    want = [(s, int((limit > s).sum())) for s in (64, 128, 192, 256, 300)]
+    assert calls == want
+
+
+def test_a_foreign_node_that_finishes_the_mask_stops_the_loop(plans):
+    limit = np.full(50, 1000.0)
+    t, mask = np.zeros_like(limit), np.zeros(limit.size, bool)
+    node = NoOp(action=lambda: mask.fill(True), at=5)
+    report = eagle.until_done([plans["tick"], node], max_steps=100, limit=limit, terminated=mask, t=t).run()
+    assert report.steps == 5 and report.done and report.finished == 50
+    np.testing.assert_array_equal(t, 5.0)
+
+
+def test_a_foreign_node_error_comes_through(plans):
+    limit = np.full(10, 1000.0)
+    t, mask = np.zeros_like(limit), np.zeros(limit.size, bool)
+
+    def fail():
+        raise ZeroDivisionError("node failed on purpose")
+
+    runner = eagle.until_done([plans["tick"], NoOp(action=fail, at=3)], max_steps=100, limit=limit, terminated=mask, t=t)
+    with pytest.raises(ZeroDivisionError, match="on purpose"):
+        runner.run()
+    np.testing.assert_array_equal(t, 3.0)  # the third launch of tick ran before the node
+
+
+def test_a_kernel_error_names_the_kernel(plans):
+    n = 8
+    i = np.zeros(n)
+    i[5] = 12.0
+    mask = np.zeros(n, bool)
+    runner = eagle.until_done([plans["look"]], max_steps=10, i=i, w=np.ones(4), terminated=mask, y=np.zeros(n))
+    with pytest.raises(RuntimeError, match="kernel 'look'.*'w' index 12"):
+        runner.run()
+
+
+def test_a_second_mask_is_not_the_loops(plans):
+    """Samples finished in another kernel's mask do not make the loop's mask less live."""
+    n = 64
+    limit = limits(n, seed=3, most=50)
+    t, mask = np.zeros(n), np.zeros(n, bool)
+    u, done2 = np.zeros(n), np.zeros(n, bool)
+    report = eagle.until_done([plans["tick"], plans["tock"]], max_steps=1000, limit=limit, terminated=mask, t=t,
+                              limit2=np.ones(n), done2=done2, u=u).run()
+    assert report.steps == int(limit.max()) and report.done and mask.all()
+    assert done2.all() and (u == 1.0).all()
+
+
+def test_a_negative_budget_runs_nothing(plans):
+    limit = np.full(4, 3.0)
+    t, mask = np.zeros(4), np.zeros(4, bool)
+    r = eagle.until_done([plans["tick"]], limit=limit, terminated=mask, t=t).run(max_steps=-3)
+    assert r.steps == 0 and not r.done and (t == 0).all()
+
+
+def test_core_loop_refuses_steps_that_are_neither_kernels_nor_callables():
+    mask = np.zeros(3, np.uint8)
+    with pytest.raises(TypeError, match="bound kernels or callables"):
+        _core.run_loop([3], _core.shared_runtime(), mask.ctypes.data, 3, 10)
+    assert _core.count_set(np.array([1, 0, 2, 0], np.uint8).ctypes.data, 4) == 2
+
+
+def test_opaque_nodes_in_the_loop_see_each_launch(plans):
+    n = 16
+    limit = np.full(n, 6.0)
+    t, mask = np.zeros(n), np.zeros(n, bool)
+    seen = []
+    node = opaque(lambda x: (seen.append(float(x[0])), x * 0.0)[1], reads={"x": t}, writes={"z": np.zeros(n)})
+    report = eagle.until_done([plans["tick"], node], max_steps=100, limit=limit, terminated=mask, t=t).run()
+    assert report.steps == 6 and seen == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
