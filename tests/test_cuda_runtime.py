@@ -155,6 +155,19 @@ def test_cuda_plans_are_built_with_nvrtc(cuda_plans):
     assert a.entry(np.float32).dtype_size == 4
 
 
+def test_nvrtc_is_looked_for_in_the_nvidia_wheels(monkeypatch, tmp_path):
+    lib = tmp_path / "nvidia" / "cu13" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libnvrtc.so.13").write_bytes(b"")
+    assert any(c == str(lib / "libnvrtc.so.13") for c in _core.nvrtc_candidates([str(tmp_path)]))
+    monkeypatch.delenv("RAPTOR_NVRTC", raising=False)
+    monkeypatch.setattr(_core, "nvrtc_version", lambda: "")  # as if the loader found none
+    monkeypatch.setattr(_core, "nvrtc_candidates", lambda dirs: [str(tmp_path / "missing.so"), str(lib / "libnvrtc.so.13")])
+    assert eagle.cuda.find_nvrtc() == str(lib / "libnvrtc.so.13")
+    monkeypatch.setenv("RAPTOR_NVRTC", "/somewhere/libnvrtc.so")
+    assert eagle.cuda.find_nvrtc() is None
+
+
 # ---------------------------------------------------------------- binding device arrays
 
 

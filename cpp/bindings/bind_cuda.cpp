@@ -18,6 +18,7 @@
 #include "runtime/cuda_device.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/cuda_graph.hpp"
+#include "runtime/cuda_loop.hpp"
 #include "runtime/nvrtc.hpp"
 
 namespace nb = nanobind;
@@ -216,6 +217,29 @@ void bind_cuda(nb::module_& m) {
           },
           nb::arg("stream"))
       .def_prop_ro("captured", &runtime::CudaSegment::captured);
+
+  nb::class_<runtime::CudaLoop>(m, "CudaLoop",
+                                "A stepping loop on the GPU: captured batches of launches and a "
+                                "device stop test (runtime/cuda_loop.hpp).")
+      .def(
+          "__init__",
+          [](runtime::CudaLoop* self, std::vector<std::shared_ptr<const runtime::CudaBound>> steps,
+             uintptr_t mask, int64_t n, bool overshoot_ok) {
+            new (self) runtime::CudaLoop(std::move(steps), mask, n, overshoot_ok);
+          },
+          nb::arg("steps"), nb::arg("mask"), nb::arg("n"), nb::arg("overshoot_ok"))
+      .def(
+          "run",
+          [](runtime::CudaLoop& l, int64_t budget, uintptr_t stream) {
+            runtime::LoopResult r;
+            {
+              nb::gil_scoped_release release;
+              r = l.run(budget, stream_of(stream));
+            }
+            return nb::make_tuple(r.launches, r.done, r.live);
+          },
+          nb::arg("budget"), nb::arg("stream"),
+          "At most `budget` launches; returns (launches, done, live) as the host loop does.");
 
   nb::class_<Event>(m, "CudaEvent", "A CUDA event: record on a stream, query, wait on a stream.")
       .def(nb::init<>())

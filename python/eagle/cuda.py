@@ -30,7 +30,7 @@ from raptor_core import _core
 from eagle.binding import Bound
 from eagle.errors import ModeError
 
-__all__ = ["CudaBound", "DeviceArray", "bind", "current_stream", "probe", "stream_handle", "unusable_reason", "view"]
+__all__ = ["CudaBound", "DeviceArray", "bind", "current_stream", "find_nvrtc", "probe", "stream_handle", "unusable_reason", "view"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _KDLCUDA = 2  # DLDeviceType kDLCUDA
@@ -48,6 +48,23 @@ def unusable_reason() -> str | None:
     """Why no CUDA device can be used here, or None when one can."""
     p = probe()
     return None if p["usable"] else str(p["reason"])
+
+
+def find_nvrtc() -> str | None:
+    """An NVRTC library for CUDA builds when the loader does not find one by itself: the
+    first existing file of ``_core.nvrtc_candidates`` (the CUDA toolkit, then the
+    nvidia-cuda-nvrtc wheels in this Python's site-packages, as CuPy looks for them). None when
+    $RAPTOR_NVRTC is set, the loader already finds NVRTC, or there is none."""
+    import os
+    import site
+
+    if os.environ.get("RAPTOR_NVRTC") or _core.nvrtc_version():
+        return None
+    dirs = list(site.getsitepackages()) + [site.getusersitepackages()] + [p for p in sys.path if p.endswith("site-packages")]
+    for path in _core.nvrtc_candidates(list(dict.fromkeys(dirs))):
+        if os.path.isfile(path):
+            return path
+    return None
 
 
 # ---------------------------------------------------------------- device arrays

@@ -114,6 +114,9 @@ def _auto_cuda(kernels: list[Kernel], compiler: Any, where: str | None) -> list[
     key and directory, and the device (``device_arch``, ``device_name``)."""
     from eagle import cuda
 
+    wheel = cuda.find_nvrtc()
+    if wheel is not None:  # the documented knob, set for this process (NVRTC is read from it)
+        os.environ["RAPTOR_NVRTC"] = wheel
     devices = cuda.probe()["devices"]
     arch = devices[0]["arch"] if devices else "compute_75"
     entries, info = _core.build_cuda_plan([k._core for k in kernels], compiler, arch)
