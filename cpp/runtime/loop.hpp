@@ -124,9 +124,9 @@ class HostLoop final : public StepExecutor {
 //   1. write device_counters(budget) to the counter block; launch the stop test with init=1;
 //   2a. CUDA >= 12.4 (conditional nodes): a WHILE node whose body is [steps..., test(init=0)],
 //       variant LoopStopVariant::While (the test sets the node's condition); launch it once;
-//   2b. else, for each k of device_batches(budget, cap, overshoot_ok): launch a graph captured
-//       with k x [steps..., test(init=0)] (variant Batched), read the counter block back, and
-//       stop when device_stopped(counters);
+//   2b. else, read the counter block back after the init test and after each batch, and
+//       while !device_stopped(counters) launch the next k of device_batches(budget, cap,
+//       overshoot_ok): a graph captured with k x [steps..., test(init=0)] (variant Batched);
 //   3. device_result(counters, budget) is the run's LoopResult, exact as on the host: the
 //      launches after the one that finished the last sample counted nothing, and (when
 //      overshoot_ok) changed nothing, because every sample was already finished.
