@@ -60,11 +60,13 @@ class FakeDLPack:
         code, bits = {"float64": (2, 64), "float32": (2, 32), "bool": (6, 8), "uint32": (1, 32)}[np.dtype(dtype).name]
         self._t = eagle.cuda._DLTensor(ptr, eagle.cuda._DLDevice(2, device), len(shape), eagle.cuda._DLDataType(code, bits, 1), self._shape, None, 0)
         self._device = device
+        self.streams = []  # the consumer streams __dlpack__ was called with
 
     def __dlpack_device__(self):
         return (2, self._device)
 
     def __dlpack__(self, stream=None):
+        self.streams.append(stream)
         new = ctypes.pythonapi.PyCapsule_New
         new.restype = ctypes.py_object
         new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
@@ -240,6 +242,15 @@ def test_plane_refusals_name_the_plane_and_the_fix(cuda_plans, values, error, te
     assert isinstance(err, error), err
     assert text in str(err)
     assert str(err).startswith("eagle: kernel 'axpy'")
+
+
+def test_a_consumer_stream_reads_through_dlpack():
+    x = FakeDLPack((4,), np.float64, 0xB00000, 0)
+    x.__cuda_array_interface__ = {"shape": (4,), "typestr": "<f8", "data": (0xB00000, False), "strides": None, "version": 3}
+    assert eagle.cuda.view(x).ptr == 0xB00000 and x.streams == []  # CAI: no DLPack call
+    assert eagle.cuda.view(x, stream=0).ptr == 0xB00000 and x.streams == [1]  # legacy default: 1
+    eagle.cuda.view(x, stream=12345)
+    assert x.streams == [1, 12345]
 
 
 def test_planes_on_two_gpus_found_through_dlpack_only(cuda_plans):

@@ -136,8 +136,10 @@ def _dlpack_device(value: Any) -> tuple[int, int] | None:
 def _from_dlpack(value: Any, ordinal: int, stream: int | None) -> DeviceArray:
     """Reads a DLPack capsule's tensor (DLManagedTensor: the DLTensor comes first) without
     consuming it: the capsule is kept as the owner, so the producer's memory stays alive."""
+    # DLPack names the legacy default stream 1 (0 is not allowed for CUDA).
+    dl_stream = None if stream is None else (1 if stream == 0 else stream)
     try:
-        capsule = value.__dlpack__(stream=stream) if stream is not None else value.__dlpack__()
+        capsule = value.__dlpack__(stream=dl_stream) if dl_stream is not None else value.__dlpack__()
     except TypeError:
         capsule = value.__dlpack__()
     t = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
@@ -151,9 +153,12 @@ def _from_dlpack(value: Any, ordinal: int, stream: int | None) -> DeviceArray:
 
 
 def view(value: Any, stream: int | None = None) -> DeviceArray | None:
-    """The device view of ``value``, or None when it is not GPU memory. ``stream`` is the
-    consumer's stream for DLPack (the producer orders its work before it)."""
+    """The device view of ``value``, or None when it is not GPU memory. With ``stream`` (the
+    consumer's stream) a DLPack producer is read through DLPack even when it also has the CUDA
+    array interface, so that it orders its pending work before that stream (JAX's results)."""
     dl = _dlpack_device(value)
+    if stream is not None and dl is not None and dl[0] in (_KDLCUDA, _KDLCUDA_MANAGED) and hasattr(value, "__dlpack__"):
+        return _from_dlpack(value, dl[1], stream)
     cai = getattr(value, "__cuda_array_interface__", None)
     if cai is not None:
         dtype = np.dtype(cai["typestr"])

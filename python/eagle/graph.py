@@ -315,9 +315,16 @@ class DeviceGraph:
         """JAX on its own stream: its inputs come by DLPack on eagle's stream (JAX waits for
         eagle's work), its results are read by DLPack on eagle's stream (eagle's stream waits
         for JAX), copied on eagle's stream, and kept alive until the copy's event is done."""
+        import sys
+
         import jax
 
-        args = [jax.dlpack.from_dlpack(a) for a in node.reads.values()]
+        cupy = sys.modules.get("cupy")
+        if cupy is not None:  # CuPy's __dlpack__ orders JAX after CuPy's current stream: ours
+            with cupy.cuda.ExternalStream(stream):
+                args = [jax.dlpack.from_dlpack(a) for a in node.reads.values()]
+        else:
+            args = [jax.dlpack.from_dlpack(a) for a in node.reads.values()]
         self._copy_results(node.fn(*args), node.writes, stream, f"eagle.frameworks.jax.node '{name}': the JAX function")
 
     def _run_opaque(self, name: str, node: Any, stream: int) -> None:
