@@ -111,6 +111,23 @@ def test_finished_count_adds_on_the_device(cp, tmp_path):
     assert int(fc[0]) == int(mask.sum()) == n
 
 
+def test_a_device_stepping_loop_counts_launches_as_the_host(cp, tmp_path):
+    from raptor_core import _core
+
+    (gpu,) = plans([osc], tmp_path, "cuda")
+    (host,) = plans([osc], tmp_path, "host")
+    n = 5000
+    t_final = np.linspace(0.05, 1.3, n)
+    hp = dict(t_final=t_final.copy(), terminated=np.zeros(n, bool), x=np.ones(n), v=np.zeros(n), t=np.zeros(n))
+    dp = {k: cp.asarray(v) for k, v in hp.items()}
+    report = eagle.until_done([host], max_steps=400, dt=0.01, c=0.3, **hp).run()
+    b = gpu.bind(dt=0.01, c=0.3, **dp)
+    loop = _core.CudaLoop([b._core], int(dp["terminated"].data.ptr), n, True)
+    launches, done, live = loop.run(400, eagle.cuda.current_stream())
+    assert (launches, done, live) == (report.steps, report.done, 0)
+    np.testing.assert_array_equal(cp.asnumpy(dp["x"]), hp["x"])
+
+
 def test_a_device_param_is_read_at_each_launch(cp, tmp_path):
     (gpu,) = plans([scale], tmp_path, "cuda")
     a, x = cp.asarray([2.0]), cp.ones(256)
