@@ -12,6 +12,7 @@ import pytest
 
 import eagle
 import eagle.cuda
+import eagle.interop
 import eagle.plan
 import hawk
 from eagle.graph import segments
@@ -57,7 +58,7 @@ class FakeDLPack:
     def __init__(self, shape, dtype, ptr, device):
         self.shape = tuple(shape)
         self._shape = (ctypes.c_int64 * len(shape))(*shape)
-        code, bits = {"float64": (2, 64), "float32": (2, 32), "bool": (6, 8), "uint32": (1, 32)}[np.dtype(dtype).name]
+        code, bits = {"float64": (2, 64), "float32": (2, 32), "bool": (6, 8), "uint32": (1, 32), "int32": (0, 32)}[np.dtype(dtype).name]
         self._t = eagle.cuda._DLTensor(ptr, eagle.cuda._DLDevice(2, device), len(shape), eagle.cuda._DLDataType(code, bits, 1), self._shape, None, 0)
         self._device = device
         self.streams = []  # the consumer streams __dlpack__ was called with
@@ -251,6 +252,15 @@ def test_a_consumer_stream_reads_through_dlpack():
     assert eagle.cuda.view(x, stream=0).ptr == 0xB00000 and x.streams == [1]  # legacy default: 1
     eagle.cuda.view(x, stream=12345)
     assert x.streams == [1, 12345]
+
+
+def test_interop_imports_a_cuda_dlpack_tensor_without_a_copy():
+    x = FakeDLPack((3, 5), np.float32, 0xC00000, 1)
+    buf = eagle.interop.import_buffer(x)
+    assert isinstance(buf, eagle.interop.DeviceBuffer)
+    assert (buf.ptr, buf.shape, buf.dtype) == (0xC00000, (3, 5), np.dtype(np.float32))
+    with pytest.raises(TypeError, match="has dtype int32"):
+        eagle.interop.import_buffer(FakeDLPack((4,), np.int32, 0xD00000, 0))
 
 
 def test_planes_on_two_gpus_found_through_dlpack_only(cuda_plans):

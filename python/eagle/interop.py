@@ -2,7 +2,8 @@
 
 ``import_buffer(obj)`` accepts anything that exposes DLPack (``__dlpack__``), the NumPy
 ``__array_interface__`` or the ``__cuda_array_interface__``, and returns a view of the same
-memory: a NumPy array for host memory, a ``DeviceBuffer`` description for GPU memory. It
+memory: a NumPy array for host memory, a ``DeviceBuffer`` description for GPU memory (from
+the CUDA array interface, or DLPack on a CUDA device, e.g. a JAX or PyTorch GPU array). It
 never copies: an array that is not C-contiguous, or whose dtype a kernel cannot use, is
 refused with an error instead of a silent copy that would hide later writes.
 """
@@ -22,8 +23,8 @@ _USABLE = {np.dtype(t) for t in (np.float32, np.float64, np.bool_, np.uint32, np
 
 @dataclass(frozen=True)
 class DeviceBuffer:
-    """GPU memory described by ``__cuda_array_interface__`` (no copy, no ownership: the
-    exporting object must stay alive)."""
+    """GPU memory described by ``__cuda_array_interface__`` or a CUDA DLPack tensor (no copy,
+    no ownership: ``owner`` keeps the exporting object, and for DLPack its capsule, alive)."""
 
     ptr: int
     shape: tuple[int, ...]
@@ -59,6 +60,16 @@ def import_buffer(obj: Any) -> np.ndarray | DeviceBuffer:
         shape = tuple(cai["shape"])
         _check(shape, tuple(cai["strides"]) if cai.get("strides") else None, dtype, what)
         return DeviceBuffer(int(cai["data"][0]), shape, dtype, obj)
+    dl = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else None
+    if dl is not None and int(dl[0]) in (2, 13) and hasattr(obj, "__dlpack__"):  # kDLCUDA, managed
+        from eagle import cuda
+
+        try:
+            v = cuda.view(obj)
+        except (TypeError, ValueError, BufferError) as err:
+            raise TypeError(f"eagle.interop.import_buffer: {what} is a CUDA DLPack tensor eagle cannot read ({err})") from None
+        _check(v.shape, v.strides, v.dtype, what)
+        return DeviceBuffer(v.ptr, v.shape, v.dtype, v.owner)
     if isinstance(obj, np.ndarray):
         arr = obj
     elif hasattr(obj, "__array_interface__"):
