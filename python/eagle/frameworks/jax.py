@@ -161,10 +161,10 @@ class JaxNode:
         self.reads = dict(reads)
         self.writes = dict(writes)
         for name, arr in list(self.reads.items()) + list(self.writes.items()):
-            if not isinstance(arr, np.ndarray):
+            if not isinstance(arr, np.ndarray) and not hasattr(arr, "__cuda_array_interface__"):  # GPU planes: eagle.graph runs the node on streams
                 raise ModeError(f"eagle.frameworks.jax.node: plane '{name}' is a {type(arr).__name__}; on the host, planes are NumPy arrays")
         for name, arr in self.writes.items():
-            if not arr.flags.writeable or not arr.flags.c_contiguous:
+            if isinstance(arr, np.ndarray) and (not arr.flags.writeable or not arr.flags.c_contiguous):
                 raise ValueError(f"eagle.frameworks.jax.node: write plane '{name}' must be a writeable C-contiguous array")
 
     def run(self) -> None:
