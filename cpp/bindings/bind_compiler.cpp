@@ -197,7 +197,7 @@ void bind_compiler(nb::module_& m) {
 
   m.def(
       "nvrtc_check",
-      [](const std::vector<KernelHandle>& handles, const std::string& arch) {
+      [](const std::vector<KernelHandle>& handles, const std::string& arch, bool fast_compile) {
         // One CUDA unit for all the kernels (each once, by digest) in both dtypes, compiled to
         // a cubin for `arch`: the CI check that everything the tests define compiles.
         std::vector<const ir::Kernel*> ks;
@@ -213,16 +213,17 @@ void bind_compiler(nb::module_& m) {
         std::string names;
         for (const ir::Kernel* k : ks) names += (names.empty() ? "" : ", ") + k->name;
         try {
-          nvrtc->compile_cubin(codegen::emit_cuda(todo), "nvrtc_check.cu", arch);
+          nvrtc->compile_cubin(codegen::emit_cuda(todo), "nvrtc_check.cu", arch, fast_compile);
         } catch (const std::runtime_error& e) {
           throw std::runtime_error("raptor: NVRTC could not compile the CUDA code of kernels " +
                                    names + " for " + arch + ": " + e.what());
         }
         return static_cast<int>(todo.size());
       },
-      nb::arg("kernels"), nb::arg("arch"),
+      nb::arg("kernels"), nb::arg("arch"), nb::arg("fast_compile") = false,
       "Compiles the kernels (both dtypes) with NVRTC to a cubin for `arch` (e.g. 'sm_90'); "
-      "returns how many (kernel, dtype) pairs; raises RuntimeError with NVRTC's log.");
+      "returns how many (kernel, dtype) pairs; raises RuntimeError with NVRTC's log. "
+      "fast_compile: --Ofast-compile=max (NVRTC 12.8+), for checks that the code compiles.");
   m.def("lower", &lower, nb::arg("spec"),
         "Compiles a kernel spec (see hawk/source.py) to optimized IR; raises KernelError.");
   m.def("math_functions", []() { return ir::math_function_names(); });

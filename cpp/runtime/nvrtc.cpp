@@ -76,16 +76,16 @@ std::string Nvrtc::version() const {
 
 std::string Nvrtc::compile_ptx(const std::string& source, const std::string& name,
                                const std::string& arch) const {
-  return compile(source, name, arch, /*cubin=*/false);
+  return compile(source, name, arch, /*cubin=*/false, /*fast_compile=*/false);
 }
 
 std::string Nvrtc::compile_cubin(const std::string& source, const std::string& name,
-                                 const std::string& arch) const {
-  return compile(source, name, arch, /*cubin=*/true);
+                                 const std::string& arch, bool fast_compile) const {
+  return compile(source, name, arch, /*cubin=*/true, fast_compile);
 }
 
 std::string Nvrtc::compile(const std::string& source, const std::string& name,
-                           const std::string& arch, bool cubin) const {
+                           const std::string& arch, bool cubin, bool fast_compile) const {
   const Api& a = *api_;
   Api::Program prog = nullptr;
   if (const int rc = a.create(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr); rc != 0)
@@ -97,8 +97,13 @@ std::string Nvrtc::compile(const std::string& source, const std::string& name,
     ~Destroy() { a.destroy(p); }
   } destroy{a, &prog};
   const std::string arch_flag = "--gpu-architecture=" + arch;
-  const char* options[] = {arch_flag.c_str(), "--std=c++17", "-default-device", "--fmad=false"};
-  const int rc = a.compile(prog, 4, options);
+  std::vector<const char*> options = {arch_flag.c_str(), "--std=c++17", "-default-device",
+                                      "--fmad=false"};
+  int major = 0, minor = 0;
+  a.version(&major, &minor);
+  if (fast_compile && (major > 12 || (major == 12 && minor >= 8)))
+    options.push_back("--Ofast-compile=max");
+  const int rc = a.compile(prog, static_cast<int>(options.size()), options.data());
   size_t log_size = 0;
   a.log_size(prog, &log_size);
   std::string log(log_size, '\0');

@@ -22,8 +22,10 @@ class Nvrtc {
 
   // A cubin (device code for one real architecture, loaded without JIT) for `source` and
   // `arch`, e.g. "sm_90". Throws std::runtime_error with NVRTC's log when compilation fails.
+  // `fast_compile`: --Ofast-compile=max where NVRTC has it (12.8 on), about 3x faster and
+  // less optimized code, for checks that only need to know the code compiles.
   std::string compile_cubin(const std::string& source, const std::string& name,
-                            const std::string& arch) const;
+                            const std::string& arch, bool fast_compile = false) const;
 
   // "major.minor" of the library.
   std::string version() const;
@@ -31,7 +33,7 @@ class Nvrtc {
  private:
   struct Api;
   std::string compile(const std::string& source, const std::string& name, const std::string& arch,
-                      bool cubin) const;
+                      bool cubin, bool fast_compile) const;
   explicit Nvrtc(std::shared_ptr<const Api> api) : api_(std::move(api)) {}
   std::shared_ptr<const Api> api_;
 };
