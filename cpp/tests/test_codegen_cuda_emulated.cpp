@@ -1,0 +1,345 @@
+// The generated CUDA kernels RUN here, without a GPU: the CUDA unit of emit_cuda is compiled
+// as host C++ against a small emulation of the CUDA built-ins (`kCudaShim`: one std::thread
+// per CUDA thread, std::barrier for __syncthreads, std::atomic_ref for the atomics; blocks run
+// one after another), and launched with the grid, block and scratch of runtime/cuda_geometry.
+// This checks the logic of the CUDA driver (codegen/cuda_driver.cpp) against the reference
+// interpreter: the deterministic block sums (ParamSum, TableSum with entries hit by many
+// samples, `_finish`), the uniform rounds past the end of the samples, stepping with a mask,
+// finished counts, steps_run and a table index error. Threads race freely here, so equal
+// bits on repeated runs also say the sums do not depend on thread timing. What it does not
+// check: NVRTC's and the GPU's floating-point behaviour (see test_cuda_codegen.cpp and the GPU
+// check of issue 9).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ad/adjoint.hpp"
+#include "ad/tangent.hpp"
+#include "codegen/cpp_emitter.hpp"
+#include "ir/interp.hpp"
+#include "runtime/build.hpp"
+#include "runtime/cache.hpp"
+#include "runtime/compiler.hpp"
+#include "runtime/cuda_geometry.hpp"
+#include "test_runtime_util.hpp"
+#include "test_util_spec.hpp"
+
+namespace raptor {
+namespace {
+
+using codegen::DType;
+using namespace raptor::testing;
+
+// CUDA's built-ins, emulated on the host, pasted before the generated unit.
+constexpr const char* kCudaShim = R"(#include <atomic>
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <vector>
+#define __global__ __attribute__((visibility("default")))
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+using std::atan2; using std::cos; using std::exp; using std::fabs; using std::floor;
+using std::log; using std::pow; using std::signbit; using std::sin; using std::sqrt;
+using std::tan; using std::tanh;
+struct rp_dim3 { unsigned x = 0, y = 1, z = 1; };
+thread_local rp_dim3 threadIdx, blockIdx;
+rp_dim3 blockDim, gridDim;
+std::barrier<>* rp_bar = nullptr;
+std::atomic<int> rp_or[2];
+thread_local int rp_or_gen = 0;
+inline void __syncthreads() { rp_bar->arrive_and_wait(); }
+inline int __syncthreads_or(int p) {
+  const int g = rp_or_gen;
+  rp_or_gen ^= 1;
+  if (p) rp_or[g].fetch_or(1);
+  __syncthreads();
+  const int r = rp_or[g].load();
+  __syncthreads();
+  if (threadIdx.x == 0) rp_or[g].store(0);
+  return r;
+}
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+template <class T, class U> T atomicAdd(T* p, U v) { return std::atomic_ref<T>(*p).fetch_add(static_cast<T>(v)); }
+template <class T, class U> T atomicMax(T* p, U v) {
+  std::atomic_ref<T> r(*p);
+  T old = r.load();
+  while (old < static_cast<T>(v) && !r.compare_exchange_weak(old, static_cast<T>(v))) {}
+  return old;
+}
+template <class T, class U> T atomicMin(T* p, U v) {
+  std::atomic_ref<T> r(*p);
+  T old = r.load();
+  while (old > static_cast<T>(v) && !r.compare_exchange_weak(old, static_cast<T>(v))) {}
+  return old;
+}
+inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long cmp, unsigned long long v) {
+  std::atomic_ref<unsigned long long>(*p).compare_exchange_strong(cmp, v);
+  return cmp;
+}
+)";
+
+// Runs a kernel over `grid` blocks of `block` threads (appended to the unit): `block` threads
+// run the blocks one after another, a barrier between two blocks.
+constexpr const char* kCudaLaunch = R"(
+extern "C" __attribute__((visibility("default"))) void rp_emu_launch(
+    void (*fn)(const raptor_cuda_args), const raptor_cuda_args* a, unsigned grid, unsigned block) {
+  gridDim.x = grid;
+  blockDim.x = block;
+  std::barrier<> bar(block);
+  rp_bar = &bar;
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < block; ++t)
+    threads.emplace_back([=, &bar] {
+      threadIdx.x = t;
+      rp_or_gen = 0;
+      for (unsigned b = 0; b < grid; ++b) {
+        blockIdx.x = b;
+        fn(*a);
+        bar.arrive_and_wait();
+      }
+    });
+  for (auto& th : threads) th.join();
+}
+)";
+
+// The generated unit without the NVRTC prelude's typedefs and constants (<cstdint> and
+// <cmath> have them).
+std::string host_compilable(std::string cuda) {
+  for (const char* line : {"typedef long long int64_t;\n", "typedef unsigned int uint32_t;\n",
+                           "typedef int int32_t;\n", "typedef unsigned char uint8_t;\n",
+                           "#define NAN __int_as_float(0x7fc00000)\n",
+                           "#define INFINITY __int_as_float(0x7f800000)\n"}) {
+    const size_t at = cuda.find(line);
+    if (at != std::string::npos) cuda.erase(at, std::strlen(line));
+  }
+  return std::string(kCudaShim) + cuda + kCudaLaunch;
+}
+
+#include "runtime/abi_cuda.h"
+
+using LaunchFn = void (*)(void (*)(const raptor_cuda_args), const raptor_cuda_args*, unsigned,
+                          unsigned);
+using KernelFn = void (*)(const raptor_cuda_args);
+
+// One kernel in one dtype, compiled as emulated CUDA and run like a launcher would.
+template <class T>
+class Emulated {
+ public:
+  Emulated(const ir::Kernel& k, runtime::Compiler& compiler) : k_(k) {
+    const DType d = sizeof(T) == 4 ? DType::F32 : DType::F64;
+    entry_ = runtime::describe_kernel(k, d);
+    entry_.symbol = codegen::symbol_name(k, d, entry_.digest);
+    const std::string cuda = codegen::emit_cuda({{&k, d, entry_.symbol}});
+    runtime::CompileOptions opt;
+    opt.flags = "-O1 -std=c++20 -pthread";
+    module_ = compiler.compile(host_compilable(cuda), opt).module;
+    launch_ = reinterpret_cast<LaunchFn>(module_->find("rp_emu_launch"));
+    kernel_ = reinterpret_cast<KernelFn>(module_->find(entry_.symbol));
+    finish_ = reinterpret_cast<KernelFn>(module_->find(entry_.symbol + "_finish"));
+  }
+
+  // Runs the kernel on `b` (the interpreter's layout, which is the ABI's) and writes the
+  // results back into it; returns the status words.
+  std::vector<unsigned long long> run(ir::InterpBinding& b, int64_t table_entries) {
+    const size_t ns = k_.slots.size();
+    std::vector<std::vector<T>> in(ns), out(ns);
+    std::vector<T> params(ns);
+    std::vector<int64_t> sizes(ns, 0);
+    raptor_cuda_args a{};
+    a.n = a.count = b.n;
+    a.zero_finished = b.zero_finished ? 1 : 0;
+    for (size_t s = 0; s < ns; ++s) {
+      const ir::Slot& sl = k_.slots[s];
+      in[s].assign(b.slots[s].in.begin(), b.slots[s].in.end());
+      out[s].assign(b.slots[s].out.begin(), b.slots[s].out.end());
+      a.in[s] = in[s].data();
+      a.out[s] = out[s].data();
+      if (sl.kind == ir::SlotKind::Param) {
+        params[s] = static_cast<T>(b.slots[s].in.at(0));
+        a.params[s] = &params[s];
+      }
+      if (sl.kind == ir::SlotKind::Table) sizes[s] = table_entries;
+      a.table_size[s] = sizes[s];
+      if (sl.kind == ir::SlotKind::ParamSum || sl.kind == ir::SlotKind::TableSum)
+        a.sums[s] = out[s].data();
+    }
+    const runtime::CudaGeometry g = runtime::cuda_geometry(entry_, a.count, sizes);
+    std::vector<double> scratch(g.scratch_bytes / sizeof(double) + 1, std::nan(""));
+    const auto base = reinterpret_cast<unsigned long long>(scratch.data());
+    for (size_t s = 0; s < ns; ++s)
+      a.partials[s] = reinterpret_cast<double*>(runtime::cuda_partials_address(g, base, s));
+    std::vector<uint8_t> mask = b.mask;
+    a.mask_in = mask.data();
+    a.mask_out = mask.data();
+    std::vector<unsigned long long> status(6, 0);
+    a.status = status.data();
+    a.grid = g.grid;
+    if (g.grid > 0) launch_(kernel_, &a, g.grid, g.block);
+    EXPECT_EQ(g.finish, finish_ != nullptr);
+    if (g.finish) launch_(finish_, &a, g.finish_grid, g.finish_block);
+    for (size_t s = 0; s < ns; ++s) b.slots[s].out.assign(out[s].begin(), out[s].end());
+    b.mask = mask;
+    b.finished += static_cast<uint32_t>(status[0]);
+    return status;
+  }
+
+ private:
+  const ir::Kernel& k_;
+  runtime::KernelEntry entry_;
+  std::shared_ptr<const runtime::Module> module_;
+  LaunchFn launch_ = nullptr;
+  KernelFn kernel_ = nullptr, finish_ = nullptr;
+};
+
+// Deterministic pseudo-random values in [lo, hi).
+double uniform(uint64_t& state, double lo, double hi) {
+  state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+  return lo + (hi - lo) * static_cast<double>(state >> 11) / 9007199254740992.0;
+}
+
+ir::InterpBinding random_binding(const ir::Kernel& k, int64_t n, int64_t m, uint64_t seed) {
+  ir::InterpBinding b = ir::make_binding(k, n, m);
+  for (size_t s = 0; s < k.slots.size(); ++s)
+    for (double& x : b.slots[s].in) x = uniform(seed, -1.0, 1.0);
+  return b;
+}
+
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], tol * (1.0 + std::fabs(want[i]))) << what << " [" << i << "]";
+}
+
+class CudaEmulated : public ::testing::Test {
+ protected:
+  runtime::testing::TempDir dir_;
+  runtime::Compiler compiler_{runtime::open_cache_dir(dir_.path().string())};
+};
+
+ir::Kernel drag() {
+  return lowered(R"(def drag(v: Vector[3], cd: Param, v_next: Mutable[Vector[3]]):
+    v_next = v - cd * norm(v) * v
+)",
+                 {Vector("v", 3), Param("cd"), MutVector("v_next", 3)}, 1);
+}
+
+template <class T>
+void check_param_sum(runtime::Compiler& compiler, double tol) {
+  const ir::Kernel k = optimized(ad::adjoint(drag(), {"v", "cd"}));
+  Emulated<T> emu(k, compiler);
+  // 256 * 1024 + 300: every block of the largest grid, some threads in a second round (in
+  // float64 only: the emulation runs it slowly).
+  std::vector<int64_t> counts = {0, 1, 1000};
+  if (sizeof(T) == 8) counts.push_back(256 * 1024 + 300);
+  for (const int64_t n : counts) {
+    ir::InterpBinding want = random_binding(k, n, 1, 7);
+    ir::InterpBinding got = want, again = want;
+    ir::interpret(k, want);
+    emu.run(got, 1);
+    emu.run(again, 1);
+    for (size_t s = 0; s < k.slots.size(); ++s) {
+      expect_close(got.slots[s].out, want.slots[s].out, tol,
+                   k.slots[s].name + " n=" + std::to_string(n));
+      EXPECT_EQ(got.slots[s].out, again.slots[s].out) << "not the same bits run to run";
+    }
+  }
+}
+
+TEST_F(CudaEmulated, ParamSumMatchesTheInterpreterAndIsTheSameBitsEachRun) {
+  check_param_sum<double>(compiler_, 1e-12);
+  check_param_sum<float>(compiler_, 1e-5);
+}
+
+ir::Kernel lookup() {
+  return lowered(R"(def lookup(w: Table[Vector[2]], idx: Scalar, x: Scalar, y: Mutable[Scalar]):
+    f = w.at(idx)
+    y = f[0] * x + f[1] * w.at(idx + 1.0)[0]
+)",
+                 {TableVector("w", 2), Scalar("idx"), Scalar("x"), MutScalar("y")}, 1);
+}
+
+template <class T>
+void check_table_sum(runtime::Compiler& compiler, double tol) {
+  const ir::Kernel k = optimized(ad::adjoint(lookup(), {"w", "x"}));
+  Emulated<T> emu(k, compiler);
+  const int64_t m = 37, n = 5000;  // entries hit by many samples, in many blocks
+  ir::InterpBinding want = random_binding(k, n, m, 11);
+  size_t idx = 0;
+  for (size_t s = 0; s < k.slots.size(); ++s)
+    if (k.slots[s].name == "idx") idx = s;
+  uint64_t seed = 3;
+  for (double& i : want.slots[idx].in) i = std::floor(uniform(seed, 0.0, m - 1));
+  ir::InterpBinding got = want, again = want;
+  ir::interpret(k, want);
+  const auto status = emu.run(got, m);
+  emu.run(again, m);
+  EXPECT_EQ(status[1], 0u) << "no error";
+  for (size_t s = 0; s < k.slots.size(); ++s) {
+    expect_close(got.slots[s].out, want.slots[s].out, tol, k.slots[s].name);
+    EXPECT_EQ(got.slots[s].out, again.slots[s].out) << "not the same bits run to run";
+  }
+
+  // One index out of range: the error names the table, the index and the sample.
+  ir::InterpBinding bad = random_binding(k, n, m, 11);
+  for (double& i : bad.slots[idx].in) i = 1.0;
+  bad.slots[idx].in[4321] = 99.0;
+  const auto err = emu.run(bad, m);
+  EXPECT_EQ(err[1], static_cast<unsigned long long>(RAPTOR_ERR_TABLE_INDEX));
+  EXPECT_EQ(err[3], 99u);
+  EXPECT_EQ(err[4], 4321u);
+}
+
+TEST_F(CudaEmulated, TableSumMatchesTheInterpreterAndIsTheSameBitsEachRun) {
+  check_table_sum<double>(compiler_, 1e-12);
+  check_table_sum<float>(compiler_, 1e-5);
+}
+
+TEST_F(CudaEmulated, SteppedMaskedKernelsMatchTheInterpreter) {
+  const ir::Kernel osc = lowered(
+      R"(def osc(dt: Param, c: Param, t_final: Scalar, terminated: Terminated, x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
+    vn = v + dt * (-x - c * v)
+    x = x + dt * v
+    v = vn
+    t = t + dt
+    terminated = t >= t_final
+)",
+      {Param("dt"), Param("c"), Scalar("t_final"), Terminated("terminated"), MutScalar("x"),
+       MutScalar("v"), MutScalar("t")},
+      8);
+  const ir::Kernel tangent = optimized(ad::tangent(osc, {"x", "c"}, true));  // steps unrolled
+  for (const ir::Kernel* k : {&osc, &tangent}) {
+    Emulated<double> emu(*k, compiler_);
+    const int64_t n = 700;
+    ir::InterpBinding want = random_binding(*k, n, 1, 5);
+    for (size_t s = 0; s < k->slots.size(); ++s) {
+      std::vector<double>& in = want.slots[s].in;
+      if (k->slots[s].name == "dt") in[0] = 0.1;
+      if (k->slots[s].name == "t_final")
+        for (int64_t i = 0; i < n; ++i) in[i] = 0.05 + 0.1 * (i % 11);  // 1 to 11 steps
+      if (k->slots[s].name == "t") std::fill(in.begin(), in.end(), 0.0);
+    }
+    for (int64_t i = 0; i < n; i += 13) want.mask[i] = 1;  // finished before the launch
+    want.zero_finished = true;
+    ir::InterpBinding got = want;
+    ir::interpret(*k, want);
+    const auto status = emu.run(got, 1);
+    for (size_t s = 0; s < k->slots.size(); ++s)
+      expect_close(got.slots[s].out, want.slots[s].out, 1e-12, k->name + " " + k->slots[s].name);
+    EXPECT_EQ(got.mask, want.mask) << k->name;
+    EXPECT_EQ(got.finished, want.finished) << k->name;
+    EXPECT_GT(got.finished, 0u) << k->name;
+    EXPECT_EQ(status[5], static_cast<unsigned long long>(k->steps))
+        << k->name << ": some sample ran all its steps";
+  }
+}
+
+}  // namespace
+}  // namespace raptor
