@@ -217,3 +217,120 @@ def test_opaque_nodes_in_the_loop_see_each_launch(plans):
     node = opaque(lambda x: (seen.append(float(x[0])), x * 0.0)[1], reads={"x": t}, writes={"z": np.zeros(n)})
     report = eagle.until_done([plans["tick"], node], max_steps=100, limit=limit, terminated=mask, t=t).run()
     assert report.steps == 6 and seen == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+
+
+# ------------------------------------------------------------------------------------------------
+# The device path of until_done on the CPU (eagle.loop.device_emulation: the device plan of
+# runtime/loop.hpp with the stop test's counting rule over host kernels), target selection and
+# the refusals. The same loop on a GPU is tests/test_gpu.py's.
+
+
+@pytest.mark.parametrize("variant", ["while", "batched"])
+@pytest.mark.parametrize("name,unit", [("tick", 1), ("tick3", 3), ("tick_active", 1)])
+@pytest.mark.parametrize("budget", [0, 1, 37, 300, 1000])
+def test_the_device_plan_counts_and_computes_as_the_host(plans, variant, name, unit, budget):
+    limit = limits(500, seed=budget + 7)
+    want_steps, want_t = expected(limit, unit, budget)
+    t, mask = np.zeros_like(limit), np.zeros(limit.size, bool)
+    runner = eagle.loop.device_emulation([plans[name]], variant=variant, max_steps=budget, limit=limit, terminated=mask, t=t)
+    assert runner.target == "emulated" and runner.device.variant == variant
+    report = runner.run()
+    assert (report.steps, report.done, report.live) == (want_steps, bool(mask.all()), int((~mask).sum()))
+    assert report.finished == int(mask.sum())
+    np.testing.assert_array_equal(t, want_t)  # batches past the stop changed nothing
+    np.testing.assert_array_equal(mask, limit <= want_steps * unit)
+    made = runner.device.launches_made
+    if variant == "while":
+        assert made == want_steps  # a WHILE node never overshoots
+    else:
+        assert want_steps <= made <= max(2 * want_steps, want_steps + 1)
+
+
+@pytest.mark.parametrize("variant", ["while", "batched"])
+def test_device_runs_in_pieces_and_progress_as_on_the_host(plans, variant, monkeypatch):
+    limit = limits(300, seed=3, most=500)
+    limit[0] = 500.0
+    total, want_t = expected(limit, 1, 10**6)
+    t, mask = np.zeros_like(limit), np.zeros(limit.size, bool)
+    runner = eagle.loop.device_emulation([plans["tick"]], variant=variant, limit=limit, terminated=mask, t=t)
+    with pytest.raises(ValueError, match="give max_steps"):
+        runner.run()
+    pieces = []
+    while not (r := runner.run(max_steps=70)).done:
+        pieces.append(r.steps)
+    pieces.append(r.steps)
+    assert all(p == 70 for p in pieces[:-1]) and sum(pieces) == runner.steps == total == 500
+    np.testing.assert_array_equal(t, want_t)
+    assert runner.run(max_steps=70).steps == 0 and runner.live == 0
+    # progress: the host's calls (64-launch chunks, about once a second)
+    monkeypatch.setattr(eagle.loop, "time", FakeClock())
+    calls: dict[str, list] = {}
+    for how in ("host", "device"):
+        t2, mask2 = np.zeros_like(limit), np.zeros(limit.size, bool)
+        seen = calls[how] = []
+        args = dict(max_steps=1000, progress=lambda s, lv, seen=seen: seen.append((s, lv)), limit=limit, terminated=mask2, t=t2)
+        run = eagle.until_done([plans["tick"]], **args) if how == "host" else eagle.loop.device_emulation([plans["tick"]], variant=variant, **args)
+        assert run.run().steps == 500
+    assert calls["device"] == calls["host"] == [(s, int((limit > s).sum())) for s in (*range(64, 500, 64), 500)]
+
+
+def test_device_loops_refuse_host_nodes_with_the_pages_message(plans):
+    limit = limits(20, seed=4)
+    t, mask = np.zeros_like(limit), np.zeros(limit.size, bool)
+    with pytest.raises(ValueError, match="node 'test_node' runs on the host each launch, but a stepping loop is one device graph"):
+        eagle.loop.device_emulation([NoOp(), plans["tick"]], limit=limit, terminated=mask, t=t)
+
+    class StreamNode(NoOp):
+        runs_on_host = False
+
+    with pytest.raises(ValueError, match="node 'test_node' is not a kernel; a stepping loop on the GPU runs CUDA kernels only"):
+        eagle.loop.device_emulation([StreamNode(), plans["tick"]], limit=limit, terminated=mask, t=t)
+    assert not t.any() and not mask.any()  # nothing ran
+
+
+def test_the_target_comes_from_the_plans(plans):
+    host = plans["tick"]
+    gpu = eagle.plan.Plan(tick, "cuda", {}, {})  # never bound: the mix is refused first
+    assert eagle.loop.loop_target([host, NoOp()]) == "host"
+    assert eagle.loop.loop_target([gpu, NoOp()]) == "cuda"
+    assert eagle.loop.loop_target([NoOp()]) == "host"
+    with pytest.raises(ValueError, match=r"mixes host plans \['tick'\] and CUDA plans \['tick'\]"):
+        eagle.loop.loop_target([host, gpu])
+    limit = limits(10, seed=5)
+    t, mask = np.zeros_like(limit), np.zeros(limit.size, bool)
+    with pytest.raises(ValueError, match="mixes host plans"):
+        eagle.until_done([host, gpu], max_steps=3, limit=limit, terminated=mask, t=t)
+    with pytest.raises(ValueError, match=r"target='cuda', but the loop's plans are host plans"):
+        eagle.until_done([host], max_steps=3, target="cuda", limit=limit, terminated=mask, t=t)
+    with pytest.raises(ValueError, match="target is 'host' or 'cuda'"):
+        eagle.until_done([host], max_steps=3, target="gpu", limit=limit, terminated=mask, t=t)
+    with pytest.raises(ValueError, match="runs host plans"):
+        eagle.loop.device_emulation([gpu], limit=limit, terminated=mask, t=t)
+    assert eagle.until_done([host], max_steps=3, target="host", limit=limit, terminated=mask, t=t).run().steps == 3
+
+
+def test_reports_from_a_run():
+    r = eagle.loop.report_of(12, 3, 10, 0.5)
+    assert (r.steps, r.done, r.finished, r.live) == (12, False, 7, 3)
+    assert eagle.loop.report_of(4, 0, 10, 0.1).done
+    for bad in ((1, 11, 10), (1, -1, 10), (-1, 0, 10)):
+        with pytest.raises(ValueError, match="cannot leave"):
+            eagle.loop.report_of(*bad, 0.0)
+
+
+def test_the_while_variant_needs_cuda_12_4():
+    assert _core.device_loop_variant(12040, True) == "while"
+    assert _core.device_loop_variant(12030, True) == "batched"
+    assert _core.device_loop_variant(13000, False) == "batched"
+
+
+def test_a_device_loop_overshoots_only_when_every_step_is_a_no_op_once_done(plans):
+    """A kernel with another mask (tock's) is not a no-op once the loop's samples are done, so
+    its batches are single launches and it runs exactly as often as on the host."""
+    limit, limit2 = limits(40, seed=6, most=50), np.full(40, 1000.0)
+    t, u, mask, mask2 = np.zeros(40), np.zeros(40), np.zeros(40, bool), np.zeros(40, bool)
+    runner = eagle.loop.device_emulation([plans["tick"], plans["tock"]], max_steps=1000, limit=limit, terminated=mask, t=t,
+                                         limit2=limit2, done2=mask2, u=u)
+    report = runner.run()
+    assert report.steps == runner.device.launches_made == int(limit.max())
+    np.testing.assert_array_equal(u, limit.max())

@@ -218,16 +218,22 @@ void bind_cuda(nb::module_& m) {
           nb::arg("stream"))
       .def_prop_ro("captured", &runtime::CudaSegment::captured);
 
-  nb::class_<runtime::CudaLoop>(m, "CudaLoop",
-                                "A stepping loop on the GPU: captured batches of launches and a "
-                                "device stop test (runtime/cuda_loop.hpp).")
+  nb::class_<runtime::CudaLoop>(
+      m, "CudaLoop",
+      "A stepping loop on the GPU: a WHILE graph (CUDA >= 12.4) or "
+      "captured batches, with a device stop test (runtime/cuda_loop.hpp).")
       .def(
           "__init__",
           [](runtime::CudaLoop* self, std::vector<std::shared_ptr<const runtime::CudaBound>> steps,
-             uintptr_t mask, int64_t n, bool overshoot_ok) {
-            new (self) runtime::CudaLoop(std::move(steps), mask, n, overshoot_ok);
+             uintptr_t mask, int64_t n, nb::object overshoot_ok, const std::string& variant) {
+            const bool ok = overshoot_ok.is_none() ? runtime::cuda_overshoot_ok(steps, mask)
+                                                   : nb::cast<bool>(overshoot_ok);
+            new (self) runtime::CudaLoop(std::move(steps), mask, n, ok, variant);
           },
-          nb::arg("steps"), nb::arg("mask"), nb::arg("n"), nb::arg("overshoot_ok"))
+          nb::arg("steps"), nb::arg("mask"), nb::arg("n"),
+          nb::arg("overshoot_ok").none() = nb::none(), nb::arg("variant") = "auto",
+          "overshoot_ok None: computed from the steps (cuda_overshoot_ok); variant 'auto',\n"
+          "'while' or 'batched'.")
       .def(
           "run",
           [](runtime::CudaLoop& l, int64_t budget, uintptr_t stream) {
@@ -239,7 +245,10 @@ void bind_cuda(nb::module_& m) {
             return nb::make_tuple(r.launches, r.done, r.live);
           },
           nb::arg("budget"), nb::arg("stream"),
-          "At most `budget` launches; returns (launches, done, live) as the host loop does.");
+          "At most `budget` launches; returns (launches, done, live) as the host loop does.")
+      .def_prop_ro("variant", [](const runtime::CudaLoop& l) {
+        return l.variant() == runtime::LoopStopVariant::While ? "while" : "batched";
+      });
 
   nb::class_<Event>(m, "CudaEvent", "A CUDA event: record on a stream, query, wait on a stream.")
       .def(nb::init<>())

@@ -234,6 +234,55 @@ void bind_runtime(nb::module_& m) {
         "steps, `unit` each) runs whole passes in one go. chunk > 0 calls on_chunk(launches,\n"
         "live) every `chunk` launches and at the end. Returns (launches, done, live).");
 
+  nb::class_<runtime::HostDeviceLoop>(
+      m, "HostDeviceLoop",
+      "The device plan of a stepping loop run on the CPU (runtime/loop.hpp): host kernels as the\n"
+      "steps, the device's stop-test rule, the launches a GPU makes. Same interface as CudaLoop.")
+      .def(
+          "__init__",
+          [](runtime::HostDeviceLoop* self, std::vector<std::shared_ptr<BoundLaunch>> steps,
+             ThreadPool& pool, uintptr_t mask, int64_t n, nb::object overshoot_ok,
+             const std::string& variant) {
+            if (variant != "while" && variant != "batched")
+              throw nb::value_error("HostDeviceLoop: variant is 'while' or 'batched'");
+            const bool ok = overshoot_ok.is_none() ? runtime::HostDeviceLoop::overshoot_ok(
+                                                         steps, ptr<const uint8_t>(mask))
+                                                   : nb::cast<bool>(overshoot_ok);
+            new (self)
+                runtime::HostDeviceLoop(std::move(steps), ptr<const uint8_t>(mask), n, pool, ok,
+                                        variant == "while" ? runtime::LoopStopVariant::While
+                                                           : runtime::LoopStopVariant::Batched);
+          },
+          nb::arg("steps"), nb::arg("runtime"), nb::arg("mask"), nb::arg("n"),
+          nb::arg("overshoot_ok").none() = nb::none(), nb::arg("variant") = "batched",
+          nb::keep_alive<1, 3>())
+      .def(
+          "run",
+          [](runtime::HostDeviceLoop& l, int64_t budget, uintptr_t) {
+            runtime::LoopResult r;
+            {
+              nb::gil_scoped_release release;
+              r = l.run(budget);
+            }
+            return nb::make_tuple(r.launches, r.done, r.live);
+          },
+          nb::arg("budget"), nb::arg("stream") = 0,
+          "At most `budget` launches; returns (launches, done, live).")
+      .def_prop_ro("launches_made", &runtime::HostDeviceLoop::launches_made)
+      .def_prop_ro("variant", [](const runtime::HostDeviceLoop& l) {
+        return l.variant() == runtime::LoopStopVariant::While ? "while" : "batched";
+      });
+  m.def(
+      "device_loop_variant",
+      [](int driver_version, bool has_api) {
+        return runtime::device_loop_variant(driver_version, has_api) ==
+                       runtime::LoopStopVariant::While
+                   ? "while"
+                   : "batched";
+      },
+      nb::arg("driver_version"), nb::arg("has_conditional_api"),
+      "The device loop variant a driver can run: 'while' (CUDA >= 12.4) or 'batched'.");
+
   m.def("count_set",
         [](uintptr_t mask, int64_t n) { return runtime::count_set(ptr<const uint8_t>(mask), n); });
 }

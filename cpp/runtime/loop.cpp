@@ -150,6 +150,18 @@ bool noop_when_done(const KernelInterface& iface, bool zero_finished) {
                       [](const SlotInterface& s) { return s.is_sum(); });
 }
 
+bool step_noop_when_done(const KernelInterface& iface, const Binding& b, const void* loop_mask) {
+  return b.mask_out != nullptr && static_cast<const void*>(b.mask_out) == loop_mask &&
+         noop_when_done(iface, b.zero_finished);
+}
+
+bool HostDeviceLoop::overshoot_ok(const std::vector<std::shared_ptr<BoundLaunch>>& steps,
+                                  const uint8_t* mask) {
+  return std::all_of(steps.begin(), steps.end(), [&](const std::shared_ptr<BoundLaunch>& s) {
+    return step_noop_when_done(s->entry().iface, s->binding(), mask);
+  });
+}
+
 DeviceLoopCounters device_counters(int64_t budget) {
   if (budget < 0)
     throw std::invalid_argument("device loop: the budget is " + std::to_string(budget) +
@@ -187,6 +199,70 @@ LoopResult device_result(const DeviceLoopCounters& c, int64_t budget) {
   r.live = static_cast<int64_t>(c.live);
   r.done = c.live == 0;
   return r;
+}
+
+LoopStopVariant device_loop_variant(int driver_version, bool has_conditional_api) {
+  return driver_version >= kConditionalNodeDriverVersion && has_conditional_api
+             ? LoopStopVariant::While
+             : LoopStopVariant::Batched;
+}
+
+LoopResult run_device_loop(DeviceLoopOps& ops, int64_t budget, bool overshoot_ok,
+                           LoopStopVariant variant) {
+  ops.write_counters(device_counters(budget));  // throws for a negative budget
+  DeviceLoopCounters c{};
+  if (variant == LoopStopVariant::While) {
+    ops.while_loop();
+    c = ops.read_counters();
+  } else {
+    ops.init_test();
+    c = ops.read_counters();
+    if (!device_stopped(c))
+      for (const int64_t k : device_batches(budget, kDeviceBatchCap, overshoot_ok)) {
+        ops.batch(k);
+        c = ops.read_counters();
+        if (device_stopped(c)) break;
+      }
+  }
+  return device_result(c, budget);
+}
+
+HostDeviceLoop::HostDeviceLoop(std::vector<std::shared_ptr<BoundLaunch>> steps, const uint8_t* mask,
+                               int64_t n, ThreadPool& pool, bool overshoot_ok,
+                               LoopStopVariant variant)
+    : steps_(std::move(steps)),
+      mask_(mask),
+      n_(n),
+      pool_(pool),
+      overshoot_ok_(overshoot_ok),
+      variant_(variant) {
+  if (steps_.empty()) throw std::invalid_argument("device loop: a stepping loop needs a kernel");
+  if (mask_ == nullptr && n_ > 0)
+    throw std::invalid_argument("device loop: no Terminated mask to say when a sample is done");
+}
+
+void HostDeviceLoop::test(bool init) {
+  loop_stop_update(c_, static_cast<uint64_t>(n_ - count_set(mask_, n_)), init);
+}
+
+void HostDeviceLoop::launch_steps() {
+  for (const auto& s : steps_) s->run(&pool_);
+  ++made_;
+}
+
+void HostDeviceLoop::batch(int64_t k) {
+  for (int64_t i = 0; i < k; ++i) {
+    launch_steps();
+    test(false);
+  }
+}
+
+void HostDeviceLoop::while_loop() {
+  test(true);
+  while (!device_stopped(c_)) {
+    launch_steps();
+    test(false);
+  }
 }
 
 }  // namespace raptor::runtime

@@ -145,6 +145,9 @@ std::vector<int64_t> device_batches(int64_t budget, int64_t cap = kDeviceBatchCa
 // finished: it has a mask (the loop's: the caller checks that), writes no sum over samples (a
 // launch would overwrite or add to it) and does not write zeros for finished samples.
 bool noop_when_done(const KernelInterface& iface, bool zero_finished);
+// A step of a device loop may run past the stop (in a batch) when its mask is the loop's and
+// noop_when_done holds for it.
+bool step_noop_when_done(const KernelInterface& iface, const Binding& b, const void* loop_mask);
 
 // The counter block a run starts from (blocks_done 0, nothing counted).
 DeviceLoopCounters device_counters(int64_t budget);
@@ -153,5 +156,62 @@ bool device_stopped(const DeviceLoopCounters& c);
 // The run's result from the counter block read back after it. Throws std::runtime_error when
 // the block is not one the stop test can have written for this budget (it names the field).
 LoopResult device_result(const DeviceLoopCounters& c, int64_t budget);
+
+// Which variant of the device plan a driver can run: While (one conditional WHILE node) needs
+// CUDA >= 12.4 (driver_version >= 12040, as cuDriverGetVersion gives it) and the conditional
+// node entry points (`has_conditional_api`: cuGraphConditionalHandleCreate, cuGraphAddNode_v2
+// and cuStreamBeginCaptureToGraph resolved); else Batched.
+inline constexpr int kConditionalNodeDriverVersion = 12040;
+LoopStopVariant device_loop_variant(int driver_version, bool has_conditional_api);
+
+// What a device executor provides to run the plan above (CudaLoop on a GPU; HostDeviceLoop
+// below runs the same plan on the CPU, for tests). Every call is in stream order.
+class DeviceLoopOps {
+ public:
+  virtual ~DeviceLoopOps() = default;
+  virtual void write_counters(const DeviceLoopCounters& c) = 0;  // before the init test
+  virtual void init_test() = 0;                                  // the stop test, init = 1
+  virtual void batch(int64_t k) = 0;               // k x [steps..., stop test (init = 0)] (Batched)
+  virtual void while_loop() = 0;                   // [init test, WHILE {steps..., test}] (While)
+  virtual DeviceLoopCounters read_counters() = 0;  // waits for what was enqueued
+};
+
+// Steps 1-3 of the device plan over `ops` for one run of at most `budget` launches.
+LoopResult run_device_loop(DeviceLoopOps& ops, int64_t budget, bool overshoot_ok,
+                           LoopStopVariant variant);
+
+// The device plan on the CPU: the steps are host BoundLaunches run in order, the stop test is
+// count_set over the mask and the device's counting rule (loop_stop_update). It makes the
+// launches a GPU would make (a batch runs whole, past the stop: launches_made() counts them),
+// so host tests of the device path see what a GPU would do, numbers and step counts alike.
+class HostDeviceLoop final : public DeviceLoopOps {
+ public:
+  // Whether every step may run past the stop (step_noop_when_done of each).
+  static bool overshoot_ok(const std::vector<std::shared_ptr<BoundLaunch>>& steps,
+                           const uint8_t* mask);
+  HostDeviceLoop(std::vector<std::shared_ptr<BoundLaunch>> steps, const uint8_t* mask, int64_t n,
+                 ThreadPool& pool, bool overshoot_ok, LoopStopVariant variant);
+  // One run of the plan (run_device_loop over this) of at most `budget` launches.
+  LoopResult run(int64_t budget) { return run_device_loop(*this, budget, overshoot_ok_, variant_); }
+  LoopStopVariant variant() const { return variant_; }
+  void write_counters(const DeviceLoopCounters& c) override { c_ = c; }
+  void init_test() override { test(true); }
+  void batch(int64_t k) override;
+  void while_loop() override;
+  DeviceLoopCounters read_counters() override { return c_; }
+  int64_t launches_made() const { return made_; }
+
+ private:
+  void test(bool init);
+  void launch_steps();
+  std::vector<std::shared_ptr<BoundLaunch>> steps_;
+  const uint8_t* mask_;
+  int64_t n_;
+  ThreadPool& pool_;
+  bool overshoot_ok_;
+  LoopStopVariant variant_;
+  DeviceLoopCounters c_{};
+  int64_t made_ = 0;
+};
 
 }  // namespace raptor::runtime

@@ -344,6 +344,37 @@ TEST_F(LoopHost, KernelErrorsAndBadStepsAreReported) {
   EXPECT_THROW(run_loop(failing, options(10)), std::runtime_error);
 }
 
+TEST_F(LoopHost, TheDevicePlanOnTheHostMatchesTheHostLoop) {
+  // HostDeviceLoop: real kernels, the device's plan and counting; numbers and counts as the
+  // host loop's, whatever the variant, with launches past the stop only in whole batches.
+  for (const int64_t n : {int64_t{1}, int64_t{777}}) {
+    for (const int64_t budget : {int64_t{0}, int64_t{1}, int64_t{100}, int64_t{1000}}) {
+      Planes want_p = planes(n, 300);
+      HostLoop host({{bind(0, want_p), {}}}, want_p.mask.data(), n, *pool_);
+      const LoopResult want = run_loop(host, options(budget));
+      for (const auto variant : {LoopStopVariant::While, LoopStopVariant::Batched}) {
+        for (const bool overshoot_ok : {true, false}) {
+          Planes p = planes(n, 300);
+          HostDeviceLoop dev({bind(0, p)}, p.mask.data(), n, *pool_, overshoot_ok, variant);
+          const std::string what = "n " + std::to_string(n) + " budget " + std::to_string(budget) +
+                                   (variant == LoopStopVariant::While ? " while" : " batched") +
+                                   (overshoot_ok ? "" : " exact");
+          ASSERT_EQ(dev.run(budget), want) << what;
+          ASSERT_EQ(p.t, want_p.t) << what;
+          ASSERT_EQ(p.mask, want_p.mask) << what;
+          if (variant == LoopStopVariant::While || !overshoot_ok)
+            EXPECT_EQ(dev.launches_made(), want.launches) << what;
+          else
+            EXPECT_GE(dev.launches_made(), want.launches) << what;
+        }
+      }
+    }
+  }
+  Planes p = planes(3, 3);
+  EXPECT_THROW(HostDeviceLoop({}, p.mask.data(), 3, *pool_, true, LoopStopVariant::While),
+               std::invalid_argument);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The device plan
 
@@ -375,30 +406,67 @@ TEST(LoopDevice, BatchesAddUpToTheBudgetInPowersOfTwo) {
   EXPECT_THROW(device_batches(10, 0), std::invalid_argument);
 }
 
-// The device loop on the CPU: the step kernels as FakeLoop launches, the stop test as its own
-// counting rule (loop_stop_update) over the live count. Batched runs whole batches, with
-// no-op launches after the stop; While runs the body while the test says so.
-LoopResult simulate_device(const std::vector<int64_t>& finish, int64_t budget, bool batched,
-                           int64_t* launches_made) {
-  FakeLoop steps(finish, 1);
-  DeviceLoopCounters c = device_counters(budget);
-  loop_stop_update(c, static_cast<uint64_t>(steps.live()), true);
-  if (batched) {
-    for (int64_t k : device_batches(budget, 16)) {
-      if (device_stopped(c)) break;
-      for (int64_t j = 0; j < k; ++j) {
-        steps.run_sequence_once();
-        loop_stop_update(c, static_cast<uint64_t>(steps.live()), false);
-      }
-    }
-  } else {
-    while (!device_stopped(c)) {
-      steps.run_sequence_once();
-      loop_stop_update(c, static_cast<uint64_t>(steps.live()), false);
-    }
+// The device loop on the CPU: run_device_loop (the plan CudaLoop runs) over operations whose
+// step kernels are FakeLoop launches and whose stop test is its own counting rule
+// (loop_stop_update) over the live count. A batch runs whole, with no-op launches after the
+// stop; the While loop runs the body while the test says so.
+class FakeDeviceOps final : public DeviceLoopOps {
+ public:
+  explicit FakeDeviceOps(const std::vector<int64_t>& finish) : steps(finish, 1) {}
+  void write_counters(const DeviceLoopCounters& c) override { c_ = c; }
+  void init_test() override { test(true); }
+  void batch(int64_t k) override {
+    ++batches;
+    for (int64_t j = 0; j < k; ++j) launch();
   }
-  *launches_made = steps.sequence_runs;
-  return device_result(c, budget);
+  void while_loop() override {
+    test(true);
+    while (!device_stopped(c_)) launch();
+  }
+  DeviceLoopCounters read_counters() override {
+    ++reads;
+    return c_;
+  }
+  FakeLoop steps;
+  int64_t batches = 0, reads = 0;
+
+ private:
+  void launch() {
+    steps.run_sequence_once();
+    test(false);
+  }
+  void test(bool init) { loop_stop_update(c_, static_cast<uint64_t>(steps.live()), init); }
+  DeviceLoopCounters c_{};
+};
+
+LoopResult simulate_device(const std::vector<int64_t>& finish, int64_t budget, bool batched,
+                           int64_t* launches_made, int64_t* reads = nullptr) {
+  FakeDeviceOps ops(finish);
+  const LoopResult r = run_device_loop(ops, budget, true,
+                                       batched ? LoopStopVariant::Batched : LoopStopVariant::While);
+  *launches_made = ops.steps.sequence_runs;
+  if (reads) *reads = ops.reads;
+  return r;
+}
+
+TEST(LoopDevice, TheWhileVariantNeedsCuda124AndTheEntryPoints) {
+  EXPECT_EQ(device_loop_variant(12040, true), LoopStopVariant::While);
+  EXPECT_EQ(device_loop_variant(13000, true), LoopStopVariant::While);
+  EXPECT_EQ(device_loop_variant(12030, true), LoopStopVariant::Batched);
+  EXPECT_EQ(device_loop_variant(13000, false), LoopStopVariant::Batched);
+  EXPECT_EQ(device_loop_variant(0, false), LoopStopVariant::Batched);
+}
+
+TEST(LoopDevice, TheWhileVariantReadsTheCountersOnce) {
+  int64_t made = 0, reads = 0;
+  EXPECT_EQ(simulate_device({5, 70, 300}, 1000, false, &made, &reads), (LoopResult{300, true, 0}));
+  EXPECT_EQ(reads, 1);
+  EXPECT_EQ(made, 300);
+  // Batched: one read after the init test, one per batch up to the one that stops.
+  EXPECT_EQ(simulate_device({5, 70, 300}, 1000, true, &made, &reads), (LoopResult{300, true, 0}));
+  EXPECT_EQ(reads, 1 + 9);  // 1+2+...+256 = 511 >= 300 after 9 batches
+  EXPECT_EQ(made, 511);
+  EXPECT_THROW(simulate_device({1}, -1, true, &made), std::invalid_argument);
 }
 
 TEST(LoopDevice, SimulatedDeviceLoopsCountLikeTheHost) {

@@ -11,9 +11,17 @@ of steps in one pass over memory (the kernel recompiled with that many more step
 sample's state kept in registers and each sample stopping as soon as it is done); the
 report counts launches of the original kernel exactly.
 
-On a GPU a stepping loop is one device graph, so a node that needs the host each launch is
-refused there. The rule is one function, ``check_loop``, used on every platform, so it is
-tested on the CPU too.
+The target is taken from the loop's plans (``loop_target``): all host plans run as above; all
+CUDA plans run on the GPU as one device graph (``_core.CudaLoop``, runtime/cuda_loop.hpp): a
+conditional WHILE node where the driver has one (CUDA >= 12.4), else captured batches of
+launches with the stop test on the device and the counter block read between batches. Either
+way a run counts launches exactly as the host does (``Report.steps``), ``run(max_steps=k)``
+goes on from where the last run stopped, and progress is reported between chunks of
+``PROGRESS_CHUNK`` launches. A mix of host and CUDA plans is refused naming them. On a GPU a
+node that needs the host each launch is refused (``check_loop``, one rule used on every
+platform, so it is tested on the CPU too). ``device_emulation`` runs the device path over
+host plans on the CPU (``_core.HostDeviceLoop``: the same plan and counting rule), which is
+how it is tested without a GPU.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ import eagle.plan
 from eagle.plan import Plan
 from eagle.runtime import host_runtime
 
-__all__ = ["Report", "Runner", "until_done", "check_loop"]
+__all__ = ["Report", "Runner", "until_done", "check_loop", "loop_target", "device_emulation"]
 
 # A loop of one stepping kernel runs this many launches' worth of steps per pass over memory,
 # keeping each sample's state in registers in between (the kernel recompiled with more steps).
@@ -61,33 +69,84 @@ class Report:
 
 def check_loop(items: Sequence[tuple[str, Any]], target: str) -> None:
     """Refuses, on a GPU target, nodes that need the host each launch (a stepping loop there
-    is one device graph). The same rule is checked on every platform."""
+    is one device graph), and any other node that is not a kernel. The same rule is checked on
+    every platform."""
     if target != "cuda":
         return
     for name, node in items:
-        if not isinstance(node, Bound) and getattr(node, "runs_on_host", True):
+        if isinstance(node, Bound):
+            continue
+        if getattr(node, "runs_on_host", True):
             raise ValueError(
                 f"eagle.until_done: node '{name}' runs on the host each launch, but a stepping loop is one device graph: "
                 "run host nodes between graph launches in your own loop (graph.launch, or runner.run(max_steps=k) with "
                 "the node outside), or put the whole batch inside jax.jit"
             )
+        raise ValueError(f"eagle.until_done: node '{name}' is not a kernel; a stepping loop on the GPU runs CUDA kernels only: "
+                         "run the node between runner.run(max_steps=k) calls")
+
+
+def _item_target(item: Any) -> str | None:
+    """'cuda' or 'host' for a plan or bound kernel, None for a foreign node."""
+    if isinstance(item, Plan):
+        return "cuda" if item.target == "cuda" else "host"
+    if isinstance(item, Bound):
+        from eagle.cuda import CudaBound
+
+        return "cuda" if isinstance(item, CudaBound) else "host"
+    return None
+
+
+def loop_target(items: Sequence[Any]) -> str:
+    """Where a loop of these items runs: 'cuda' when every plan and bound kernel is a CUDA
+    one, 'host' when every one is a host one (or there is none). A mix raises ValueError
+    naming the plans of each kind."""
+    kinds: dict[str, list[str]] = {"host": [], "cuda": []}
+    for item in items:
+        t = _item_target(item)
+        if t is not None:
+            kinds[t].append(item.kernel.name if isinstance(item, Plan) else item.name)
+    if kinds["host"] and kinds["cuda"]:
+        raise ValueError(f"eagle.until_done: the loop mixes host plans {kinds['host']} and CUDA plans {kinds['cuda']}; "
+                         "a stepping loop runs on one target: build every plan with the same eagle.plan.auto targets")
+    return "cuda" if kinds["cuda"] else "host"
 
 
 class Runner:
-    """A bound stepping loop; ``run()`` advances it."""
+    """A bound stepping loop; ``run()`` advances it. ``device`` is the loop on the device
+    (``_core.CudaLoop``, or ``_core.HostDeviceLoop`` for ``device_emulation``), None on the
+    host."""
 
-    def __init__(self, items: list[tuple[str, Any]], mask: np.ndarray, max_steps: int | None, progress: bool | Callable[[int, int], Any], fused: Bound | None = None) -> None:
+    def __init__(self, items: list[tuple[str, Any]], mask: Any, max_steps: int | None, progress: bool | Callable[[int, int], Any],
+                 fused: Bound | None = None, device: Any = None, n: int | None = None) -> None:
         self.items = items
         self.fused = fused  # the loop's one kernel with FUSED times its steps, or None
         self.mask = mask
+        self.n = int(mask.size) if n is None else n
         self.max_steps = max_steps
         self.progress = progress
+        self.device = device
         self.steps = 0
         self._kernels_only = all(isinstance(node, Bound) for _, node in items)
 
     @property
+    def target(self) -> str:
+        """'cuda' (or 'emulated', device_emulation) when the loop runs as one device graph, else 'host'."""
+        if self.device is None:
+            return "host"
+        return "cuda" if isinstance(self.device, getattr(_core, "CudaLoop", ())) else "emulated"
+
+    @property
     def live(self) -> int:
+        """Samples of the loop's mask not finished yet (on a GPU: counted by the stop test)."""
+        if self.device is not None:
+            return int(self.device.run(0, self._stream())[2])
         return int(self.mask.size - _core.count_set(self.mask.ctypes.data, self.mask.size))
+
+    def _stream(self) -> int:
+        from eagle.cuda import current_stream
+
+        return current_stream() if self.target == "cuda" else 0
 
     def run(self, max_steps: int | None = None) -> Report:
         """Launches until every sample is done or ``max_steps`` more launches (default: the
@@ -95,12 +154,18 @@ class Runner:
         budget = max_steps if max_steps is not None else self.max_steps
         if budget is None:
             raise ValueError("eagle.until_done: give max_steps (to until_done or to run) so a loop that never finishes stops")
+        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)):
+            raise TypeError(f"eagle.until_done: max_steps is a number of launches, got {type(budget).__name__}")
         t0 = time.perf_counter()
         # Active sets are rebuilt from the mask at each run, so a mask changed between runs is
-        # seen (within a run, launches keep them up to date).
+        # seen (within a run, launches keep them up to date; on a GPU there is none to rebuild).
         for b in [node for _, node in self.items if isinstance(node, Bound)] + ([self.fused] if self.fused else []):
             if b.kernel.guard.active_set:
                 b.reset_active()
+        if self.device is not None:
+            done_steps, live = self._run_device(max(int(budget), 0), t0)
+            self.steps += done_steps
+            return report_of(done_steps, live, self.n, time.perf_counter() - t0)
         # The one stepping loop (cpp/runtime/loop.hpp) runs the launches, foreign nodes called
         # back between them; with progress it stops every `chunk` launches to call on_chunk.
         steps = [node._core if isinstance(node, Bound) else node.run for _, node in self.items]
@@ -110,29 +175,54 @@ class Runner:
             nonlocal next_report
             if time.perf_counter() >= next_report:
                 next_report = time.perf_counter() + PROGRESS_EVERY
-                self._report_progress(self.steps + launches)
+                self._report_progress(self.steps + launches, self.live)
 
         chunk = 0 if not self.progress else (PROGRESS_CHUNK if self._kernels_only else 1)
         fused = dict(fused=self.fused._core, fused_launches=FUSED, unit=self.items[0][1].kernel.steps) if self.fused else {}
         done_steps, _, _ = _core.run_loop(steps, host_runtime(), self.mask.ctypes.data, self.mask.size, max(int(budget), 0),
                                           chunk=chunk, on_chunk=on_chunk if chunk else None, **fused)
         self.steps += done_steps
-        live = self.live
-        n = self.mask.size
-        return Report(done_steps, live == 0, n - live, live, time.perf_counter() - t0)
+        return report_of(done_steps, self.live, self.n, time.perf_counter() - t0)
 
-    def _report_progress(self, steps: int) -> None:
-        live = self.live
+    def _run_device(self, budget: int, t0: float) -> tuple[int, int]:
+        """Runs of the device loop of at most ``budget`` launches in all: one run, or with
+        progress one per chunk of PROGRESS_CHUNK launches (each exact, so their sum is).
+        Returns (launches, live)."""
+        stream = self._stream()
+        chunk = PROGRESS_CHUNK if self.progress else budget
+        total = 0
+        next_report = t0 + PROGRESS_EVERY
+        while True:
+            k = min(chunk, budget - total)
+            launches, done, live = self.device.run(k, stream)
+            total += int(launches)
+            # As on the host: after every chunk that launched, the last one included.
+            if self.progress and launches > 0 and time.perf_counter() >= next_report:
+                next_report = time.perf_counter() + PROGRESS_EVERY
+                self._report_progress(self.steps + total, int(live))
+            if done or total >= budget:
+                return total, int(live)
+
+    def _report_progress(self, steps: int, live: int) -> None:
         if callable(self.progress):
             self.progress(steps, live)
         else:
-            print(f"eagle.until_done: {steps} steps, {live} of {self.mask.size} samples live", flush=True)
+            print(f"eagle.until_done: {steps} steps, {live} of {self.n} samples live", flush=True)
 
 
-def until_done(items: Sequence[Any], max_steps: int | None = None, progress: bool | Callable[[int, int], Any] = False, target: str = "host", **bindings: Any) -> Runner:
-    """Binds the plans in ``items`` to ``bindings`` and returns a Runner (module docstring).
-    ``progress=True`` prints the step and live count about once a second; a callable gets
-    ``(steps, live)`` instead."""
+def report_of(launches: int, live: int, n: int, elapsed: float) -> Report:
+    """The Report of a run that made ``launches`` launches and left ``live`` of ``n`` samples
+    live (the host loop's result, or the device's from its counter block)."""
+    if not 0 <= live <= n or launches < 0:
+        raise ValueError(f"eagle.until_done: a run cannot leave {live} of {n} samples live after {launches} launches")
+    return Report(int(launches), live == 0, n - live, live, elapsed)
+
+
+def _bind_items(items: Sequence[Any], bindings: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Binds each plan of ``items`` to the ``bindings`` that are its parameters; bound kernels
+    and foreign nodes are taken as they are. Every binding must be used by some plan."""
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        raise TypeError(f"eagle.until_done: items is a list of plans, bound kernels and foreign nodes, got {type(items).__name__}")
     named: list[tuple[str, Any]] = []
     used: set[str] = set()
     for item in items:
@@ -152,11 +242,42 @@ def until_done(items: Sequence[Any], max_steps: int | None = None, progress: boo
     unused = [k for k in bindings if k not in used]
     if unused:
         raise TypeError(f"eagle.until_done: {unused} are not parameters of any kernel in the loop")
-    check_loop(named, target)
+    return named
+
+
+def _loop_mask(named: list[tuple[str, Any]]) -> tuple[Bound, str]:
+    """The first kernel with a Terminated mask and the mask's name."""
+    for _, node in named:
+        if isinstance(node, Bound):
+            for s in node.kernel.slots:
+                if s.kind == "terminated":
+                    return node, s.name
+    raise ValueError("eagle.until_done: no kernel in the loop has a Terminated mask, so nothing says when a sample is done")
+
+
+def until_done(items: Sequence[Any], max_steps: int | None = None, progress: bool | Callable[[int, int], Any] = False,
+               target: str | None = None, **bindings: Any) -> Runner:
+    """Binds the plans in ``items`` to ``bindings`` and returns a Runner (module docstring).
+    ``progress=True`` prints the step and live count about once a second; a callable gets
+    ``(steps, live)`` instead. The loop runs where its plans do (``loop_target``); ``target``
+    ('host' or 'cuda'), when given, is checked against them."""
+    if target is not None and target not in ("host", "cuda"):
+        raise ValueError(f"eagle.until_done: target is 'host' or 'cuda', not {target!r}")
+    planned = loop_target(items)
+    named = _bind_items(items, bindings)
+    check_loop(named, target or planned)
+    if target is not None and target != planned:
+        raise ValueError(f"eagle.until_done: target={target!r}, but the loop's plans are {planned} plans; "
+                         f"build them with eagle.plan.auto(..., targets=({target!r},))")
+    check_loop(named, planned)
     check_nodes(named, "eagle.until_done")
-    masks = [node.arrays[s.name] for _, node in named if isinstance(node, Bound) for s in node.kernel.slots if s.kind == "terminated"]
-    if not masks:
-        raise ValueError("eagle.until_done: no kernel in the loop has a Terminated mask, so nothing says when a sample is done")
+    owner, mask_name = _loop_mask(named)
+    if planned == "cuda":
+        view = owner.views[mask_name]
+        steps = [node._core for _, node in named]
+        device = _core.CudaLoop(steps, int(view.ptr), int(view.shape[0]))
+        return Runner(named, owner.arrays[mask_name], max_steps, progress, device=device, n=int(view.shape[0]))
+    mask = owner.arrays[mask_name]
     fused = None
     plans = [item for item in items if isinstance(item, Plan)]
     if len(named) == 1 and len(plans) == 1:
@@ -166,4 +287,21 @@ def until_done(items: Sequence[Any], max_steps: int | None = None, progress: boo
         fused = fused_plan.bind(**{k: v for k, v in bound.arrays.items() if k != "finished_count"},
                                 **{k: v for k, v in bound.param_values.items() if k not in bound.arrays},
                                 **({"finished_count": bound.arrays["finished_count"]} if "finished_count" in bound.arrays else {}))
-    return Runner(named, masks[0], max_steps, progress, fused)
+    return Runner(named, mask, max_steps, progress, fused)
+
+
+def device_emulation(items: Sequence[Any], variant: str = "batched", max_steps: int | None = None,
+                     progress: bool | Callable[[int, int], Any] = False, **bindings: Any) -> Runner:
+    """The GPU path of ``until_done`` over host plans, on the CPU: the same refusals, the device
+    plan of runtime/loop.hpp (``variant`` 'while' or 'batched') with the device's counting
+    rule, the launches a GPU makes (``runner.device.launches_made``) and the Report made as on
+    a GPU. For tests where no GPU is."""
+    if loop_target(items) != "host":
+        raise ValueError("eagle.loop.device_emulation: runs host plans (on a GPU, call until_done)")
+    named = _bind_items(items, bindings)
+    check_loop(named, "cuda")
+    check_nodes(named, "eagle.until_done")
+    owner, mask_name = _loop_mask(named)
+    mask = owner.arrays[mask_name]
+    device = _core.HostDeviceLoop([node._core for _, node in named], host_runtime(), mask.ctypes.data, mask.size, variant=variant)
+    return Runner(named, mask, max_steps, progress, device=device)
