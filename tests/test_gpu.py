@@ -224,3 +224,45 @@ def test_jax_cuda_handler_reports_a_table_error_at_the_next_call(tmp_path):
     call(jnp.asarray([0.0, 9.0])).block_until_ready()  # the bad call itself does not wait
     with pytest.raises(Exception, match=r"table 'w' index 9 is out of range"):
         call(jnp.asarray([0.0, 1.0])).block_until_ready()
+
+
+@hawk.kernel(steps=1)
+def osc000(dt: Param, c: Param, t_final: Scalar, corr: Scalar, terminated: Terminated,
+           x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
+    # page 000's oscillator (tests/test_graphs.py's osc)
+    vn = v + dt * (-x - c * v + corr * v)
+    x = x + dt * v
+    v = vn
+    tn = t + dt
+    t = tn
+    terminated = tn >= t_final
+
+
+@pytest.mark.parametrize("variant", ["auto", "batched"])
+def test_until_done_on_cuda_plans_matches_the_host(cp, tmp_path, variant, monkeypatch):
+    from raptor_core import _core
+
+    (gpu,) = plans([osc000], tmp_path, "cuda")
+    (host,) = plans([osc000], tmp_path, "host")
+    n = 512
+    rng = np.random.default_rng(0)
+    start = dict(t_final=rng.uniform(0.5, 2.0, n), corr=np.zeros(n), x=rng.normal(size=n), v=np.zeros(n), t=np.zeros(n))
+    hp = {k: a.copy() for k, a in start.items()}
+    dp = {k: cp.asarray(a) for k, a in start.items()}
+    host_runner = eagle.until_done([host], max_steps=400, dt=0.01, c=0.3, terminated=np.zeros(n, bool), **hp)
+    if variant == "batched":  # the fallback of drivers without conditional nodes
+        real = _core.CudaLoop
+        monkeypatch.setattr(_core, "CudaLoop", lambda steps, mask, n: real(steps, mask, n, None, "batched"))
+    runner = eagle.until_done([gpu], max_steps=400, dt=0.01, c=0.3, terminated=cp.zeros(n, bool), **dp)
+    assert runner.target == "cuda"
+    if variant == "auto":
+        want = "while" if eagle.cuda.probe()["driver_version"] >= 12040 else "batched"
+        assert runner.device.variant == want
+    # in pieces, then to the end: the same counts and numbers as the host's
+    for budget in (1, 37, 400):
+        h, d = host_runner.run(max_steps=budget), runner.run(max_steps=budget)
+        assert (d.steps, d.done, d.finished, d.live) == (h.steps, h.done, h.finished, h.live), budget
+    assert runner.steps == host_runner.steps and runner.live == 0
+    for k in ("x", "v", "t"):
+        np.testing.assert_allclose(cp.asnumpy(dp[k]), hp[k], rtol=1e-13, atol=1e-15)
+    np.testing.assert_array_equal(cp.asnumpy(runner.mask), host_runner.mask)
