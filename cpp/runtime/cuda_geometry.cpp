@@ -15,12 +15,11 @@ constexpr size_t kAlign = 256;
 
 size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
-// Entries M of TableSum slot s.
+// Entries M of TableSum slot s: its Table's, which is what the kernel reads
+// (a->table_size[table_of], codegen/cuda_driver.cpp); its own only when it has no Table.
 int64_t table_entries(const KernelEntry& e, const std::vector<int64_t>& sizes, size_t s) {
-  const int64_t own = sizes[s];
-  if (own > 0) return own;
   const int t = e.iface.slot(s).table_of;
-  return t >= 0 ? sizes[static_cast<size_t>(t)] : 0;
+  return t >= 0 ? sizes[static_cast<size_t>(t)] : sizes[s];
 }
 
 }  // namespace

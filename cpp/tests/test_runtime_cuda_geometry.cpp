@@ -113,9 +113,9 @@ TEST(RuntimeCudaGeometry, TableSumPartialsAreCappedByTheBudget) {
   EXPECT_EQ(g.grid, 1u);
   EXPECT_GE(g.scratch_bytes, size_t{1'600'000'000});
 
-  // The TableSum's own size, when given, wins over its table's.
-  sizes[table] = 10;
-  sizes[sum] = 1'000'000;
+  // A TableSum has its Table's M (the kernel reads that one): its own entry is not used.
+  sizes[table] = 1'000'000;
+  sizes[sum] = 10;
   EXPECT_EQ(cuda_geometry(e, n, sizes).grid, 16u);
 
   // Same inputs, same geometry: nothing else is read.
