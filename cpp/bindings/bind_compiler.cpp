@@ -1,17 +1,19 @@
 // raptor_core._core, compiler half: `lower(spec)` (hawk's kernel definition), the Kernel
 // handle (IR text, digests, emitted C++, tangent/adjoint), and KernelError.
-#include <set>
-
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
+
+#include <set>
 
 #include "ad/adjoint.hpp"
 #include "ad/tangent.hpp"
 #include "bindings/bindings.hpp"
 #include "codegen/cpp_emitter.hpp"
 #include "common/error.hpp"
+#include "ir/interp.hpp"
 #include "ir/lower.hpp"
 #include "passes/optimize.hpp"
 #include "passes/trim.hpp"
@@ -112,6 +114,79 @@ std::vector<SlotTuple> slots(const KernelHandle& h) {
   return out;
 }
 
+using Named = std::map<std::string, std::vector<double>>;
+using InterpResult = std::tuple<Named, Named, std::vector<uint8_t>, uint32_t,
+                                std::tuple<int64_t, int64_t, int64_t, int64_t>>;
+
+// The reference interpreter (ir/interp.hpp) over values given by slot name, flattened in C
+// order as eagle binds them: planes (width, N), tables (M, width). Mutable outs and sums
+// start at 0. Returns (outs by name, sums' |contributions| by name, mask, finished, error).
+InterpResult interpret(const KernelHandle& h, int64_t n,
+                       const std::map<std::string, std::vector<double>>& inputs,
+                       const std::vector<uint8_t>& mask, bool zero_finished, bool float32) {
+  const ir::Kernel& k = *h.kernel;
+  ir::InterpBinding b;
+  b.n = n;
+  b.zero_finished = zero_finished;
+  b.float32 = float32;
+  b.slots.resize(k.slots.size());
+  auto input = [&](const ir::Slot& s) -> const std::vector<double>& {
+    const auto it = inputs.find(s.name);
+    if (it == inputs.end())
+      throw nb::key_error(
+          ("interpret: kernel '" + k.name + "' needs a value for '" + s.name + "'").c_str());
+    return it->second;
+  };
+  for (size_t i = 0; i < k.slots.size(); ++i) {
+    const ir::Slot& s = k.slots[i];
+    const size_t w = static_cast<size_t>(s.width);
+    switch (s.kind) {
+      case ir::SlotKind::Param:
+      case ir::SlotKind::Plane:
+      case ir::SlotKind::Table:
+        b.slots[i].in = input(s);
+        break;
+      case ir::SlotKind::Mutable:
+        if (s.inout) b.slots[i].in = input(s);
+        b.slots[i].out.assign(w * static_cast<size_t>(n), 0.0);
+        break;
+      case ir::SlotKind::Terminated:
+        b.mask = mask.empty() ? std::vector<uint8_t>(static_cast<size_t>(n), 0) : mask;
+        break;
+      case ir::SlotKind::ParamSum:
+        b.slots[i].out.assign(w, 0.0);
+        break;
+      case ir::SlotKind::TableSum: {
+        const ir::Slot& t = k.slots[static_cast<size_t>(s.table_of)];
+        const size_t m = input(t).size() / static_cast<size_t>(t.width);
+        b.slots[i].out.assign(m * w, 0.0);
+        break;
+      }
+    }
+  }
+  {
+    nb::gil_scoped_release release;
+    ir::interpret(k, b);
+  }
+  Named outs, sum_abs;
+  for (size_t i = 0; i < k.slots.size(); ++i) {
+    const ir::SlotKind kind = k.slots[i].kind;
+    if (kind == ir::SlotKind::ParamSum || kind == ir::SlotKind::TableSum) {
+      std::vector<double>& a = b.slots[i].sum_abs;
+      if (a.empty()) a.assign(b.slots[i].out.size(), 0.0);
+      sum_abs[k.slots[i].name] = std::move(a);
+    }
+    if (kind == ir::SlotKind::Mutable || kind == ir::SlotKind::ParamSum ||
+        kind == ir::SlotKind::TableSum)
+      outs[k.slots[i].name] = std::move(b.slots[i].out);
+  }
+  return {std::move(outs),
+          std::move(sum_abs),
+          std::move(b.mask),
+          b.finished,
+          {b.error[0], b.error[1], b.error[2], b.error[3]}};
+}
+
 KernelHandle derived(ir::Kernel k) {
   passes::optimize(k);
   ir::verify(k);
@@ -193,7 +268,14 @@ void bind_compiler(nb::module_& m) {
             ir::verify(k);
             return KernelHandle{std::make_shared<const ir::Kernel>(std::move(k))};
           },
-          "The same kernel without the Param, plane and Table inputs no value reads.");
+          "The same kernel without the Param, plane and Table inputs no value reads.")
+      .def("interpret", &interpret, nb::arg("n"), nb::arg("inputs"),
+           nb::arg("mask") = std::vector<uint8_t>(), nb::arg("zero_finished") = false,
+           nb::arg("float32") = false,
+           "Runs the reference interpreter (ir/interp.hpp) on n samples: inputs by slot name, "
+           "flattened in C order (planes (width, n), tables (M, width)); float32: in float "
+           "arithmetic, as a float32 build. Returns (outputs by name, sums' |contributions| "
+           "by name, mask, finished, (error code, slot, index, sample)).");
 
   m.def(
       "nvrtc_check",

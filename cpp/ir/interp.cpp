@@ -70,14 +70,14 @@ class SampleRunner {
         if (slot.kind == SlotKind::Mutable) {
           next[st.slot][st.comp] = x;
         } else if (slot.kind == SlotKind::ParamSum) {
-          if (on) b_.slots[st.slot].out[st.comp] += x;
+          if (on) add(b_.slots[st.slot], st.comp, x);
         } else if (slot.kind == SlotKind::TableSum && on) {
           const int64_t idx = i_[st.index];
           const int64_t m = table_entries(k_, b_, st.slot);
           if (idx < 0 || idx >= m)
             error(st.slot, idx, n);
           else
-            b_.slots[st.slot].out[idx * slot.width + st.comp] += x;
+            add(b_.slots[st.slot], idx * slot.width + st.comp, x);
         }
       }
       state = std::move(next);
@@ -95,6 +95,17 @@ class SampleRunner {
   }
 
  private:
+  static void add(InterpSlot& d, int64_t at, double x) {
+    d.out[at] += x;
+    if (d.sum_abs.size() != d.out.size()) d.sum_abs.assign(d.out.size(), 0.0);
+    d.sum_abs[at] += std::fabs(x);
+  }
+
+  // A loaded or constant value as the build's dtype holds it.
+  double held(double x) const {
+    return b_.float32 ? static_cast<double>(static_cast<float>(x)) : x;
+  }
+
   void error(int slot, int64_t index, int64_t sample) {
     if (b_.error[0] != RAPTOR_OK) return;
     b_.error[0] = RAPTOR_ERR_TABLE_INDEX;
@@ -108,17 +119,17 @@ class SampleRunner {
     const int64_t N = b_.n;
     switch (v.op) {
       case Op::Const:
-        f_[i] = v.imm;
+        f_[i] = held(v.imm);
         i_[i] = v.iimm;
         return;
       case Op::LoadParam:
-        f_[i] = b_.slots[v.slot].in[v.comp];
+        f_[i] = held(b_.slots[v.slot].in[v.comp]);
         return;
       case Op::LoadPlane:
-        f_[i] = b_.slots[v.slot].in[v.comp * N + n];
+        f_[i] = held(b_.slots[v.slot].in[v.comp * N + n]);
         return;
       case Op::LoadState:
-        f_[i] = state[v.slot][v.comp];
+        f_[i] = held(state[v.slot][v.comp]);
         return;
       case Op::LoadMask:
         f_[i] = 0.0;
@@ -138,7 +149,7 @@ class SampleRunner {
           }
           idx = idx < 0 ? 0 : m - 1;
         }
-        f_[i] = b_.slots[v.slot].in[idx * k_.slots[v.slot].width + v.comp];
+        f_[i] = held(b_.slots[v.slot].in[idx * k_.slots[v.slot].width + v.comp]);
         return;
       }
       case Op::Select: {
@@ -148,9 +159,16 @@ class SampleRunner {
         return;
       }
       case Op::ToIndex:
-        i_[i] = passes::to_index(f_[v.args[0]]);
+        i_[i] = b_.float32 ? passes::to_index_f32(static_cast<float>(f_[v.args[0]]))
+                           : passes::to_index(f_[v.args[0]]);
         return;
       default: {
+        if (b_.float32) {
+          float a[3] = {0, 0, 0};
+          for (int j = 0; j < op_arity(v.op); ++j) a[j] = static_cast<float>(f_[v.args[j]]);
+          f_[i] = passes::eval_op_f32(v.op, a, v.iimm);
+          return;
+        }
         double a[3] = {0, 0, 0};
         for (int j = 0; j < op_arity(v.op); ++j) a[j] = f_[v.args[j]];
         f_[i] = passes::eval_op(v.op, a, v.iimm);  // one definition of each operator

@@ -19,6 +19,9 @@
 // - Operators follow jax.numpy: minimum/maximum propagate NaN, sign(0) = 0 (sign(-0) = -0),
 //   PowI is binary exponentiation (lax.integer_pow's order), a negative exponent the
 //   reciprocal; ToIndex is floor (a non-finite or huge value becomes index -1, an error).
+// - `float32` mode computes as a float32 build does: constants, Params and loads rounded to
+//   float, every operator in float arithmetic with the C library's float functions (sinf),
+//   the sums still added in double. The differential tests compare builds with it bitwise.
 #pragma once
 
 #include <cstdint>
@@ -37,9 +40,12 @@ namespace raptor::ir {
 // - ParamSum: out = width values; TableSum: out = M*width values (M of its table); both are
 //   accumulated (+=), never cleared.
 // - Terminated: unused (see InterpBinding::mask).
+// - sum_abs (ParamSum, TableSum): the sum of |contribution|, sized like out: the scale of the
+//   rounding error of a sum added in another order (a build's SIMD and chunked partials).
 struct InterpSlot {
   std::vector<double> in;
   std::vector<double> out;
+  std::vector<double> sum_abs;
 };
 
 struct InterpBinding {
@@ -47,6 +53,7 @@ struct InterpBinding {
   std::vector<InterpSlot> slots;    // one per kernel slot
   std::vector<uint8_t> mask;        // the Terminated plane (n bytes), updated in place
   bool zero_finished = false;       // skipped samples: write 0 into pure outputs
+  bool float32 = false;             // evaluate in float arithmetic (see the header comment)
   uint32_t finished = 0;            // out: samples finished by this call (added to)
   int64_t error[4] = {0, 0, 0, 0};  // first error: code, slot, index, sample (runtime/abi.h)
 };

@@ -12,10 +12,11 @@ namespace {
 
 // Binary exponentiation in the order lax.integer_pow uses, so folded constants and generated
 // code agree with jax.numpy bit for bit; a negative exponent is the reciprocal of the positive.
-double powi(double x, int64_t n) {
-  if (n < 0) return 1.0 / powi(x, -n);
-  if (n == 0) return 1.0;
-  double acc = 0.0;
+template <class T>
+T powi(T x, int64_t n) {
+  if (n < 0) return T(1) / powi(x, -n);
+  if (n == 0) return T(1);
+  T acc = 0;
   bool have = false;
   while (n > 0) {
     if (n & 1) {
@@ -28,40 +29,30 @@ double powi(double x, int64_t n) {
   return acc;
 }
 
-double nan_min(double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+template <class T>
+T nan_min(T a, T b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
   if (a == b) return std::signbit(a) ? a : b;  // min(-0, +0) = -0 in either order, as XLA
   return a < b ? a : b;
 }
 
-double nan_max(double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+template <class T>
+T nan_max(T a, T b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
   if (a == b) return std::signbit(a) ? b : a;  // max(-0, +0) = +0 in either order, as XLA
   return a > b ? a : b;
 }
 
-}  // namespace
-
-int64_t to_index(double x) {
-  const double f = std::floor(x);
-  return (f >= -9.0e18 && f <= 9.0e18) ? static_cast<int64_t>(f) : int64_t{-1};
+template <class T>
+int64_t index_of(T x) {
+  const T f = std::floor(x);
+  return (f >= T(-9.0e18) && f <= T(9.0e18)) ? static_cast<int64_t>(f) : int64_t{-1};
 }
 
-bool foldable(Op op) {
-  switch (op) {
-    case Op::Const:
-    case Op::LoadParam:
-    case Op::LoadPlane:
-    case Op::LoadState:
-    case Op::LoadMask:
-    case Op::LoadTable:
-      return false;
-    default:
-      return true;
-  }
-}
-
-double eval_op(Op op, const double* a, int64_t iimm) {
+// Every operator in the arithmetic of T: the math functions are the C library's for T
+// (std::sin(float) is sinf), as in the generated code.
+template <class T>
+T eval_in(Op op, const T* a, int64_t iimm) {
   switch (op) {
     case Op::Neg:
       return -a[0];
@@ -84,7 +75,7 @@ double eval_op(Op op, const double* a, int64_t iimm) {
     case Op::Floor:
       return std::floor(a[0]);
     case Op::Sign:
-      return (std::isnan(a[0]) || a[0] == 0.0) ? a[0] : (a[0] > 0) - (a[0] < 0);
+      return (std::isnan(a[0]) || a[0] == T(0)) ? a[0] : T((a[0] > 0) - (a[0] < 0));
     case Op::Add:
       return a[0] + a[1];
     case Op::Sub:
@@ -116,18 +107,42 @@ double eval_op(Op op, const double* a, int64_t iimm) {
     case Op::Ne:
       return a[0] != a[1];
     case Op::Not:
-      return a[0] == 0.0;
+      return a[0] == T(0);
     case Op::And:
-      return (a[0] != 0.0) && (a[1] != 0.0);
+      return (a[0] != T(0)) && (a[1] != T(0));
     case Op::Or:
-      return (a[0] != 0.0) || (a[1] != 0.0);
+      return (a[0] != T(0)) || (a[1] != T(0));
     case Op::Select:
-      return a[0] != 0.0 ? a[1] : a[2];
+      return a[0] != T(0) ? a[1] : a[2];
     case Op::ToIndex:
-      return static_cast<double>(to_index(a[0]));
+      return static_cast<T>(index_of(a[0]));
     default:
-      return std::numeric_limits<double>::quiet_NaN();
+      return std::numeric_limits<T>::quiet_NaN();
   }
 }
+
+}  // namespace
+
+int64_t to_index(double x) { return index_of(x); }
+
+int64_t to_index_f32(float x) { return index_of(x); }
+
+bool foldable(Op op) {
+  switch (op) {
+    case Op::Const:
+    case Op::LoadParam:
+    case Op::LoadPlane:
+    case Op::LoadState:
+    case Op::LoadMask:
+    case Op::LoadTable:
+      return false;
+    default:
+      return true;
+  }
+}
+
+double eval_op(Op op, const double* a, int64_t iimm) { return eval_in(op, a, iimm); }
+
+float eval_op_f32(Op op, const float* a, int64_t iimm) { return eval_in(op, a, iimm); }
 
 }  // namespace raptor::passes

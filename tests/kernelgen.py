@@ -1,0 +1,755 @@
+"""Random well-typed hawk kernels, and the differential checks run on them (issue 10 item 5).
+
+Not a test module: tests/test_differential.py (a bounded, seeded run) and
+scripts/fuzz_kernels.py (the long run) use it. Start at ``generate(seed)``, which writes one
+kernel's source text (a small module: imports, ``@hawk.func`` helpers, the kernel), then at
+``check_batch``, which compiles a batch of kernels with their tangents and adjoints in one
+``eagle.plan.auto`` call and runs every check:
+
+1. compiled C++ against the reference interpreter (``Kernel.interpret``, cpp/ir/interp.hpp),
+   both dtypes, for the kernel, its tangent and its adjoint. Planes, the mask and table
+   errors must agree **bitwise**: float64 against the interpreter, float32 against the
+   interpreter's float32 mode (every value rounded to float, each operator in float
+   arithmetic, the C library's float functions as the build calls them), so no operator
+   needs a tolerance, transcendental ones included (same libm, same calls). Sums over samples
+   (ParamSum, TableSum of adjoints) are added in another order by the build (SIMD lanes,
+   chunk partials): they must agree within ``n * 2**-52 * sum|contribution|`` plus one unit
+   in the last place of the output dtype.
+2. the tangent kernel (float64) against central differences of the interpreted kernel, per
+   output element, with steps h and h/4: a mismatch needs the tangent to be off both while
+   the two differences agree with each other; where they disagree a kink or a jump (a
+   comparison, floor, a table index, a termination flipping within h) lies inside the
+   interval, and the element is skipped (counted).
+3. ``<adjoint(ct), t> == <ct, tangent(t)>`` (float64, compiled) to 1e-10 relative to the sum
+   of the terms' magnitudes.
+
+A failure is a ``Mismatch`` holding the seed, the check, what differed and the kernel source.
+"""
+
+from __future__ import annotations
+
+import linecache
+import random
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+MATH_NAMES = (
+    "atan2, clamp, cos, cross, dot, exp, floor, log, maximum, minimum, norm, normalize, sign, "
+    "sin, sqrt, tan, tanh, vec, where"
+)
+
+HEADER = f"""import math
+import hawk
+import hawk.math as hm
+from hawk import Mutable, Param, Scalar, Table, Terminated, Vector
+from hawk.math import ({MATH_NAMES})
+"""
+
+CONSTS = ("0.5", "1.25", "-2.0", "3", "0.75", "-0.5", "2", "1e-3", "(2 ** 3 // 3)", "(-7 % 3)", "float(5 // 2)", "1.5e1")
+
+
+# ---------------------------------------------------------------- the generator
+
+
+@dataclass
+class GenKernel:
+    """One generated kernel: its module source, and what its inputs look like."""
+
+    seed: int
+    name: str
+    source: str
+    table_size: int
+    n: int
+    kernel: Any = None  # the hawk.Kernel once built
+
+    def build(self) -> Any:
+        """Executes the source (registered in linecache, where hawk reads it) and returns the
+        hawk.Kernel; a KernelError propagates."""
+        filename = f"<hawk-fuzz-{self.seed}>"
+        linecache.cache[filename] = (len(self.source), None, self.source.splitlines(True), filename)
+        try:
+            ns: dict[str, Any] = {"__name__": f"hawk_fuzz_{self.seed}"}
+            exec(compile(self.source, filename, "exec"), ns)  # noqa: S102 - our own generated text
+            self.kernel = ns[self.name]
+        finally:
+            linecache.cache.pop(filename, None)
+        return self.kernel
+
+    def report(self) -> str:
+        return f"# seed {self.seed} (tests/kernelgen.py generate({self.seed}))\n{self.source}"
+
+
+class _Gen:
+    """Writes one kernel. Every expression is text in parentheses; scopes hold the names
+    that may be read (scalars, vectors by width, bools)."""
+
+    def __init__(self, seed: int) -> None:
+        self.r = random.Random(seed)
+        self.seed = seed
+        self.m = self.r.choice([1, 3, 5])
+        self.k = self.r.choice([2, 3])  # the width of vector values
+        self.counter = 0
+        self.helpers: list[tuple[str, int, bool]] = []  # (name, arity, returns a pair)
+        self.vhelper: str | None = None  # a helper for scalars and vectors alike
+        self.tables: list[tuple[str, int]] = []  # (name, width: 1 scalar)
+
+    # --- names
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def const(self) -> str:
+        if self.r.random() < 0.5:
+            return repr(round(self.r.uniform(-2.0, 2.0), self.r.choice([1, 2, 3])))
+        return self.r.choice(CONSTS)
+
+    # --- scalar expressions
+    def scal(self, sc: dict, d: int) -> str:
+        r = self.r
+        if d <= 0 or r.random() < 0.1:
+            return self.leaf(sc)
+        a = lambda: self.scal(sc, d - 1)  # noqa: E731
+        c = r.randrange(26)
+        if c < 6:
+            return f"({a()} {r.choice(['+', '-', '*'])} {a()})"
+        if c == 6:
+            b = a()
+            return r.choice([f"({a()} / ({b} * {b} + 1.0))", f"({a()} / (abs({b}) + 0.5))", f"({a()} / {r.choice(['3.0', '-0.7', '2'])})"])
+        if c == 7:
+            return f"({a()} {r.choice(['//', '%'])} {r.choice(['1.5', '2.0', '0.75', '-1.25', '3'])})"
+        if c == 8:
+            x = a()
+            return r.choice([f"({x} ** {r.choice([0, 1, 2, 3, 4, 5])})", f"(({x} * {x} + 0.5) ** -{r.choice([1, 2, 3])})",
+                             f"(({x} * {x} + 0.25) ** {r.choice(['0.5', '1.5', '2.5', '-0.5'])})",
+                             f"(({x} * {x} + 0.5) ** tanh({a()}))"])
+        if c == 9:
+            return r.choice([f"(-{a()})", f"abs({a()})", f"hm.abs({a()})", f"floor({a()})", f"sign({a()})"])
+        if c == 10:
+            x = a()
+            return r.choice([f"sqrt({x} * {x} + 0.5)", f"sqrt(abs({x}))", f"math.sqrt({x} * {x} + 1.0)",
+                             f"exp(tanh({x}))", f"exp(-({x} * {x}))", f"hm.exp(sin({x}))"])
+        if c == 11:
+            x = a()
+            return r.choice([f"log({x} * {x} + 1.0)", f"log(abs({x}) + 1.0)", f"math.log({x} * {x} + 2.0)"])
+        if c == 12:
+            return f"{r.choice(['sin', 'cos', 'tanh', 'math.sin', 'math.cos', 'hm.tanh'])}({a()})"
+        if c == 13:
+            return f"tan({r.choice(['tanh', 'sin'])}({a()}))"
+        if c == 14:
+            b = a()
+            return r.choice([f"atan2({a()}, {b})", f"atan2({a()}, {b} * {b} + 0.1)", f"math.atan2({a()}, 1.5)"])
+        if c == 15:
+            return f"{r.choice(['min', 'max', 'minimum', 'maximum'])}({a()}, {a()})"
+        if c == 16:
+            return r.choice([f"clamp({a()}, -1.0, 1.5)", f"clamp({a()}, {a()}, {a()})"])
+        if c == 17:
+            return f"where({self.cond(sc, d - 1)}, {a()}, {a()})"
+        if c == 18:
+            return f"({a()} if {self.cond(sc, d - 1)} else {a()})"
+        if c == 19 and sc["vec"]:
+            u = self.vect(sc, d - 1)
+            return r.choice([f"norm({u})", f"dot({u}, {self.vect(sc, d - 1)})", f"({u})[{r.randrange(self.k)}]"])
+        if c == 20 and self.tables and not sc.get("in_helper"):
+            return self.table_read(sc, d)
+        if c == 21 and self.helpers:  # in a helper: the earlier helpers
+            name, arity, pair = r.choice(self.helpers)
+            if not pair:
+                return f"{name}({', '.join(a() for _ in range(arity))})"
+        if c == 22 and self.vhelper and not sc.get("in_helper"):
+            return f"{self.vhelper}({a()}, {a()})"
+        if c == 23:
+            return f"({a()} * {self.const()} + {self.const()})"
+        return self.leaf(sc)
+
+    def leaf(self, sc: dict) -> str:
+        r = self.r
+        pool = list(sc["scal"])
+        if sc["vec"] and r.random() < 0.25:
+            return f"{r.choice(sc['vec'])}[{r.randrange(self.k)}]"
+        if not pool or r.random() < 0.15:
+            return self.const()
+        return r.choice(pool)
+
+    def table_read(self, sc: dict, d: int) -> str:
+        r = self.r
+        t, w = r.choice(self.tables)
+        x = self.scal(sc, d - 1)
+        comp = f"[{r.randrange(w)}]" if w > 1 else ""
+        if r.random() < 0.04:  # unguarded: may be out of range, a table error both sides report
+            return f"{t}.at({x} * 2.0){comp}"
+        c = r.randrange(5)
+        if c == 0:
+            return f"{t}.at(clamp({x}, 0.0, {self.m - 1}.0)){comp}"
+        if c == 1:
+            return f"{t}.at({r.randrange(self.m)}){comp}"
+        if c == 2:  # out of range outside the guard: the read is not checked there
+            i = f"({x} * 2.0)"
+            return f"({t}.at({i}){comp} if (0.0 <= {i} and {i} < {self.m}) else {self.scal(sc, d - 1)})"
+        if c == 3:
+            return f"({t}.at(abs({x}) % {self.m}){comp} if abs({x}) < 1e6 else 0.0)"
+        i = f"floor({x} * 3.0)"
+        return f"({self.scal(sc, d - 1)} if ({i} < 0.0 or {i} >= {self.m}) else {t}.at({i}){comp})"
+
+    # --- bools
+    def cond(self, sc: dict, d: int) -> str:
+        r = self.r
+        a = lambda: self.scal(sc, max(d - 1, 0))  # noqa: E731
+        c = r.randrange(10)
+        if c < 4 or d <= 0:
+            return f"({a()} {r.choice(['<', '<=', '>', '>=', '==', '!='])} {a()})"
+        if c == 4:
+            return f"({a()} < {a()} <= {a()})"
+        if c == 5:
+            return f"({self.cond(sc, d - 1)} and {self.cond(sc, d - 1)})"
+        if c == 6:
+            return f"({self.cond(sc, d - 1)} or {self.cond(sc, d - 1)})"
+        if c == 7:
+            return f"(not {self.cond(sc, d - 1)})"
+        if c == 8 and sc["bool"]:
+            return r.choice(sc["bool"])
+        if c == 9 and self.tables and not sc.get("in_helper"):
+            t, w = r.choice(self.tables)
+            i = f"({a()} * 2.0)"
+            comp = "[0]" if w > 1 else ""
+            return f"(0.0 <= {i} and {i} < {self.m} and {t}.at({i}){comp} > 0.0)"
+        return f"(floor({a()}) == {r.choice(['0.0', '1.0', '-1.0'])})"
+
+    # --- vectors (width self.k)
+    def vect(self, sc: dict, d: int) -> str:
+        r = self.r
+        k = self.k
+        if d <= 0 or r.random() < 0.25:
+            if sc["vec"] and r.random() < 0.7:
+                return r.choice(sc["vec"])
+            return f"vec({', '.join(self.scal(sc, 1) for _ in range(k))})"
+        u = lambda: self.vect(sc, d - 1)  # noqa: E731
+        s = lambda: self.scal(sc, d - 1)  # noqa: E731
+        c = r.randrange(12)
+        if c < 3:
+            return f"({u()} {r.choice(['+', '-', '*'])} {u()})"
+        if c == 3:
+            return f"({s()} * {u()})" if r.random() < 0.5 else f"({u()} * {s()})"
+        if c == 4:
+            x = s()
+            return f"({u()} / ({x} * {x} + 1.0))"
+        if c == 5:
+            return f"{r.choice(['sin', 'tanh', 'abs', 'cos'])}({u()})"
+        if c == 6:
+            return f"{r.choice(['minimum', 'maximum'])}({u()}, {r.choice([s(), u()])})"
+        if c == 7:
+            return f"where({self.cond(sc, d - 1)}, {u()}, {u()})"
+        if c == 8:
+            return f"({u()} if {self.cond(sc, d - 1)} else {u()})"
+        if c == 9 and k == 3:
+            return f"cross({u()}, {u()})"
+        if c == 10:
+            return f"normalize({u()} + vec({', '.join(['2.5'] * k)}))"
+        if c == 11 and self.vhelper and not sc.get("in_helper"):
+            return f"{self.vhelper}({u()}, {s()})"
+        vt = [t for t, w in self.tables if w == k]
+        if vt and not sc.get("in_helper"):
+            return f"{r.choice(vt)}.at(clamp({s()}, 0.0, {self.m - 1}.0))"
+        return f"(-{u()})"
+
+    # --- statements
+    def statements(self, sc: dict, lines: list[str], ind: str, count: int, depth: int, nest: int = 0) -> None:
+        r = self.r
+        for _ in range(count):
+            c = r.randrange(14)
+            if c < 5:
+                name = self.fresh("a")
+                lines.append(f"{ind}{name} = {self.scal(sc, depth)}")
+                sc["scal"].append(name)
+            elif c == 5:
+                name = self.fresh("u")
+                lines.append(f"{ind}{name} = {self.vect(sc, depth - 1)}")
+                sc["vec"].append(name)
+            elif c == 6:
+                name = self.fresh("b")
+                lines.append(f"{ind}{name} = {self.cond(sc, depth - 1)}")
+                sc["bool"].append(name)
+            elif c == 7 and sc["own"]:
+                name = r.choice(sc["own"])
+                op = r.choice(["+=", "-=", "*="])
+                rhs = self.scal(sc, depth - 1)
+                if r.random() < 0.2:
+                    op, rhs = "/=", f"({rhs} * {rhs} + 1.0)"
+                lines.append(f"{ind}{name} {op} {rhs}")
+            elif c == 8 and sc["ownvec"]:
+                u = r.choice(sc["ownvec"])
+                lines.append(f"{ind}{u}[{r.randrange(self.k)}] = {self.scal(sc, depth - 1)}")
+            elif c == 9 and nest < 2:
+                self.if_block(sc, lines, ind, depth, nest)
+            elif c == 10 and sc["vec"]:
+                name = self.fresh("a")
+                u = r.choice(sc["vec"])
+                lines.append(f"{ind}{name} = 0.0")
+                lines.append(f"{ind}for i in range({self.k}):")
+                inner = f"{u}[i] * {self.scal(sc, 1)}"
+                if self.tables and not sc.get("in_helper") and r.random() < 0.5:
+                    t, w = r.choice(self.tables)
+                    inner += f" + {t}.at(i % {self.m}){'[0]' if w > 1 else ''}"
+                lines.append(f"{ind}    {name} = {name} + {inner}")
+                sc["scal"].append(name)
+            elif c == 11:
+                x, y = self.fresh("a"), self.fresh("a")
+                pairs = [h for h in self.helpers if h[2]]
+                if pairs and not sc.get("in_helper") and r.random() < 0.6:
+                    h, arity, _ = r.choice(pairs)
+                    args = ", ".join(self.scal(sc, depth - 1) for _ in range(arity))
+                    lines.append(f"{ind}{x}, {y} = {h}({args})")
+                else:
+                    lines.append(f"{ind}{x}, {y} = {self.scal(sc, depth - 1)}, {self.scal(sc, depth - 1)}")
+                sc["scal"] += [x, y]
+            else:
+                name = self.fresh("a")
+                lines.append(f"{ind}{name} = {self.scal(sc, depth)}")
+                sc["scal"].append(name)
+                sc["own"].append(name)
+
+    def if_block(self, sc: dict, lines: list[str], ind: str, depth: int, nest: int) -> None:
+        """if / elif* / else? assigning the same new names in every branch (a default before
+        the if when there is no else)."""
+        r = self.r
+        targets = [self.fresh("a") for _ in range(r.choice([1, 1, 2]))]
+        vtarget = self.fresh("u") if sc["vec"] and r.random() < 0.3 else None
+        has_else = r.random() < 0.6
+        if not has_else:
+            for t in targets:
+                lines.append(f"{ind}{t} = {self.scal(sc, depth - 1)}")
+            if vtarget:
+                lines.append(f"{ind}{vtarget} = {self.vect(sc, depth - 1)}")
+        branches = ["if"] + ["elif"] * r.choice([0, 0, 1, 2]) + (["else"] if has_else else [])
+        for b in branches:
+            head = f"{ind}else:" if b == "else" else f"{ind}{b} {self.cond(sc, depth - 1)}:"
+            lines.append(head)
+            inner = {key: list(v) for key, v in sc.items() if isinstance(v, list)}
+            inner["in_helper"] = sc.get("in_helper", False)
+            self.statements(inner, lines, ind + "    ", r.choice([0, 1, 2]), depth - 1, nest + 1)
+            for t in targets:
+                lines.append(f"{ind}    {t} = {self.scal(inner, depth - 1)}")
+            if vtarget:
+                lines.append(f"{ind}    {vtarget} = {self.vect(inner, depth - 1)}")
+            for out in sc["outs_in_if"]:
+                if r.random() < 0.3:  # an output assigned in some branches only: in-out
+                    lines.append(f"{ind}    {out} = {self.scal(inner, depth - 1)}")
+        sc["scal"] += targets
+        if vtarget:
+            sc["vec"].append(vtarget)
+
+    def uses(self, sc: dict) -> str:
+        """Terms that read the temporaries (so that most of the body reaches an output)."""
+        r = self.r
+        terms = [f" {r.choice(['+', '-'])} {self.const()} * {a}" for a in sc["scal"] if r.random() < 0.7]
+        terms += [f" + where({b}, {self.const()}, 0.0)" for b in sc["bool"] if r.random() < 0.7]
+        terms += [f" + {u}[{r.randrange(self.k)}]" for u in sc["vec"] if r.random() < 0.5]
+        return "".join(terms)
+
+    def helper_defs(self) -> list[str]:
+        r = self.r
+        lines: list[str] = []
+        for h in range(r.choice([0, 1, 1, 2])):
+            name = f"h{h}_{self.seed}"
+            arity = r.choice([1, 2, 3])
+            pair = r.random() < 0.4
+            params = [f"q{j}" for j in range(arity)]
+            sc = {"scal": list(params), "vec": [], "bool": [], "own": [], "ownvec": [], "outs_in_if": [], "in_helper": True}
+            lines += ["@hawk.func", f"def {name}({', '.join(params)}):"]
+            body: list[str] = []
+            self.statements(sc, body, "    ", r.choice([0, 1, 2]), 2)
+            lines += body
+            if pair:
+                lines.append(f"    return {self.scal(sc, 2)}, {self.scal(sc, 2)}")
+            else:
+                lines.append(f"    return {self.scal(sc, 3)}")
+            lines.append("")
+            self.helpers.append((name, arity, pair))
+        if r.random() < 0.3:
+            self.vhelper = f"hv_{self.seed}"
+            lines += ["@hawk.func", f"def {self.vhelper}(u, s):", "    return u * s + u / (s * s + 1.0)", ""]
+        return lines
+
+    def kernel(self) -> GenKernel:
+        r = self.r
+        name = f"fz_{self.seed}"
+        steps = r.choice([1, 1, 1, 2, 3]) if r.random() < 0.8 else 1
+        mask = steps > 1 and r.random() < 0.7 or r.random() < 0.2
+        nx = r.choice([1, 2, 3])
+        params: list[str] = [f"x{j}: Scalar" for j in range(nx)]
+        sc: dict[str, Any] = {"scal": [f"x{j}" for j in range(nx)], "vec": [], "bool": [], "own": [], "ownvec": [], "outs_in_if": []}
+        if r.random() < 0.5:
+            params.append(f"v: Vector[{self.k}]")
+            sc["vec"].append("v")
+        for j in range(r.choice([0, 1, 2])):
+            params.append(f"p{j}: Param")
+            sc["scal"].append(f"p{j}")
+        if r.random() < 0.5:
+            w = r.choice([1, self.k])
+            params.append(f"tb: Table[{'Scalar' if w == 1 else f'Vector[{w}]'}]")
+            self.tables.append(("tb", w))
+        helpers = self.helper_defs()
+        outs = ["y0"] + (["y1"] if r.random() < 0.4 else [])
+        params += [f"{o}: Mutable[Scalar]" for o in outs]
+        state = steps > 1 or r.random() < 0.3
+        if state:  # an in-out plane, read before it is written
+            params.append("s: Mutable[Scalar]")
+            sc["scal"].append("s")
+        wvec = r.random() < 0.3
+        winout = wvec and r.random() < 0.5
+        if wvec:
+            params.append(f"w: Mutable[Vector[{self.k}]]")
+            if winout:
+                sc["vec"].append("w")
+        if mask:
+            params.append("done: Terminated")
+        sc["outs_in_if"] = [o for o in outs[1:]]
+        lines = [f"@hawk.kernel(steps={steps})" if steps > 1 else "@hawk.kernel", f"def {name}({', '.join(params)}):"]
+        depth = r.choice([2, 3, 3, 4])
+        body: list[str] = []
+        self.statements(sc, body, "    ", r.choice([1, 2, 3, 4, 5]), depth)
+        lines += body
+        lines.append(f"    y0 = {self.scal(sc, depth)}{self.uses(sc)}")
+        if len(outs) > 1 and (r.random() < 0.7 or "    y1 = " not in "\n".join(body)):
+            lines.append(f"    y1 = {self.scal(sc, depth)}")
+        if wvec:
+            if winout and r.random() < 0.5:
+                lines.append(f"    w[{r.randrange(self.k)}] = {self.scal(sc, depth - 1)}")
+            else:
+                lines.append(f"    w = {self.vect(sc, depth - 1)}")
+        if state:
+            lines.append(f"    s = s + 0.25 * tanh({self.scal(sc, depth - 1)})")
+        if mask:
+            c = self.cond(sc, 1) if r.random() < 0.5 else f"(s > {r.choice(['0.5', '1.0', '-0.25'])})" if state else self.cond(sc, 1)
+            if r.random() < 0.3:
+                lines.append(f"    if {self.cond(sc, 1)}:")
+                lines.append(f"        done = {c}")
+            else:
+                lines.append(f"    done = {c}")
+        source = HEADER + f"\nM = {self.m}\n\n" + "\n".join(helpers) + "\n" + "\n".join(lines) + "\n"
+        return GenKernel(self.seed, name, source, self.m, r.choice([1, 7, 37, 70]))
+
+
+def generate(seed: int) -> GenKernel:
+    """The kernel of ``seed`` (the same text for the same seed)."""
+    return _Gen(seed).kernel()
+
+
+# ---------------------------------------------------------------- running kernels
+
+
+def _shape(slot: Any, n: int, m: int) -> tuple[int, ...]:
+    if slot.kind in ("table", "table_sum"):
+        return (m, slot.width) if slot.is_vector else (m,)
+    if slot.kind == "param_sum":
+        return (slot.width,)
+    return (slot.width, n) if slot.is_vector else (n,)
+
+
+def float_inputs(kernel: Any) -> list[str]:
+    """The inputs derivatives can be taken with respect to (planes, Params, Tables, in-out
+    Mutables)."""
+    return [s.name for s in kernel.slots if s.kind in ("plane", "param", "table") or (s.kind == "mutable" and s.inout)]
+
+
+def outputs_of(kernel: Any) -> list[str]:
+    return [s.name for s in kernel.slots if s.kind == "mutable"]
+
+
+def make_values(kernel: Any, n: int, m: int, rng: np.random.Generator) -> dict[str, Any]:
+    """Random inputs for every input slot of a primal kernel (float64; the mask as bool)."""
+    out: dict[str, Any] = {}
+    for s in kernel.slots:
+        if s.kind == "param":
+            out[s.name] = float(rng.uniform(-1.5, 1.5))
+        elif s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout):
+            out[s.name] = rng.standard_normal(_shape(s, n, m))
+        elif s.kind == "terminated":
+            out[s.name] = rng.random(n) < 0.2
+    return out
+
+
+def direction(kernel: Any, values: dict[str, Any], names: Iterable[str], rng: np.random.Generator) -> dict[str, Any]:
+    return {w: (float(rng.standard_normal()) if np.ndim(values[w]) == 0 else rng.standard_normal(np.shape(values[w]))) for w in names}
+
+
+def roles(kernel: Any, role: str) -> dict[str, str]:
+    """{primal name: slot name} of a derived kernel's slots with `role` ('t' or 'c')."""
+    return {prim: s.name for s, (r, prim) in zip(kernel.slots, kernel._core.slot_roles()) if r == role}
+
+
+@dataclass
+class Run:
+    """The results of one run: every output and sum (float64, flattened), the final mask and
+    the table error (None, or (slot name, index, sample) where known)."""
+
+    outs: dict[str, np.ndarray]
+    mask: np.ndarray | None
+    error: Any
+    sum_abs: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def interpret(kernel: Any, n: int, m: int, values: dict[str, Any], float32: bool = False) -> Run:
+    """The reference interpreter over `values` (as the build of that dtype would read them)."""
+    ins: dict[str, list[float]] = {}
+    mask: list[int] = []
+    for s in kernel.slots:
+        if s.kind == "terminated":
+            mask = [int(b) for b in np.asarray(values[s.name], bool)]
+        elif s.kind == "param":
+            ins[s.name] = [float(values[s.name])]
+        elif s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout):
+            a = np.asarray(values[s.name], np.float64)
+            if float32:
+                a = a.astype(np.float32).astype(np.float64)
+            ins[s.name] = a.reshape(-1).tolist()
+    outs, sum_abs, mask_out, _finished, err = kernel._core.interpret(n, ins, mask, False, float32)
+    error = None
+    if err[0] != 0:
+        error = (kernel.slots[err[1]].name, err[2], err[3])
+    has_mask = any(s.kind == "terminated" for s in kernel.slots)
+    return Run({k: np.asarray(v, np.float64) for k, v in outs.items()}, np.asarray(mask_out, bool) if has_mask else None,
+               error, {k: np.asarray(v, np.float64) for k, v in sum_abs.items()})
+
+
+def launch(plan: Any, n: int, m: int, values: dict[str, Any], dtype: Any) -> Run:
+    """The compiled plan over copies of `values` in `dtype` (outputs and sums zeroed)."""
+    k = plan.kernel
+    arrays: dict[str, Any] = {}
+    for s in k.slots:
+        if s.kind == "param":
+            arrays[s.name] = float(values[s.name])
+        elif s.kind == "terminated":
+            arrays[s.name] = np.array(values[s.name], bool)
+        elif s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout):
+            arrays[s.name] = np.array(values[s.name], dtype)
+        else:
+            arrays[s.name] = np.zeros(_shape(s, n, m), dtype)
+    error = None
+    try:
+        plan.bind(**arrays).launch()
+    except RuntimeError as err:
+        error = str(err)
+    outs = {s.name: np.asarray(arrays[s.name], np.float64).reshape(-1) for s in k.slots if s.kind in ("mutable", "param_sum", "table_sum")}
+    mask = next((arrays[s.name] for s in k.slots if s.kind == "terminated"), None)
+    return Run(outs, mask, error)
+
+
+# ---------------------------------------------------------------- the checks
+
+
+@dataclass
+class Mismatch:
+    """One failed check: enough to reproduce it (the seed, the kernel source)."""
+
+    seed: int
+    check: str
+    detail: str
+    source: str
+
+    def __str__(self) -> str:
+        return f"MISMATCH seed={self.seed} check={self.check}: {self.detail}\n--- kernel source (seed {self.seed}) ---\n{self.source}"
+
+
+@dataclass
+class Stats:
+    kernels: int = 0
+    runs_compared: int = 0
+    fd_elements: int = 0
+    fd_skipped: int = 0  # elements near a kink or a jump, or not finite
+    adjoint_checked: int = 0
+    adjoint_skipped: int = 0  # not finite
+    table_errors: int = 0  # runs where both sides reported the same table error
+    mismatches: list[Mismatch] = field(default_factory=list)
+
+    def add(self, other: "Stats") -> None:
+        for f in ("kernels", "runs_compared", "fd_elements", "fd_skipped", "adjoint_checked", "adjoint_skipped", "table_errors"):
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+        self.mismatches += other.mismatches
+
+    def summary(self) -> str:
+        return (f"{self.kernels} kernels, {self.runs_compared} compiled runs compared with the interpreter, "
+                f"{self.fd_elements} tangent elements against differences ({self.fd_skipped} skipped near kinks), "
+                f"{self.adjoint_checked} adjoint identities ({self.adjoint_skipped} not finite), "
+                f"{self.table_errors} table errors agreed, {len(self.mismatches)} mismatches")
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return ((a == b) & (np.signbit(a) == np.signbit(b))) | (np.isnan(a) & np.isnan(b))
+
+
+def compare(kernel: Any, got: Run, want: Run, n: int, dtype: Any) -> str | None:
+    """Why a compiled run differs from the interpreter's, or None."""
+    if (got.error is None) != (want.error is None):
+        return f"table error: compiled {got.error!r}, interpreter {want.error!r}"
+    if want.error is not None:
+        tname = str(want.error[0])
+        if tname not in str(got.error):
+            return f"table error names another table: compiled {got.error!r}, interpreter {want.error!r}"
+        return None  # outputs after an error are not specified beyond the error
+    if (got.mask is None) != (want.mask is None) or (got.mask is not None and not np.array_equal(got.mask, want.mask)):
+        return f"mask: compiled {got.mask}, interpreter {want.mask}"
+    for s in kernel.slots:
+        if s.name not in want.outs:
+            continue
+        a, b = got.outs[s.name], want.outs[s.name]
+        if a.shape != b.shape:
+            return f"{s.name}: {a.size} values, interpreter {b.size}"
+        if s.kind == "mutable":
+            bad = ~_same_bits(a, b)
+        else:  # a sum, added in another order
+            ulp = np.spacing(np.abs(b).astype(dtype)).astype(np.float64)
+            tol = (n + 1) * 2.0 ** -52 * want.sum_abs.get(s.name, np.zeros_like(b)) + ulp
+            bad = ~((np.abs(a - b) <= tol) | _same_bits(a, b))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            return (f"{s.name}[{i}] ({np.dtype(dtype).name}): compiled {a[i]!r}, interpreter {b[i]!r} "
+                    f"({int(bad.sum())} of {a.size} differ)")
+    return None
+
+
+def _perturb(values: dict[str, Any], t: dict[str, Any], h: float) -> dict[str, Any]:
+    out = dict(values)
+    for w, tw in t.items():
+        out[w] = np.asarray(values[w], np.float64) + h * np.asarray(tw)
+        if np.ndim(out[w]) == 0:
+            out[w] = float(out[w])
+    return out
+
+
+FD_H = 1e-6
+FD_RTOL = 1e-5
+ADJ_RTOL = 1e-10
+
+
+def check_tangent(g: GenKernel, k: Any, tdot: dict[str, np.ndarray], values: dict[str, Any], t: dict[str, Any], st: Stats) -> None:
+    """Tangent outputs against central differences of the interpreted primal (steps h, h/4)."""
+    n, m = g.n, g.table_size
+    runs = {h: interpret(k, n, m, _perturb(values, t, h)) for h in (FD_H, -FD_H, FD_H / 4, -FD_H / 4)}
+    base = interpret(k, n, m, values)
+    if any(r.error is not None for r in runs.values()) or base.error is not None:
+        return  # a perturbed point reads a table out of range: no differences there
+    for out in outputs_of(k):
+        fd1 = (runs[FD_H].outs[out] - runs[-FD_H].outs[out]) / (2 * FD_H)
+        fd2 = (runs[FD_H / 4].outs[out] - runs[-FD_H / 4].outs[out]) / (FD_H / 2)
+        tan = tdot[out]
+        f0 = base.outs[out]
+        finite = np.isfinite(fd1) & np.isfinite(fd2) & np.isfinite(tan) & np.isfinite(f0)
+        tol = lambda fd: FD_RTOL * (np.abs(fd) + np.abs(tan)) + 1e-7 * (1.0 + np.abs(f0))  # noqa: E731
+        with np.errstate(invalid="ignore"):
+            ok = (np.abs(tan - fd1) <= tol(fd1)) | (np.abs(tan - fd2) <= tol(fd2))
+            smooth = np.abs(fd1 - fd2) <= tol(fd1)
+        st.fd_elements += int(finite.sum())
+        st.fd_skipped += int((finite & ~ok & ~smooth).sum()) + int((~finite).sum())
+        bad = finite & ~ok & smooth
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            st.mismatches.append(Mismatch(g.seed, "tangent-vs-differences",
+                                          f"d{out}[{i}]: tangent {tan[i]!r}, differences {fd1[i]!r} (h) {fd2[i]!r} (h/4), "
+                                          f"value {f0[i]!r}; direction seed in values", g.report()))
+            return
+
+
+def check_adjoint(g: GenKernel, tdot: dict[str, np.ndarray], bars: dict[str, np.ndarray], t: dict[str, Any], ct: dict[str, Any], st: Stats) -> None:
+    lhs = scale = 0.0
+    for w, tw in t.items():
+        prod = bars[w] * np.asarray(tw, np.float64).reshape(-1)
+        lhs += float(prod.sum())
+        scale += float(np.abs(prod).sum())
+    rhs = 0.0
+    for o, c in ct.items():
+        prod = np.asarray(c, np.float64).reshape(-1) * tdot[o]
+        rhs += float(prod.sum())
+        scale += float(np.abs(prod).sum())
+    if not (np.isfinite(lhs) and np.isfinite(rhs) and np.isfinite(scale)):
+        st.adjoint_skipped += 1
+        return
+    st.adjoint_checked += 1
+    if abs(lhs - rhs) > ADJ_RTOL * max(scale, 1e-300):
+        st.mismatches.append(Mismatch(g.seed, "adjoint-identity",
+                                      f"<adjoint(ct), t> = {lhs!r}, <ct, tangent(t)> = {rhs!r}, scale {scale!r}", g.report()))
+
+
+def check_batch(seeds: Iterable[int], cache_dir: str | None, checks: tuple[str, ...] = ("interp", "tangent", "adjoint"),
+                compiled: bool = True) -> Stats:
+    """Generates, builds and checks the kernels of `seeds`: all of them, their tangents and
+    adjoints in one eagle.plan.auto call (one translation unit) into `cache_dir`.
+
+    compiled=False checks the IR only (no C++ build): the tangent and adjoint kernels are run
+    by the interpreter, for the derivative checks; "interp" is then ignored."""
+    import eagle.plan
+
+    st = Stats()
+    items = []
+    for seed in seeds:
+        g = generate(seed)
+        try:
+            k = g.build()
+            wrt = float_inputs(k)
+            tk = k.tangent(wrt, with_primal=bool(seed % 2))
+            ak = k.adjoint(wrt)
+        except Exception as err:  # every generated kernel is in the language: a refusal is a bug
+            st.mismatches.append(Mismatch(seed, "compile", f"{type(err).__name__}: {err}", g.report()))
+            continue
+        items.append((g, k, tk, ak, wrt))
+    kernels = [x for g, k, tk, ak, _ in items for x in (k, tk, ak)]
+    plans: list[Any] = [None] * len(kernels)
+    if compiled and kernels:
+        plans = eagle.plan.auto(kernels, cache_dir=cache_dir)
+    for j, (g, k, tk, ak, wrt) in enumerate(items):
+        st.kernels += 1
+        pk, ptk, pak = plans[3 * j: 3 * j + 3]
+        try:
+            _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st, checks)
+        except Exception as err:  # a crash of the harness or of a launch is reported, not raised
+            st.mismatches.append(Mismatch(g.seed, "exception", f"{type(err).__name__}: {err}", g.report()))
+    return st
+
+
+def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks) -> None:
+    n, m = g.n, g.table_size
+    rng = np.random.default_rng(g.seed)
+    values = make_values(k, n, m, rng)
+    t = direction(k, values, wrt, rng)
+    outs = outputs_of(k)
+    ct = {o: rng.standard_normal(np.shape(values[o]) if o in values else _shape(k.slot(o), n, m)) for o in outs}
+    tn, cn = roles(tk, "t"), roles(ak, "c")
+    tvals = dict(values)
+    for w, tw in t.items():
+        tvals[tn[w]] = tw
+    avals = dict(values)
+    for o, c in ct.items():
+        avals[cn[o]] = c
+    runs64 = {}
+    for kern, plan, vals, what in ((k, pk, values, "kernel"), (tk, ptk, tvals, "tangent"), (ak, pak, avals, "adjoint")):
+        if plan is None:  # the IR only
+            runs64[what] = interpret(kern, n, m, vals)
+            continue
+        for dtype in (np.float64, np.float32):
+            got = launch(plan, n, m, vals, dtype)
+            if dtype is np.float64:
+                runs64[what] = got
+            if "interp" not in checks:
+                continue
+            want = interpret(kern, n, m, vals, float32=dtype is np.float32)
+            st.runs_compared += 1
+            if want.error is not None and got.error is not None:
+                st.table_errors += 1
+            why = compare(kern, got, want, n, dtype)
+            if why:
+                st.mismatches.append(Mismatch(g.seed, f"compiled-vs-interpreter ({what})", why, g.report()))
+                return
+    if runs64["kernel"].error is not None or runs64["tangent"].error is not None or runs64["adjoint"].error is not None:
+        return
+    tdot = {o: runs64["tangent"].outs[tn[o]] for o in outs}
+    if tk.slots and any(r == "p" and s.kind == "mutable" for s, (r, _) in zip(tk.slots, tk._core.slot_roles())):
+        for o in outs:  # the tangent's primal outputs are the kernel's
+            if not _same_bits(runs64["tangent"].outs[o], runs64["kernel"].outs[o]).all():
+                st.mismatches.append(Mismatch(g.seed, "tangent-primal", f"{o}: tangent kernel's primal output differs from the kernel's", g.report()))
+                return
+    if "tangent" in checks:
+        check_tangent(g, k, tdot, values, t, st)
+    if "adjoint" in checks:
+        bars = {w: runs64["adjoint"].outs[cn[w]] for w in wrt}
+        check_adjoint(g, tdot, bars, t, ct, st)
