@@ -102,18 +102,23 @@ def test_001_s6_definitions(p001s6):
 def test_001_s6_weights_after_build(p001s6):
     assert p001s6.run(2) == ["a launch after the build sees the new weights: True"]
     ns = p001s6.ns
-    np.testing.assert_allclose(ns["y"], 6 * np.tanh(0.7 * ns["x"]) + 1.5, rtol=1e-15)
+    to_np = ns["to_np"]  # on a GPU the page's planes are CuPy arrays
+    np.testing.assert_allclose(to_np(ns["y"]), 6 * np.tanh(0.7 * to_np(ns["x"])) + 1.5, rtol=1e-15)
     assert len(ns["g"].record) == 1
 
 
 def test_001_s6_gradient_through_the_jax_node(p001s6):
     assert p001s6.run(3) == ["d y / d x through your JAX step: True"]
     ns = p001s6.ns
-    x = ns["x"]
+    to_np = ns["to_np"]  # on a GPU the page's planes and gradients are CuPy arrays
+    x = to_np(ns["x"])
     want = 6 * 0.7 * (1 - np.tanh(0.7 * x) ** 2)
-    np.testing.assert_allclose(ns["grads"]["x"], want, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(to_np(ns["grads"]["x"]), want, rtol=1e-14, atol=0)
     # the table's cotangent is a sum over samples: d sum(y) / d w = (sum z, n)
-    np.testing.assert_allclose(ns["grads"]["w"], [np.tanh(0.7 * x).sum(), 8.0], rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(to_np(ns["grads"]["w"]), [np.tanh(0.7 * x).sum(), 8.0], rtol=1e-14, atol=1e-15)
+    if ns["gpu"]:  # the record and the sweep stayed on the device
+        assert ns["g"].schedule == ("eager_stream", "record_stream")
+        assert all(hasattr(a, "__cuda_array_interface__") for launch in ns["g"].record.launches for nl in launch for a in nl.saved.values())
 
 
 # ------------------------------------------------------------------------------------------------
@@ -444,3 +449,25 @@ def test_reverse_leaves_user_arrays_alone(plans):
     again = eagle.diff.reverse(g.record, {"osc.x": seed})
     for k in ("x", "v", "corr", "osc.dt", "osc.c"):
         np.testing.assert_array_equal(again[k], grads[k])
+
+
+def test_adjoint_plans_are_cached_per_cache_directory(tmp_path):
+    """Two cache directories in one process never share an adjoint plan: each sweep's adjoint
+    is built into (and loaded from) its primal plan's directory; a second sweep reuses it."""
+    n = 4
+    found = []
+    for d in (tmp_path / "a", tmp_path / "b"):
+        (plan,) = eagle.plan.auto([lin], cache_dir=d)
+        g = eagle.Graph().add(plan.bind(w=2.0, z=np.full(n, 3.0), y=np.zeros(n)), name="lin").build(record=True)
+        g.launch()
+        for _ in range(2):
+            grads = eagle.diff.reverse(g.record, {"lin.y": np.ones(n)})
+            np.testing.assert_array_equal(grads["z"], np.full(n, 2.0))
+            assert grads["lin.w"] == 3.0 * n
+        mine = [(key, p) for key, p in eagle.diff._adjoint_plans.items() if key[3] == str(d)]
+        assert len(mine) == 1
+        key, adj = mine[0]
+        assert key[:3] == (plan.kernel.digest("float64"), ("w", "z"), "host")
+        assert adj.cache_dir == str(d) and adj.info["so_path"].startswith(str(d))
+        found.append(key)
+    assert found[0][:3] == found[1][:3] and found[0] != found[1]

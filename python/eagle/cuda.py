@@ -369,10 +369,12 @@ class CudaBound(Bound):
     On the GPU an active set is the mask itself: every sample's thread runs and a finished one
     keeps its values, so ``reset_active`` has nothing to rebuild."""
 
-    def __init__(self, plan: Any, core: Any, lay: Layout) -> None:
-        super().__init__(plan, core, lay.dtype, lay.n, {k: v.owner for k, v in lay.arrays.items()}, lay.param_values)
+    def __init__(self, plan: Any, core: Any, lay: Layout, values: Mapping[str, Any]) -> None:
+        # ``arrays`` are the user's objects (what graphs, records and reverse sweeps see as the
+        # planes); ``views`` keep what each was read through alive (a DLPack capsule).
+        super().__init__(plan, core, lay.dtype, lay.n, {k: values[k] for k in lay.arrays}, lay.param_values)
         self.device = lay.device
-        self.views = lay.arrays  # name -> DeviceArray (pointers, shapes)
+        self.views = lay.arrays  # name -> DeviceArray (pointers, shapes, owners)
 
     def launch(self, stream: Any = None) -> None:  # type: ignore[override]
         """Enqueues one launch on ``stream`` (default: ``current_stream()``); never waits."""
@@ -403,4 +405,4 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> C
     lay = layout(plan.kernel, values)
     entry = plan.entry(lay.dtype)
     core = _core.CudaBound.make(entry, lay.n, lay.ins, lay.outs, lay.params, lay.param_ptrs, lay.sizes, lay.mask, lay.mask, lay.finished, zero_finished, lay.device)
-    return CudaBound(plan, core, lay)
+    return CudaBound(plan, core, lay, values)

@@ -14,7 +14,9 @@ stream waits for its result (DLPack on the consumer's stream), copies it into th
 ``opaque(fn)`` is ``'opaque_stream'`` (fn is called with eagle's stream current in CuPy) and
 ``opaque(fn, eager=True)`` is ``'opaque_host'`` (the host waits for the stream first).
 ``launch`` never waits for the GPU (except before an 'opaque_host' node);
-``synchronize()`` waits and raises a pending kernel error.
+``synchronize()`` waits and raises a pending kernel error. A graph built with ``record=True``
+(eagle/record.py) launches its kernels one by one on the stream ('record_stream'), each after
+the record's device-to-device copies of the planes it overwrites.
 
 Rules checked at build (each refusal names the nodes and the plane):
 - a plane is written by at most one node of a graph (a second writer would silently win);
@@ -25,7 +27,8 @@ Nodes run strictly in order, so a node reading a plane that a later node writes 
 previous launch's value.
 
 Foreign nodes (``opaque`` here, ``eagle.frameworks.jax.node``) share one protocol: ``kind``,
-``reads`` and ``writes`` (name -> array), ``runs_on_host`` and ``run()``.
+``reads`` and ``writes`` (name -> array), ``runs_on_host`` and ``run()`` (eagle/nodes.py, with
+``plane_key``, ``node_planes`` and ``copy_results``, which graph, record and diff share).
 """
 
 from __future__ import annotations
@@ -36,70 +39,42 @@ import numpy as np
 
 from raptor_core import _core
 
+from eagle.arrays import for_target
 from eagle.binding import Bound
+from eagle.nodes import copy_results, is_foreign_node, node_kind, node_planes, plane_key, result_values
+from eagle.record import Record, run_on_host
 from eagle.runtime import host_runtime
 
+# plane_key, node_planes, copy_results and node_kind live in eagle.nodes; they stay importable from here.
 __all__ = ["Graph", "BuiltGraph", "OpaqueNode", "copy_results", "node_kind", "opaque", "plane_key", "node_planes", "segments"]
-
-
-def plane_key(arr: Any) -> tuple:
-    """Identity of a plane: the memory it occupies (two views of one buffer are one plane),
-    on the host or on a GPU."""
-    if not isinstance(arr, np.ndarray) and hasattr(arr, "__cuda_array_interface__"):
-        from eagle import cuda
-
-        v = cuda.view(arr)
-        return ("cuda", v.device, v.ptr, v.nbytes, v.dtype.str)
-    a = np.asarray(arr)
-    return (a.__array_interface__["data"][0], a.nbytes, a.dtype.str)
-
-
-def node_kind(node: Any) -> str:
-    """'kernel' (a bound launch), 'jax' (eagle.frameworks.jax.node), or a foreign node's own
-    kind ('opaque_stream', 'opaque_host')."""
-    if isinstance(node, Bound):
-        return "kernel"
-    if type(node).__name__ == "JaxNode" and type(node).__module__ == "eagle.frameworks.jax":
-        return "jax"
-    return str(node.kind)
 
 
 _SCHEDULE_OF = {"jax": "eager_stream", "opaque_host": "opaque_host", "opaque_stream": "opaque_stream"}
 
 
-def segments(kinds: list[str], target: str) -> list[tuple[str, list[int]]]:
+def segments(kinds: list[str], target: str, record: bool = False) -> list[tuple[str, list[int]]]:
     """How a graph of nodes of these kinds (``node_kind``) runs on ``target``: a list of
     (schedule entry, node indices). On the host: one ``'host'`` segment of every node. On
     'cuda': runs of consecutive kernels are ``'capture'`` segments; every other node is its own
-    segment ('eager_stream' for JAX, 'opaque_stream' or 'opaque_host' for opaque nodes)."""
+    segment ('eager_stream' for JAX, 'opaque_stream' or 'opaque_host' for opaque nodes). With
+    ``record`` (a graph built with record=True) a run of kernels is ``'record_stream'``: each
+    kernel is launched on the stream after the record's device-to-device copies of the planes
+    it overwrites (a captured graph would replay the copies into the same buffers)."""
     if target != "cuda":
         return [("host", list(range(len(kinds))))]
+    kernels = "record_stream" if record else "capture"
     out: list[tuple[str, list[int]]] = []
     for i, k in enumerate(kinds):
         if k == "kernel":
-            if out and out[-1][0] == "capture":
+            if out and out[-1][0] == kernels:
                 out[-1][1].append(i)
             else:
-                out.append(("capture", [i]))
+                out.append((kernels, [i]))
         elif k in _SCHEDULE_OF:
             out.append((_SCHEDULE_OF[k], [i]))
         else:
             raise ValueError(f"eagle graph: unknown node kind {k!r}")
     return out
-
-
-def copy_results(result: Any, writes: Mapping[str, np.ndarray], who: str) -> None:
-    """Copies a foreign node's result (one value, or a tuple in the order of ``writes``) into
-    its write planes, checking the count and each shape; ``who`` names the node's function in
-    the messages (e.g. "eagle.graph.opaque node: fn")."""
-    outs = result if isinstance(result, (tuple, list)) else (result,)
-    if len(outs) != len(writes):
-        raise ValueError(f"{who} returned {len(outs)} value(s) for {len(writes)} write plane(s) {list(writes)}")
-    for (name, dst), value in zip(writes.items(), outs):
-        src = np.asarray(value)
-        if src.shape != dst.shape:
-            raise ValueError(f"{who} returned shape {src.shape} for write plane '{name}', which has shape {dst.shape}")
-        np.copyto(dst, src, casting="same_kind")
 
 
 class OpaqueNode:
@@ -141,13 +116,6 @@ def opaque(fn: Callable[..., Any], reads: Mapping[str, Any] | None = None, write
     return OpaqueNode(fn, reads or {}, writes or {}, eager)
 
 
-def node_planes(node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(reads, writes), name -> array, of a kernel or foreign node."""
-    if isinstance(node, Bound):
-        return node.reads(), node.writes()
-    return dict(node.reads), dict(node.writes)
-
-
 class Graph:
     """A builder: add nodes in launch order, then ``build()``."""
 
@@ -169,14 +137,15 @@ class Graph:
 
     def add_node(self, node: Any, name: str | None = None) -> "Graph":
         """Appends a foreign node (``eagle.graph.opaque`` or ``eagle.frameworks.jax.node``)."""
-        if not all(hasattr(node, a) for a in ("run", "kind", "reads", "writes")):
+        if not is_foreign_node(node):
             raise TypeError(f"eagle.Graph.add_node takes a foreign node (eagle.graph.opaque or eagle.frameworks.jax.node), got {type(node).__name__}")
         self._nodes.append((self._name(name, node.kind), node))
         return self
 
     def build(self, record: bool = False) -> "BuiltGraph":
         """Checks the rules of the module docstring and fixes the nodes into a launchable graph.
-        ``record=True`` keeps what ``eagle.diff.reverse`` needs (see eagle/record.py)."""
+        ``record=True`` keeps what ``eagle.diff.reverse`` needs (see eagle/record.py), on the
+        host or, for a graph of CUDA plans, on the device."""
         if not self._nodes:
             raise ValueError("eagle.Graph.build: the graph has no nodes")
         check_nodes(self._nodes, "eagle.Graph.build")
@@ -211,25 +180,20 @@ class BuiltGraph:
 
     def __init__(self, nodes: list[tuple[str, Any]], record: bool) -> None:
         self.nodes = nodes
-        self.record = None
-        if record:
-            from eagle.record import Record
-
-            self.record = Record(nodes)
         self._kernels_only = all(isinstance(node, Bound) for _, node in nodes)
         self._seq = [node._core for _, node in nodes if isinstance(node, Bound)]
         self.target = _graph_target(nodes)
-        self._segments = segments([node_kind(node) for _, node in nodes], self.target)
+        self.record = Record(nodes, for_target(self.target)) if record else None
+        self._segments = segments([node_kind(node) for _, node in nodes], self.target, record)
         self._device = None
         if self.target == "cuda":
-            if record:
-                raise ValueError("eagle.Graph.build: record=True (reverse sweeps) runs on the host; build the recorded graph from host plans")
             self._device = DeviceGraph(nodes, self._segments)
 
     @property
     def schedule(self) -> tuple[str, ...]:
         """How the graph's segments run: on the CPU, one host schedule; on a GPU one entry per
-        segment ('capture', 'eager_stream', 'opaque_stream', 'opaque_host')."""
+        segment ('capture', 'eager_stream', 'opaque_stream', 'opaque_host'; 'record_stream' for
+        the kernels of a graph built with record=True)."""
         return tuple(kind for kind, _ in self._segments)
 
     def launch(self, n: int = 1, stream: Any = None) -> None:
@@ -237,12 +201,15 @@ class BuiltGraph:
         (default: eagle.cuda.current_stream()) and returns without waiting."""
         if n < 0:
             raise ValueError(f"eagle graph: launch count must be >= 0, got {n}")
+        if self._device is not None and self.record is not None:
+            self._device.launch_recorded(int(n), stream, self.record)
+            return
         if self._device is not None:
             self._device.launch(int(n), stream)
             return
         if self.record is not None:
             for _ in range(n):
-                self.record.launch_once()
+                self.record.launch_once(run_on_host)
             return
         if self._kernels_only:
             _core.run_sequence(self._seq, host_runtime(), int(n))
@@ -284,6 +251,7 @@ class DeviceGraph:
     def __init__(self, nodes: list[tuple[str, Any]], segs: list[tuple[str, list[int]]]) -> None:
         self.nodes = nodes
         self.segs = segs
+        self._kinds = [node_kind(node) for _, node in nodes]
         self._captured = {i: _core.CudaSegment([nodes[j][1]._core for j in idx]) for i, (kind, idx) in enumerate(segs) if kind == "capture"}
         self._pending: list[tuple[Any, Any]] = []  # (event after a copy, the arrays it reads)
         self._streams: set[int] = set()
@@ -309,6 +277,31 @@ class DeviceGraph:
                     self._run_jax(name, node, s)
                 else:
                     self._run_opaque(name, node, s)
+            self._release()
+
+    def launch_recorded(self, n: int, stream: Any, record: Record) -> None:
+        """``n`` launches of a recorded graph: node by node on one stream, each after the
+        record's device-to-device copies of what it overwrites (``Record.launch_once``)."""
+        from eagle import cuda
+
+        s = cuda.current_stream() if stream is None else cuda.stream_handle(stream)
+        self._streams.add(s)
+        kinds = dict(zip((name for name, _ in self.nodes), self._kinds))
+
+        def run(name: str, node: Any) -> None:
+            kind = kinds[name]
+            if kind == "kernel":
+                node.launch(s)
+            elif kind == "opaque_host":
+                self._wait(s)
+                node.run()
+            elif kind == "jax":
+                self._run_jax(name, node, s)
+            else:
+                self._run_opaque(name, node, s)
+
+        for _ in range(n):
+            record.launch_once(run, s)
             self._release()
 
     def _run_jax(self, name: str, node: Any, stream: int) -> None:
@@ -344,9 +337,7 @@ class DeviceGraph:
     def _copy_results(self, result: Any, writes: dict[str, Any], stream: int, who: str) -> None:
         from eagle import cuda
 
-        outs = result if isinstance(result, (tuple, list)) else (result,)
-        if len(outs) != len(writes):
-            raise ValueError(f"{who} returned {len(outs)} value(s) for {len(writes)} write plane(s) {list(writes)}")
+        outs = result_values(result, writes, who)
         plan = []
         for (plane, dst), value in zip(writes.items(), outs):
             d = cuda.view(dst)

@@ -18,7 +18,7 @@ import numpy as np
 from eagle.errors import ModeError
 from eagle.frameworks import _jax_rules
 from eagle.frameworks._jax_call import call_for, no_plane_message
-from eagle.graph import copy_results
+from eagle.nodes import copy_results
 from hawk.kernel import Kernel
 
 __all__ = ["JaxNode", "KernelFunction", "export_checks", "function", "node", "preload"]
@@ -151,7 +151,8 @@ def function(kernel: Kernel, wrt: Sequence[str] = ()) -> KernelFunction:
 class JaxNode:
     """A jitted JAX function as a graph node (see ``node``)."""
 
-    kind = "opaque_stream"
+    kind = "opaque_stream"  # its name in messages (eagle.nodes: the foreign-node protocol)
+    node_kind = "jax"  # scheduled as an 'eager_stream' segment on a GPU
     runs_on_host = True
 
     def __init__(self, fn: Any, reads: dict[str, Any], writes: dict[str, Any]) -> None:
