@@ -121,7 +121,7 @@ class Page:
 # end, NVVM and ptxas all run, with less optimization, about 3x faster). A failure fails the
 # session. RAPTOR_SKIP_NVRTC_CHECK=1 skips it.
 _NVRTC_ARCHS = ("sm_80", "sm_90")
-_NVRTC_BATCH = 24
+_NVRTC_BATCH = 32
 _session_kernels: list[Any] = []
 _kernel_init = hawk.Kernel.__init__
 
@@ -170,14 +170,26 @@ def _nvrtc_kernels(cores: list[Any]) -> list[Any]:
     return out
 
 
+def _nvrtc_failures(batch: list[Any], arch: str) -> list[str]:
+    """Compiles one batch; when NVRTC rejects it, each of its kernels alone, so the message
+    names the kernels that fail (with NVRTC's log). Empty when all compile."""
+    from raptor_core import _core
+
+    try:
+        _core.nvrtc_check(batch, arch, True)
+        return []
+    except RuntimeError as e:
+        if "NVRTC not found" in str(e) or len(batch) == 1:
+            return [str(e)]
+    return [err for core in batch for err in _nvrtc_failures([core], arch)]
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Compiles every kernel the session defined (and its derivatives) to cubin (issue 9)."""
     if os.environ.get("RAPTOR_SKIP_NVRTC_CHECK") == "1" or not _session_kernels:
         return
     import time
     from concurrent.futures import ThreadPoolExecutor
-
-    from raptor_core import _core
 
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     say = reporter.write_line if reporter is not None else print
@@ -188,15 +200,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         for arch in _NVRTC_ARCHS
         for i in range(0, len(kernels), _NVRTC_BATCH)
     ]
-    try:  # batches in threads: nvrtc_check releases the GIL while NVRTC compiles
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            for _ in pool.map(lambda job: _core.nvrtc_check(job[0], job[1], True), jobs):
-                pass
-    except RuntimeError as e:
-        if "NVRTC not found" in str(e):
-            say("nvrtc: NVRTC not found, the cubin check did not run")
-            return
-        say(f"nvrtc: FAILED: {e}")
+    # Batches in threads: nvrtc_check releases the GIL while NVRTC compiles.
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        failures = [f for fs in pool.map(lambda job: _nvrtc_failures(*job), jobs) for f in fs]
+    if any("NVRTC not found" in f for f in failures):
+        say("nvrtc: NVRTC not found, the cubin check did not run")
+        return
+    if failures:
+        for f in failures:
+            say(f"nvrtc: FAILED: {f}")
         session.exitstatus = 1
         return
     say(

@@ -87,3 +87,13 @@ def test_a_batch_of_kernels_compiles_once_each() -> None:
 def test_a_bad_arch_fails_with_nvrtcs_log_and_the_kernel_names() -> None:
     with pytest.raises(RuntimeError, match=r"(?s)drag.*sm_1"):
         _core.nvrtc_check([drag._core], "sm_1")
+
+
+def test_the_session_check_names_each_kernel_that_fails() -> None:
+    from conftest import _nvrtc_failures
+
+    assert _nvrtc_failures([drag._core, lookup._core], "sm_90") == []
+    failures = _nvrtc_failures([drag._core, lookup._core], "sm_1")  # no such architecture
+    assert len(failures) == 2
+    assert "drag" in failures[0] and "lookup" not in failures[0]
+    assert "lookup" in failures[1]
