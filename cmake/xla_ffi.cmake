@@ -1,10 +1,15 @@
 # The XLA FFI handlers of the JAX bridge (cpp/ffi/*.cpp), linked into the Python module.
 #
-# Headers: RAPTOR_XLA_FFI_INCLUDE if set; else jaxlib 0.11.2's, fetched from PyPI into the
-# build tree by scripts/fetch_xla_ffi_headers.py (the oldest jaxlib the bridge supports: newer
-# jaxlibs accept handlers built against older headers, not the reverse); else, with a warning,
-# the headers of the jaxlib installed in the build's Python. Without headers the module is
-# built without the bridge, and eagle.frameworks.jax says so when used.
+# Headers, the first found of:
+#   1. RAPTOR_XLA_FFI_INCLUDE, if set;
+#   2. the build Python's jaxlib, when it is 0.11.2 (an isolated pip build has it as a build
+#      requirement, see pyproject.toml);
+#   3. jaxlib 0.11.2's, fetched from the package index into the build tree by
+#      scripts/fetch_xla_ffi_headers.py (needs pip in the build Python);
+#   4. with a warning, the headers of whatever jaxlib the build's Python has.
+# 0.11.2 is the oldest jaxlib the bridge supports: newer jaxlibs accept handlers built against
+# older headers, not the reverse. Without headers the module is built without the bridge, and
+# eagle.frameworks.jax says so when used.
 set(RAPTOR_XLA_FFI_INCLUDE "" CACHE PATH "Directory that holds xla/ffi/api/ffi.h")
 set(RAPTOR_JAXLIB_HEADERS_VERSION "0.11.2" CACHE STRING "jaxlib whose XLA FFI headers the handlers are built against")
 
@@ -12,6 +17,21 @@ function(raptor_find_xla_ffi out)
   if(RAPTOR_XLA_FFI_INCLUDE AND EXISTS "${RAPTOR_XLA_FFI_INCLUDE}/xla/ffi/api/ffi.h")
     set(${out} "${RAPTOR_XLA_FFI_INCLUDE}" PARENT_SCOPE)
     return()
+  endif()
+  # The build's own Python may hold exactly that jaxlib: an isolated `pip install` gets it as a
+  # build requirement (pyproject.toml), so no download is needed there.
+  execute_process(
+    COMMAND "${Python_EXECUTABLE}" -c
+            "import importlib.metadata as m, os, jaxlib; print(m.version('jaxlib')); print(os.path.join(os.path.dirname(jaxlib.__file__), 'include'))"
+    OUTPUT_VARIABLE _own OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _own_rc ERROR_QUIET)
+  if(_own_rc EQUAL 0)
+    string(REPLACE "\n" ";" _own "${_own}")
+    list(GET _own 0 _own_version)
+    list(GET _own 1 _own_inc)
+    if(_own_version STREQUAL RAPTOR_JAXLIB_HEADERS_VERSION AND EXISTS "${_own_inc}/xla/ffi/api/ffi.h")
+      set(${out} "${_own_inc}" PARENT_SCOPE)
+      return()
+    endif()
   endif()
   set(dest "${PROJECT_BINARY_DIR}/xla-ffi-${RAPTOR_JAXLIB_HEADERS_VERSION}")
   execute_process(

@@ -7,6 +7,7 @@
 #   4. pytest  python -m pytest -q tests (no tests collected counts as a failure)
 #   5. jax_oldest  the JAX bridge's tests with jax/jaxlib 0.11.2 (the oldest supported) in
 #              .venv-jax-oldest
+#   6. install  isolated pip builds and installs in fresh venvs (scripts/test_install.sh)
 # Every step runs even if an earlier one failed; the exit status is non-zero if any failed.
 # Environment: RAPTOR_FUZZ_SECONDS (default 10), JOBS (default nproc).
 set -euo pipefail
@@ -96,13 +97,23 @@ step_fuzz() {
 }
 
 step_pytest() {
-  local rc=0
-  "$PY" -m pytest -q tests || rc=$?
+  local rc=0 log="$ROOT/build/pytest.log" gpu_skipped
+  mkdir -p "$ROOT/build"
+  "$PY" -m pytest -q -rs tests 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
   if (( rc == 5 )); then
     echo "[test] FAIL: pytest collected no tests in tests/ (exit code 5): an empty test suite" \
          "is a failure, not a pass"
   fi
+  # GPU tests skip only with the reason "no CUDA device" (tests/test_gpu.py); say how many.
+  gpu_skipped="$(grep -E '^SKIPPED \[[0-9]+\].*no CUDA device' "$log" \
+    | sed -E 's/^SKIPPED \[([0-9]+)\].*/\1/' | awk '{s += $1} END {print s + 0}')"
+  echo "[test] GPU tests skipped (no CUDA device): $gpu_skipped"
   return "$rc"
+}
+
+# raptor installed as a user would: isolated builds, the pages' install line, fresh venvs.
+step_install() {
+  bash "$ROOT/scripts/test_install.sh" "$PY"
 }
 
 # The JAX bridge against the oldest JAX it supports (jax/jaxlib 0.11.2, the XLA FFI API the
@@ -141,6 +152,7 @@ run_step asan
 run_step fuzz
 run_step pytest
 run_step jax_oldest
+run_step install
 
 echo
 for line in "${SUMMARY[@]}"; do echo "[test]   $line"; done
