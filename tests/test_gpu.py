@@ -266,3 +266,106 @@ def test_until_done_on_cuda_plans_matches_the_host(cp, tmp_path, variant, monkey
     for k in ("x", "v", "t"):
         np.testing.assert_allclose(cp.asnumpy(dp[k]), hp[k], rtol=1e-13, atol=1e-15)
     np.testing.assert_array_equal(cp.asnumpy(runner.mask), host_runner.mask)
+
+
+# ------------------------------------------------------------------------------------------------
+# records and reverse sweeps on the device (eagle/record.py, eagle/diff.py): the same sweep as
+# the host's, with the record's copies made on the device and the adjoint kernels' CUDA plans
+
+
+@hawk.kernel
+def affine(w: Table[Scalar], z: Scalar, y: Mutable[Scalar]):
+    y = w.at(0) * z + w.at(1)
+
+
+@hawk.kernel(steps=1)
+def spring(dt: Param, c: Param, y: Scalar, p: Mutable[Scalar], q: Mutable[Scalar]):
+    qn = q + dt * (-p - c * q + 0.1 * y)
+    p = p + dt * q
+    q = qn
+
+
+def _recorded_sweep(target, tmp_path, xp, c_value, stream=None):
+    """affine -> spring, 40 launches in 4 batches with the Table and the Param array changed
+    between batches, reversed from seeds on p and q."""
+    pa, pb = plans([affine, spring], tmp_path, target)
+    rng = np.random.default_rng(11)
+    z, y = xp.asarray(rng.uniform(-1, 1, 4096)), xp.zeros(4096)
+    p, q = xp.asarray(rng.uniform(-1, 1, 4096)), xp.asarray(rng.uniform(-1, 1, 4096))
+    w, c = xp.asarray([1.5, 0.25]), xp.asarray([c_value])
+    g = (eagle.Graph().add(pa.bind(w=w, z=z, y=y), name="affine")
+         .add(pb.bind(dt=0.02, c=c, y=y, p=p, q=q), name="spring").build(record=True))
+    for k in range(4):
+        w[0] = 1.5 + 0.5 * k
+        c[0] = c_value + 0.1 * k
+        g.launch(10)
+    seeds = {"spring.p": xp.ones(4096), "spring.q": xp.asarray(np.linspace(-1, 1, 4096))}
+    grads = eagle.diff.reverse(g.record, seeds, stream=stream)
+    return g, grads, dict(z=z, p=p, q=q, w=w)
+
+
+def test_a_recorded_device_graph_reverses_like_the_host(cp, tmp_path):
+    gh, want, _ = _recorded_sweep("host", tmp_path, np, 0.3)
+    gd, got, planes = _recorded_sweep("cuda", tmp_path, cp, 0.3)
+    assert gh.schedule == ("host",) and gd.schedule == ("record_stream",)
+    assert len(gd.record) == 40 and gd.record.nbytes == gh.record.nbytes
+    saved = [a for launch in gd.record.launches for nl in launch for a in nl.saved.values()]
+    assert all(isinstance(a, cp.ndarray) for a in saved)  # the copies stayed on the device
+    assert [float(nl.params["c"][0]) for launch in gd.record.launches[::10] for nl in launch if nl.node == "spring"] == pytest.approx([0.3, 0.4, 0.5, 0.6])
+    assert set(got) == set(want)
+    for k, v in want.items():
+        if isinstance(v, float):
+            assert isinstance(got[k], float)
+            np.testing.assert_allclose(got[k], v, rtol=1e-11)
+        else:
+            assert isinstance(got[k], cp.ndarray)
+            np.testing.assert_allclose(cp.asnumpy(got[k]), v, rtol=1e-11, atol=1e-13)
+    # the sweep worked on copies: the planes are as the graph left them
+    gd.synchronize()
+    again = eagle.diff.reverse(gd.record, {"spring.p": cp.ones(4096), "spring.q": cp.asarray(np.linspace(-1, 1, 4096))})
+    for k in want:
+        np.testing.assert_array_equal(cp.asnumpy(cp.asarray(again[k])), cp.asnumpy(cp.asarray(got[k])))
+
+
+def test_a_device_sweep_on_another_stream(cp, tmp_path):
+    _, want, _ = _recorded_sweep("cuda", tmp_path, cp, 0.2)
+    s = cp.cuda.Stream(non_blocking=True)
+    _, got, _ = _recorded_sweep("cuda", tmp_path, cp, 0.2, stream=s.ptr)
+    for k in want:
+        np.testing.assert_array_equal(cp.asnumpy(cp.asarray(got[k])), cp.asnumpy(cp.asarray(want[k])))
+
+
+def test_a_jax_vjp_returning_jax_arrays_on_the_device(cp, tmp_path):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from eagle.frameworks import jax as eagle_jax
+
+    jax.config.update("jax_enable_x64", True)
+    if jax.default_backend() != "gpu":
+        pytest.skip("JAX has no GPU backend here")
+    f = lambda a: jnp.tanh(0.7 * a)  # noqa: E731
+
+    def run(target, xp, vjp):
+        (pa,) = plans([affine], tmp_path, target)
+        x, z, y = xp.asarray(np.linspace(-1, 1, 1000)), xp.zeros(1000), xp.zeros(1000)
+        w = xp.asarray([2.0, 0.5])
+        node = eagle_jax.node(jax.jit(f), reads={"x": x}, writes={"z": z})
+        g = eagle.Graph().add_node(node, name="model").add(pa.bind(w=w, z=z, y=y), name="lin").build(record=True)
+        g.launch(3)
+        return g, eagle.diff.reverse(g.record, {"lin.y": xp.ones(1000)}, vjps={"model": vjp})
+
+    def jax_vjp(primals, cotangents):  # takes CuPy arrays, returns a JAX array (DLPack on the GPU)
+        _, pull = jax.vjp(f, jnp.asarray(jax.dlpack.from_dlpack(primals["x"])))
+        return {"x": pull(jax.dlpack.from_dlpack(cotangents["z"]))[0]}
+
+    def host_vjp(primals, cotangents):
+        _, pull = jax.vjp(f, jnp.asarray(primals["x"]))
+        return {"x": np.asarray(pull(jnp.asarray(cotangents["z"]))[0])}
+
+    gd, got = run("cuda", cp, jax_vjp)
+    _, want = run("host", np, host_vjp)
+    assert gd.schedule == ("eager_stream", "record_stream")
+    x = np.linspace(-1, 1, 1000)
+    np.testing.assert_allclose(cp.asnumpy(got["x"]), 2.0 * 0.7 * (1 - np.tanh(0.7 * x) ** 2), rtol=1e-13)
+    for k in want:
+        np.testing.assert_allclose(cp.asnumpy(got[k]), want[k], rtol=1e-12, atol=1e-14)
