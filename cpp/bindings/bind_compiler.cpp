@@ -123,12 +123,14 @@ using InterpResult = std::tuple<Named, Named, std::vector<uint8_t>, uint32_t,
 // start at 0. Returns (outs by name, sums' |contributions| by name, mask, finished, error).
 InterpResult interpret(const KernelHandle& h, int64_t n,
                        const std::map<std::string, std::vector<double>>& inputs,
-                       const std::vector<uint8_t>& mask, bool zero_finished, bool float32) {
+                       const std::vector<uint8_t>& mask, bool zero_finished, bool float32,
+                       int perturb_ulps) {
   const ir::Kernel& k = *h.kernel;
   ir::InterpBinding b;
   b.n = n;
   b.zero_finished = zero_finished;
   b.float32 = float32;
+  b.perturb_ulps = perturb_ulps;
   b.slots.resize(k.slots.size());
   auto input = [&](const ir::Slot& s) -> const std::vector<double>& {
     const auto it = inputs.find(s.name);
@@ -271,10 +273,12 @@ void bind_compiler(nb::module_& m) {
           "The same kernel without the Param, plane and Table inputs no value reads.")
       .def("interpret", &interpret, nb::arg("n"), nb::arg("inputs"),
            nb::arg("mask") = std::vector<uint8_t>(), nb::arg("zero_finished") = false,
-           nb::arg("float32") = false,
+           nb::arg("float32") = false, nb::arg("perturb_ulps") = 0,
            "Runs the reference interpreter (ir/interp.hpp) on n samples: inputs by slot name, "
            "flattened in C order (planes (width, n), tables (M, width)); float32: in float "
-           "arithmetic, as a float32 build. Returns (outputs by name, sums' |contributions| "
+           "arithmetic, as a float32 build; perturb_ulps: move inexact library results (exp, log, "
+           "sin, cos, tan, tanh, pow, atan2) by that many ulps. Returns (outputs by name, sums' "
+           "|contributions| "
            "by name, mask, finished, (error code, slot, index, sample)).");
 
   m.def(

@@ -101,6 +101,32 @@ class SampleRunner {
     d.sum_abs[at] += std::fabs(x);
   }
 
+  // `x` moved by b_.perturb_ulps units in the last place of the dtype when `op` is a library
+  // function without a correct-rounding guarantee.
+  double nudged(Op op, double x) const {
+    switch (op) {
+      case Op::Exp:
+      case Op::Log:
+      case Op::Sin:
+      case Op::Cos:
+      case Op::Tan:
+      case Op::Tanh:
+      case Op::Pow:
+      case Op::Atan2:
+        break;
+      default:
+        return x;
+    }
+    const int k = b_.perturb_ulps;
+    const double to =
+        k > 0 ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+    for (int j = 0; j < (k > 0 ? k : -k); ++j)
+      x = b_.float32
+              ? static_cast<double>(std::nextafter(static_cast<float>(x), static_cast<float>(to)))
+              : std::nextafter(x, to);
+    return x;
+  }
+
   // A loaded or constant value as the build's dtype holds it.
   double held(double x) const {
     return b_.float32 ? static_cast<double>(static_cast<float>(x)) : x;
@@ -167,11 +193,12 @@ class SampleRunner {
           float a[3] = {0, 0, 0};
           for (int j = 0; j < op_arity(v.op); ++j) a[j] = static_cast<float>(f_[v.args[j]]);
           f_[i] = passes::eval_op_f32(v.op, a, v.iimm);
-          return;
+        } else {
+          double a[3] = {0, 0, 0};
+          for (int j = 0; j < op_arity(v.op); ++j) a[j] = f_[v.args[j]];
+          f_[i] = passes::eval_op(v.op, a, v.iimm);  // one definition of each operator
         }
-        double a[3] = {0, 0, 0};
-        for (int j = 0; j < op_arity(v.op); ++j) a[j] = f_[v.args[j]];
-        f_[i] = passes::eval_op(v.op, a, v.iimm);  // one definition of each operator
+        if (b_.perturb_ulps != 0) f_[i] = nudged(v.op, f_[i]);
         return;
       }
     }

@@ -22,6 +22,11 @@
 // - `float32` mode computes as a float32 build does: constants, Params and loads rounded to
 //   float, every operator in float arithmetic with the C library's float functions (sinf),
 //   the sums still added in double. The differential tests compare builds with it bitwise.
+// - `perturb_ulps` (0: off) moves the result of every operator the C library computes
+//   without a correct-rounding guarantee (exp, log, sin, cos, tan, tanh, pow, atan2) by that
+//   many units in the last place of the dtype (toward +inf when positive): how far a kernel's
+//   outputs move when those are off by that much. A build may differ there: GCC folds such a
+//   call with constant arguments correctly rounded (MPFR) where the library is 1 ulp off.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +59,7 @@ struct InterpBinding {
   std::vector<uint8_t> mask;        // the Terminated plane (n bytes), updated in place
   bool zero_finished = false;       // skipped samples: write 0 into pure outputs
   bool float32 = false;             // evaluate in float arithmetic (see the header comment)
+  int perturb_ulps = 0;             // move inexact library results (see the header comment)
   uint32_t finished = 0;            // out: samples finished by this call (added to)
   int64_t error[4] = {0, 0, 0, 0};  // first error: code, slot, index, sample (runtime/abi.h)
 };

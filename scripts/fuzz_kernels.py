@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Differential fuzzing of the hawk compiler, the long run (issue 10 item 5).
+
+Generates random well-typed kernels (tests/kernelgen.py) and checks each: compiled C++ in
+both dtypes against the reference interpreter (bitwise; sums within their reordering
+bound), its tangent against central differences, and the adjoint identity. Kernels are
+compiled in batches (one translation unit per batch) by worker processes, each of which runs
+a bounded number of batches (loaded modules are never unloaded) in its own scratch cache.
+
+    PYTHONPATH=build/dev/site .venv/bin/python scripts/fuzz_kernels.py --seconds 60
+    ... --count 1000 --start 5000          # seeds 5000..5999
+    ... --seconds 600 --ir-only            # no C++ build: derivative checks on the IR only
+    ... --cxxflags=-O0                      # faster builds (RAPTOR_CXXFLAGS), same checks
+
+Prints one line per worker and a summary; exits 1 when a mismatch was found, each printed
+with its seed and the kernel source (rerun one seed with --start SEED --count 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+
+def worker(start: int, count: int, batch: int, ir_only: bool, deadline: float) -> int:
+    """Checks seeds start..start+count-1 (stopping at `deadline`); prints the mismatches and
+    one JSON line of counts."""
+    import kernelgen
+
+    total = kernelgen.Stats()
+    seed = start
+    with tempfile.TemporaryDirectory(prefix="raptor-fuzz-") as cache:
+        while seed < start + count and time.time() < deadline:
+            seeds = range(seed, min(seed + batch, start + count))
+            st = kernelgen.check_batch(seeds, cache, compiled=not ir_only)
+            total.add(st)
+            for m in st.mismatches:
+                print(m, flush=True)
+            seed = seeds.stop
+            for name in os.listdir(cache):  # keep the scratch cache small: builds are not reused
+                path = os.path.join(cache, name)
+                if os.path.isdir(path):
+                    subprocess.run(["rm", "-rf", path], check=False)
+    counts = {f: getattr(total, f) for f in ("kernels", "runs_compared", "fd_elements", "fd_skipped", "adjoint_checked",
+                                              "adjoint_skipped", "table_errors")}
+    counts["mismatches"] = len(total.mismatches)
+    counts["next_seed"] = seed
+    print("RESULT " + json.dumps(counts), flush=True)
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=None, help="stop starting new batches after this long")
+    ap.add_argument("--count", type=int, default=None, help="kernels to check (default: unbounded with --seconds)")
+    ap.add_argument("--start", type=int, default=0, help="first seed")
+    ap.add_argument("--batch", type=int, default=20, help="kernels per translation unit")
+    ap.add_argument("--per-worker", type=int, default=400, help="kernels per worker process")
+    ap.add_argument("--ir-only", action="store_true", help="no C++ build: tangent and adjoint kernels run by the interpreter")
+    ap.add_argument("--cxxflags", default=None, help="RAPTOR_CXXFLAGS for the builds (e.g. -O0 for speed)")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.cxxflags is not None:
+        os.environ["RAPTOR_CXXFLAGS"] = args.cxxflags
+    if args.worker:
+        return worker(args.start, args.count, args.batch, args.ir_only, args.deadline or float("inf"))
+    if args.seconds is None and args.count is None:
+        ap.error("give --seconds or --count")
+    t0 = time.time()
+    deadline = t0 + args.seconds if args.seconds is not None else float("inf")
+    end = args.start + args.count if args.count is not None else None
+    seed = args.start
+    totals: dict[str, int] = {}
+    mismatch_text: list[str] = []
+    while time.time() < deadline and (end is None or seed < end):
+        n = args.per_worker if end is None else min(args.per_worker, end - seed)
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--start", str(seed), "--count", str(n),
+               "--batch", str(args.batch), "--deadline", repr(deadline)] + (["--ir-only"] if args.ir_only else [])
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        result = None
+        for line in proc.stdout.splitlines():
+            if line.startswith("RESULT "):
+                result = json.loads(line[len("RESULT "):])
+        text = proc.stdout.split("RESULT ")[0].strip()
+        if text:
+            mismatch_text.append(text)
+            print(text, flush=True)
+        if result is None:  # the worker died (a crash in a kernel or the compiler)
+            msg = f"MISMATCH worker for seeds {seed}..{seed + n - 1} died (rc {proc.returncode}):\n{proc.stderr[-4000:]}"
+            mismatch_text.append(msg)
+            print(msg, flush=True)
+            totals["mismatches"] = totals.get("mismatches", 0) + 1
+            seed += n
+            continue
+        for key, v in result.items():
+            if key != "next_seed":
+                totals[key] = totals.get(key, 0) + v
+        seed = result["next_seed"]
+        el = time.time() - t0
+        print(f"[fuzz] seeds {args.start}..{seed - 1}: {totals['kernels']} kernels in {el:.0f} s "
+              f"({totals['kernels'] / el:.2f}/s), {totals['mismatches']} mismatches", flush=True)
+    el = time.time() - t0
+    k = totals.get("kernels", 0)
+    mode = "IR only (interpreter)" if args.ir_only else f"compiled (RAPTOR_CXXFLAGS={os.environ.get('RAPTOR_CXXFLAGS', 'default')}) and interpreter"
+    print(f"[fuzz] done: {k} kernels ({mode}), seeds {args.start}..{seed - 1}, {el:.0f} s, {k / max(el, 1e-9):.2f} kernels/s; "
+          f"{totals.get('runs_compared', 0)} compiled runs vs the interpreter, {totals.get('fd_elements', 0)} tangent elements "
+          f"({totals.get('fd_skipped', 0)} skipped near kinks), {totals.get('adjoint_checked', 0)} adjoint identities, "
+          f"{totals.get('table_errors', 0)} table errors agreed; {totals.get('mismatches', 0)} mismatches", flush=True)
+    return 1 if totals.get("mismatches", 0) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
