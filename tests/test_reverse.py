@@ -471,3 +471,20 @@ def test_adjoint_plans_are_cached_per_cache_directory(tmp_path):
         assert adj.cache_dir == str(d) and adj.info["so_path"].startswith(str(d))
         found.append(key)
     assert found[0][:3] == found[1][:3] and found[0] != found[1]
+
+
+def test_seed_and_vjp_results_of_the_wrong_size_name_the_plane(plans):
+    n = 8
+    x, z, y = np.linspace(-1, 1, n), np.zeros(n), np.zeros(n)
+    g = (eagle.Graph().add_node(opaque(np.tanh, reads={"x": x}, writes={"z": z}), name="squash")
+         .add(plans["lin"].bind(w=2.0, z=z, y=y), name="lin").build(record=True))
+    g.launch()
+    with pytest.raises(ValueError, match=r"seed 'lin.y' has shape \(7,\); the plane has shape \(8,\)"):
+        eagle.diff.reverse(g.record, {"lin.y": np.ones(7)}, vjps={"squash": lambda p, c: {}})
+    with pytest.raises(ValueError, match=r"the VJP of node 'squash': the cotangent of 'x' has shape \(9,\)"):
+        eagle.diff.reverse(g.record, {"lin.y": np.ones(n)}, vjps={"squash": lambda p, c: {"x": np.ones(9)}})
+    with pytest.raises(KeyError, match="returned a cotangent for 'q', which it does not read"):
+        eagle.diff.reverse(g.record, {"lin.y": np.ones(n)}, vjps={"squash": lambda p, c: {"q": np.ones(n)}})
+    # a (1, n) result of the right size is taken as the plane's shape
+    grads = eagle.diff.reverse(g.record, {"lin.y": np.ones(n)}, vjps={"squash": lambda p, c: {"x": (c["z"] * (1 - np.tanh(p["x"]) ** 2)).reshape(1, n)}})
+    np.testing.assert_allclose(grads["x"], 2.0 * (1 - np.tanh(x) ** 2), rtol=1e-15)
