@@ -334,6 +334,13 @@ def test_array_module_values(module, fake_device):
     assert xp.same(a, c) is False
 
 
+def test_device_module_without_cupy_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "cupy", None)  # import cupy raises ImportError
+    with pytest.raises(eagle.ModeError, match=r"CuPy, which cannot be imported .*raptor-eagle\[cuda13\]"):
+        eagle.arrays.for_target("cuda").zeros((2,), np.float64)
+    assert isinstance(eagle.arrays.for_target("host"), HostArrays)
+
+
 def test_host_module_refuses_a_gpu_array_without_get():
     with pytest.raises(TypeError, match="GPU array"):
         HostArrays().value(CAIOnly(np.zeros(3)), (3,), np.float64, "the VJP of node 'm'")

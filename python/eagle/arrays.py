@@ -136,8 +136,15 @@ class DeviceArrays(ArrayModule):
     @property
     def cp(self) -> Any:
         if self._cp is None:
-            import cupy
+            try:
+                import cupy
+            except ImportError as err:
+                from eagle.errors import ModeError
 
+                raise ModeError(
+                    f"eagle: records and reverse sweeps of GPU graphs keep their arrays in CuPy, which cannot be imported ({err}); "
+                    "install it with the extra that matches your CUDA: pip install 'raptor-eagle[cuda13]' (or [cuda12])"
+                ) from None
             self._cp = cupy
         return self._cp
 

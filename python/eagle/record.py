@@ -109,7 +109,7 @@ class Record:
             if s.kind == "table":
                 arr = node.arrays[s.name]
                 last = self._last_table.get((name, s.name))
-                if last is None or not self.xp.same(last, self.xp.view(arr)):
+                if last is None or not self.xp.same(last, arr):
                     last = self._last_table[(name, s.name)] = self.xp.copy(arr)
                 out[s.name] = last
         return out
