@@ -334,3 +334,9 @@ def test_a_device_loop_overshoots_only_when_every_step_is_a_no_op_once_done(plan
     report = runner.run()
     assert report.steps == runner.device.launches_made == int(limit.max())
     np.testing.assert_array_equal(u, limit.max())
+
+
+def test_a_binding_no_plan_takes_is_refused_naming_the_plans(plans):
+    limit = limits(5, seed=8)
+    with pytest.raises(TypeError, match=r"\['limt'\] are not parameters of any kernel in the loop \(the plans' parameters: \{'tick': \['limit', 'terminated', 't'\]\}\)"):
+        eagle.until_done([plans["tick"]], max_steps=3, limt=limit, limit=limit, terminated=np.zeros(5, bool), t=np.zeros(5))

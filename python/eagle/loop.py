@@ -241,7 +241,8 @@ def _bind_items(items: Sequence[Any], bindings: dict[str, Any]) -> list[tuple[st
             raise TypeError(f"eagle.until_done: items are plans, bound kernels and foreign nodes, got {type(item).__name__}")
     unused = [k for k in bindings if k not in used]
     if unused:
-        raise TypeError(f"eagle.until_done: {unused} are not parameters of any kernel in the loop")
+        kernels = {item.kernel.name: [s.name for s in item.kernel.slots] for item in items if isinstance(item, Plan)}
+        raise TypeError(f"eagle.until_done: {unused} are not parameters of any kernel in the loop (the plans' parameters: {kernels})")
     return named
 
 
