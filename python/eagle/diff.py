@@ -178,7 +178,7 @@ class _Adjoint:
         values: dict[str, Any] = {}
         self.param_bufs: list[tuple[str, Any]] = []   # (primal Param, 1-element buffer)
         self.table_bufs: list[tuple[str, Any]] = []   # (primal Table, buffer)
-        self.scratch: list[tuple[str, str, Any]] = []  # (kind, primal name, array)
+        self.scratch: list[tuple[str, Any, Any]] = []  # ("param", "node.param", array) or ("plane", plane key, array)
         for s, (role, primal) in zip(adj.slots, adj._core.slot_roles()):
             src = primal_slot.get(primal)
             key = plane_key(node.arrays[primal]) if src is not None and src.kind != "param" else None
@@ -195,13 +195,13 @@ class _Adjoint:
                 values[s.name] = sw.ct_of(key)
             elif s.kind == "mutable":
                 arr = values[s.name] = xp.zeros_like(sw.state[key])
-                self.scratch.append(("plane", primal, arr))
+                self.scratch.append(("plane", key, arr))
             elif s.kind == "param_sum":
                 arr = values[s.name] = xp.zeros((s.width,), node.dtype)
-                self.scratch.append(("param", primal, arr))
+                self.scratch.append(("param", f"{name}.{primal}", arr))
             elif s.kind == "table_sum":
-                arr = values[s.name] = xp.zeros_like(sw.state[plane_key(node.arrays[primal])])
-                self.scratch.append(("table", primal, arr))
+                arr = values[s.name] = xp.zeros_like(sw.state[key])
+                self.scratch.append(("plane", key, arr))
         self._tables_from: dict[str, int] = {}
         self.bound = plan.bind(**values)
         self.device = plan.target == "cuda"
@@ -226,15 +226,14 @@ class _Adjoint:
                 self.bound.launch()
         for key in self.overwritten:
             xp.assign(sw.ct_of(key), 0.0)
-        for kind, primal, arr in self.scratch:
+        for kind, to, arr in self.scratch:
             if kind == "param":
-                name = f"{self.name}.{primal}"
-                acc = sw.params.get(name)
+                acc = sw.params.get(to)
                 if acc is None:
-                    acc = sw.params[name] = xp.zeros((1,), "float64")
+                    acc = sw.params[to] = xp.zeros((1,), "float64")
                 xp.add_into(acc, arr[0:1])
             else:
-                xp.add_into(sw.ct_of(plane_key(self.node.arrays[primal])), arr)
+                xp.add_into(sw.ct_of(to), arr)
 
     def finish(self, stream: Any) -> None:
         """Raises a pending kernel error of the adjoint's launches (GPU)."""
