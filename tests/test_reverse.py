@@ -488,3 +488,22 @@ def test_seed_and_vjp_results_of_the_wrong_size_name_the_plane(plans):
     # a (1, n) result of the right size is taken as the plane's shape
     grads = eagle.diff.reverse(g.record, {"lin.y": np.ones(n)}, vjps={"squash": lambda p, c: {"x": (c["z"] * (1 - np.tanh(p["x"]) ** 2)).reshape(1, n)}})
     np.testing.assert_allclose(grads["x"], 2.0 * (1 - np.tanh(x) ** 2), rtol=1e-15)
+
+
+def test_a_vjp_may_return_jax_arrays(plans):
+    """On the host a VJP's results may be JAX arrays as they come from jax.vjp."""
+    n = 8
+    x, z, y = np.linspace(-1, 1, n), np.zeros(n), np.zeros(n)
+    f = jax.jit(lambda a: jnp.tanh(0.7 * a))
+    g = (eagle.Graph().add_node(eagle_jax.node(f, reads={"x": x}, writes={"z": z}), name="model")
+         .add(plans["lin"].bind(w=2.0, z=z, y=y), name="lin").build(record=True))
+    g.launch(2)
+
+    def vjp(primals, cotangents):
+        assert all(isinstance(a, np.ndarray) for a in list(primals.values()) + list(cotangents.values()))
+        _, pull = jax.vjp(f, jnp.asarray(primals["x"]))
+        return {"x": pull(jnp.asarray(cotangents["z"]))[0]}
+
+    grads = eagle.diff.reverse(g.record, {"lin.y": np.ones(n)}, vjps={"model": vjp})
+    assert isinstance(grads["x"], np.ndarray)
+    np.testing.assert_allclose(grads["x"], 2.0 * 0.7 * (1 - np.tanh(0.7 * x) ** 2), rtol=1e-14)
