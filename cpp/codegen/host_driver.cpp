@@ -107,10 +107,20 @@ class HostWriter : public detail::StepWriter {
     os_ << indent << "}\n";
   }
 
+  // Whether the loops over samples may promise that iterations are independent. A TableSum
+  // scatter-add breaks that promise: samples that read one entry add into one place, and a
+  // loop vectorized on the promise (gather, add, scatter; AVX-512 has the instructions)
+  // would keep one lane's contribution of those that collide. Such a kernel's loops get no
+  // ivdep / simd pragma, so the scatter-adds run in sample order, as in the plain loop.
+  bool independent_samples() const { return !has_slot(SlotKind::TableSum); }
+  static constexpr const char* kNoPromise =
+      "// no ivdep / omp simd: table sums scatter-add, samples may share an entry\n";
+
   // The pragma of a vectorizable sample loop: samples are independent (ivdep); sums over
   // samples become per-lane partial sums (an OpenMP SIMD reduction, -fopenmp-simd), which
   // vectorizes them with a fixed order of additions for a given machine.
   std::string simd_pragma() const {
+    if (!independent_samples()) return kNoPromise;
     std::string accs;
     for (const auto& sc : sum_components())
       accs += (accs.empty() ? "" : ", ") + std::string("acc_") + sum_name(sc);
@@ -236,7 +246,7 @@ class HostWriter : public detail::StepWriter {
     os_ << "    int step = 0;\n";
     os_ << "    while (any != 0 && step < " << k_.steps << ") {\n";
     os_ << "      any = 0;\n";
-    os_ << "#pragma GCC ivdep\n";
+    os_ << (independent_samples() ? "#pragma GCC ivdep\n" : kNoPromise);
     os_ << "      for (int64_t j = 0; j < count; ++j) {\n";
     const std::string ind = "        ";
     os_ << ind << "const int64_t s = decltype(contiguous)::value ? first + j : sample_of[j];\n";
