@@ -1,4 +1,4 @@
-"""The on-disk plan cache (SPEC §2): where it is ($RAPTOR_CACHE_DIR when cache_dir is None)
+"""The on-disk plan cache (docs/runtime.md): where it is ($RAPTOR_CACHE_DIR when cache_dir is None)
 and which directories it refuses (writable by others, not a directory)."""
 
 import json

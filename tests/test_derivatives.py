@@ -1,4 +1,4 @@
-"""Derived kernels (SPEC §1 "Derived kernels"): tangent kernels against central finite
+"""Derived kernels (docs/derivatives.md): tangent kernels against central finite
 differences of the primal kernel, adjoint kernels against the transpose of the tangent
 (<adjoint(ct), t> == <ct, tangent(t)>), Param and Table cotangents against sums of
 per-sample contributions, finished samples, Terminated, inspection of derived kernels, and

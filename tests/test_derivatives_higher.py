@@ -1,4 +1,4 @@
-"""Derived kernels derived again (SPEC §1: "Both are ordinary kernels, so they can be derived
+"""Derived kernels derived again (docs/derivatives.md: derived kernels "can be derived
 again"): Hessian-vector products as the tangent of the adjoint, second directional
 derivatives as the tangent of the tangent, a third derivative, each against finite
 differences of the lower derivative kernel (float64); and every case of

@@ -1,4 +1,4 @@
-"""eagle graphs and stepping loops (SPEC §2, §3 ``node()``; /work/shared/seeds/000).
+"""eagle graphs and stepping loops (docs/runtime.md, docs/jax.md ``node()``; seeds/000).
 
 Page 000 ("A JAX model between eagle launches") runs cell by cell, exactly as printed, and
 each printed line is compared with the page. Then the pieces on their own: graphs of

@@ -1,4 +1,4 @@
-"""``eagle.interop.import_buffer`` (SPEC §2): any DLPack, ``__array_interface__`` or
+"""``eagle.interop.import_buffer`` (docs/runtime.md): any DLPack, ``__array_interface__`` or
 ``__cuda_array_interface__`` array, without a copy; refusals instead of silent copies."""
 
 from __future__ import annotations

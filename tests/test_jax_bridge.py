@@ -1,4 +1,4 @@
-"""eagle.frameworks.jax, the bridge (SPEC §3): every transformation against the same step in
+"""eagle.frameworks.jax, the bridge (docs/jax.md): every transformation against the same step in
 jax.numpy, zero copy and donation, dtypes, refusals and the mask.
 
 Sections:
@@ -9,7 +9,7 @@ Sections:
   5. ownership: donation, inputs never written, finished samples
   6. float32 and float64
   7. refusals
-  8. SPEC §3 beyond the pages, each in a fresh process: jax.export + preload, sharded jit
+  8. docs/jax.md beyond the pages, each in a fresh process: jax.export + preload, sharded jit
      with no gather, shard_map, two processes with jax.distributed (never skipped: they
      fail, not skip, where the bridge lacks the feature)
 """
@@ -632,7 +632,7 @@ def test_wrt_must_name_an_input():
 
 
 # ================================================================================================
-# 8. SPEC §3 beyond the pages. These were written before the bridge had the features and failed
+# 8. docs/jax.md beyond the pages. These were written before the bridge had the features and failed
 #    then, on purpose (no skip, no xfail): export refused the custom call (no compatibility
 #    guarantee for "raptor_kernel") and had no preload, sharded jit compiled an all-gather,
 #    and grad under shard_map failed ("Expected cotangent type float64[3,256]{V:s} but got

@@ -1,4 +1,4 @@
-"""The user's JAX pages, cell by cell (SPEC §3; /work/shared/seeds/001 sections 1-5 and 002).
+"""The user's JAX pages, cell by cell (docs/jax.md; /work/shared/seeds/001 sections 1-5 and 002).
 
 Each page is a notebook: its cells run in order in one namespace, exactly as printed, and
 each cell's printed lines (and, as in a notebook, the repr of a last expression that is not

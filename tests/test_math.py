@@ -1,5 +1,5 @@
 """hawk.math functions and the kernel language's operators and statements, in float32 and
-float64, against plain NumPy on seeded random planes (SPEC §1).
+float64, against plain NumPy on seeded random planes (docs/language.md).
 
 All kernels of this module are compiled once (one plan.auto call, module-scoped cache dir).
 A kernel that fails to compile is recorded and its test fails with the compiler's message.

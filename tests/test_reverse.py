@@ -1,4 +1,4 @@
-"""Reverse-mode gradients through recorded graph launches (SPEC §2 ``eagle.diff.reverse``;
+"""Reverse-mode gradients through recorded graph launches (docs/runtime.md ``eagle.diff.reverse``;
 /work/shared/seeds/001 section 6).
 
 Page 001 section 6 runs cell by cell, as printed. Then gradients through 200 recorded

@@ -1,4 +1,4 @@
-"""eagle's host runtime (SPEC §2): stepping kernels and the Terminated mask, tables, the
+"""eagle's host runtime (docs/runtime.md): stepping kernels and the Terminated mask, tables, the
 active set, thread splits, in-out planes, binding by reference, graphs, the plan cache and
 the generated C++'s source comments. Every number is checked against plain NumPy."""
 

@@ -1,6 +1,6 @@
 // The front end: from a KernelSpec (source text + resolved names and types) to typed IR.
 // It parses the source (parse/parser.hpp), checks every construct against the language of
-// SPEC §1, splits vectors into components, turns `if` into selects under predicates,
+// docs/language.md, splits vectors into components, turns `if` into selects under predicates,
 // unrolls `for range(K)`, inlines @hawk.func helpers and builds one step of the kernel.
 // Every refusal is a raptor::SourceError naming the kernel, file, line and column and
 // saying what is allowed instead. Implementation: lower.cpp (statements and the kernel),

@@ -4,11 +4,11 @@
 // handlers' buffer checks (ffi/buffers.hpp), eagle's binding checks and the JAX bridge (through
 // raptor_core._core's Interface, bindings/bind_interface.cpp). Start at `KernelInterface::of`.
 //
-// Layouts (SPEC §1), N the samples of a launch and M a table's entries:
+// Layouts (docs/language.md "Parameters"), N the samples of a launch and M a table's entries:
 //   Param ()                 Plane / Mutable / InOut: Scalar (N,), Vector[k] (k, N)
 //   Mask bool (N,)           Table: Scalar (M,), Vector[k] (M, k)
 //   ParamSum (k,) (in JAX, a sum of width 1 is 0-d like its Param)   TableSum: as its Table
-// Bridge order (SPEC §3): operands are the input slots in signature order (Params, planes,
+// Bridge order (docs/jax.md): operands are the input slots in signature order (Params, planes,
 // in-out Mutables' old values, the mask, tables); results are the Mutables and sums in
 // signature order, then the mask last.
 #pragma once
@@ -40,8 +40,8 @@ std::string_view elem_type_name(ElemType t);
 std::optional<ElemType> elem_type_from_name(std::string_view name);
 int elem_size(ElemType t);  // bytes
 
-// Which shape convention: eagle's binding (SPEC §1) or the JAX bridge's (a ParamSum of width
-// 1 is 0-d there, like the Param it is the cotangent of).
+// Which shape convention: eagle's binding (docs/runtime.md) or the JAX bridge's (a ParamSum
+// of width 1 is 0-d there, like the Param it is the cotangent of).
 enum class Layout : uint8_t { Eagle, Jax };
 
 // A shape of rank up to 3 (planes (k, N), tables (M, k); room for Matrix[r, c] planes),

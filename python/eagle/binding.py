@@ -2,7 +2,7 @@
 that name the kernel and the plane, done before anything runs (bad input changes nothing),
 then one ``raptor_core._core.Bound`` that holds the arrays' pointers by reference.
 
-Start at ``bind``. Layouts (SPEC §1): Scalar ``(N,)``, Vector[k] ``(k, N)``, Terminated
+Start at ``bind``. Layouts (docs/language.md): Scalar ``(N,)``, Vector[k] ``(k, N)``, Terminated
 bool ``(N,)``, Table ``(M,)`` or ``(M, k)``, Param a number or a 0-d/1-element float array
 (read at each launch), finished_count uint32 ``(1,)``; sums of derived kernels ``(k,)`` /
 ``(M,)`` / ``(M, k)``. The shapes and dtypes come from the kernel's interface

@@ -1,4 +1,4 @@
-"""Reverse-mode gradients through recorded graph launches (SPEC §2).
+"""Reverse-mode gradients through recorded graph launches (docs/runtime.md).
 
 ``reverse(record, seeds, vjps={})`` walks a record (eagle/record.py) backwards. It keeps a
 copy of every plane's state, rebuilt launch by launch from the record's saved copies (the

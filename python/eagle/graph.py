@@ -1,4 +1,4 @@
-"""Graphs: bound kernel launches and foreign nodes run in order, many times (SPEC §2).
+"""Graphs: bound kernel launches and foreign nodes run in order, many times (docs/runtime.md).
 
 ``Graph().add(bound, name=...)`` and ``.add_node(node, name=...)`` collect nodes in launch
 order; ``build(record=False)`` checks them and returns a ``BuiltGraph`` whose ``launch(n)``

@@ -1,4 +1,4 @@
-"""Taking other libraries' arrays without a copy (SPEC §2).
+"""Taking other libraries' arrays without a copy (docs/runtime.md, "Interop").
 
 ``import_buffer(obj)`` accepts anything that exposes DLPack (``__dlpack__``), the NumPy
 ``__array_interface__`` or the ``__cuda_array_interface__``, and returns a view of the same

@@ -1,4 +1,4 @@
-"""Stepping loops: launch until every sample is done (SPEC §2).
+"""Stepping loops: launch until every sample is done (docs/runtime.md, "Stepping loops").
 
 ``until_done([nodes and plans], max_steps=..., **bindings)`` binds every plan to the values
 named in ``bindings`` (each plan takes the ones that are its parameters) and returns a

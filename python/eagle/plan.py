@@ -1,4 +1,4 @@
-"""Plans: compiled kernels ready to bind (SPEC §2).
+"""Plans: compiled kernels ready to bind (docs/runtime.md, "Plans and bound launches").
 
 ``auto(kernels, targets=("host",), cache_dir=None)`` compiles all the kernels, in both float
 dtypes, for the first usable target of ``targets`` (or finds the build in the on-disk cache:

@@ -2,7 +2,7 @@
 
 A Python function decorated with ``@hawk.kernel``, whose parameters carry the annotation
 types below, is compiled (by raptor's C++ core) into a kernel that runs once per sample over
-structure-of-arrays planes, with derived tangent and adjoint kernels. See SPEC §1 and
+structure-of-arrays planes, with derived tangent and adjoint kernels. See
 docs/language.md. Names are defined in hawk.kernel, hawk.types, hawk.math and hawk.errors.
 """
 

@@ -228,7 +228,7 @@ def func(fn: Callable[..., Any]) -> Helper:
 
 
 def kernel(fn: Callable[..., Any] | None = None, *, steps: int = 1, guard: Guard | None = None) -> Any:
-    """Compiles a Python function into a hawk kernel (SPEC §1).
+    """Compiles a Python function into a hawk kernel (docs/language.md).
 
     ``@hawk.kernel`` makes a map (one pass per sample); ``@hawk.kernel(steps=k)`` a stepping
     kernel whose launches advance each sample k steps; ``guard=Guard(active_set=True)`` asks

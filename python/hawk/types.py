@@ -1,4 +1,4 @@
-"""The annotation types of hawk kernel parameters (SPEC §1).
+"""The annotation types of hawk kernel parameters (docs/language.md, "Parameters").
 
 ``Param``, ``Scalar``, ``Vector[k]``, ``Mutable[T]``, ``Terminated`` and ``Table[T]`` are
 markers: hawk reads them from a kernel's signature and never instantiates them. ``Guard``

@@ -3,7 +3,7 @@ and output slots in the bridge's order, and its derived kernels (tangent and adj
 again a ``KernelCall``). A ``KernelCall`` is the static parameter of the bridge's one
 primitive (eagle/frameworks/_jax_rules.py); it is hashable by digest.
 
-Order (SPEC §3): inputs are the kernel's input slots in signature order (Params, planes,
+Order (docs/jax.md): inputs are the kernel's input slots in signature order (Params, planes,
 in-out Mutables, the mask, tables); outputs are the Mutable planes and sums in signature
 order, then the updated mask last. Both orders, the shapes and the aliases are the kernel's
 interface (``Kernel.interface``, described once in C++: cpp/runtime/interface.hpp), which the

@@ -1,5 +1,5 @@
-"""Sharding of kernel calls along the sample axis (JAX's own distribution, DESIGN "Beyond one
-machine"). A kernel is independent per sample, so a call whose planes are sharded along
+"""Sharding of kernel calls along the sample axis (JAX's own distribution,
+docs/jax.md). A kernel is independent per sample, so a call whose planes are sharded along
 their last (sample) axis runs on every device over its own shard: no all-gather. Params
 and Tables are replicated. Sums over samples (the cotangents of Params and Tables in
 adjoint kernels) are summed across the devices that hold the shards (``psum``).

@@ -1,4 +1,4 @@
-"""eagle.frameworks.jax: hawk kernels as JAX functions (SPEC §3).
+"""eagle.frameworks.jax: hawk kernels as JAX functions (docs/jax.md).
 
 ``function(kernel, wrt=...)`` returns a ``KernelFunction``: called with JAX (or NumPy)
 arrays, it checks them with the messages users read, then binds the bridge's primitive
