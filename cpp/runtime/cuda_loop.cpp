@@ -156,7 +156,9 @@ CudaLoop::CudaLoop(std::vector<std::shared_ptr<const CudaBound>> steps, cuda::CU
         "raptor: a WHILE stepping loop needs CUDA >= 12.4 conditional nodes; this driver is " +
         std::to_string(c.driver_version) + (c.complete() ? "" : " without their entry points"));
   variant_ = variant == "batched" ? LoopStopVariant::Batched : can;
-  // The module is loaded into the steps' context (CudaBound made it current at bind).
+  // The stop test's module goes into the steps' context: their device's primary context
+  // (CudaBound binds there), made current on this thread unless one on that device is.
+  driver_.use_device(steps_.front()->device());
   if (variant_ == LoopStopVariant::While) {
     try {
       test_ = driver_.function(driver_.load_ptx(stop_test_ptx(LoopStopVariant::While)),
@@ -234,7 +236,7 @@ cuda::CUgraphExec CudaLoop::while_graph() {
   cuda::CUgraph g = nullptr;
   check(c.graph_create(&g, 0), "cuGraphCreate");
   while_.first = g;  // destroyed with the loop, also when a step below fails
-  const cuda::CUcontext ctx = driver_.current_context();
+  const cuda::CUcontext ctx = driver_.use_device(steps_.front()->device());
   check(c.handle_create(&cond_handle_, g, ctx, 0, 0), "cuGraphConditionalHandleCreate");
   // [init test] upstream of the WHILE node: it sets the condition to !stopped.
   check(c.begin_capture_to_graph(side.s, g, nullptr, nullptr, 0, kCaptureThreadLocal),

@@ -370,9 +370,12 @@ TEST_F(LoopHost, TheDevicePlanOnTheHostMatchesTheHostLoop) {
       }
     }
   }
-  Planes p = planes(3, 3);
+  Planes p = planes(3, 3), other = planes(3, 3);
   EXPECT_THROW(HostDeviceLoop({}, p.mask.data(), 3, *pool_, true, LoopStopVariant::While),
                std::invalid_argument);
+  // Batches may overshoot only when every step's mask is the loop's.
+  EXPECT_TRUE(HostDeviceLoop::overshoot_ok({bind(0, p)}, p.mask.data()));
+  EXPECT_FALSE(HostDeviceLoop::overshoot_ok({bind(0, p), bind(0, other)}, p.mask.data()));
 }
 
 // ---------------------------------------------------------------------------------------------
