@@ -508,8 +508,9 @@ def interpret(kernel: Any, n: int, m: int, values: dict[str, Any], float32: bool
             ins[s.name] = a.reshape(-1).tolist()
     outs, sum_abs, mask_out, _finished, err = kernel._core.interpret(n, ins, mask, False, float32, perturb_ulps)
     error = None
-    if err[0] != 0:
-        error = (kernel.slots[err[1]].name, err[2], err[3])
+    if err[0] != 0:  # the table by name (a TableSum's error is its table's, as the runtime says)
+        slot = kernel.slots[err[1]]
+        error = (kernel.slots[slot.table_of].name if slot.kind == "table_sum" else slot.name, err[2], err[3])
     has_mask = any(s.kind == "terminated" for s in kernel.slots)
     return Run({k: np.asarray(v, np.float64) for k, v in outs.items()}, np.asarray(mask_out, bool) if has_mask else None,
                error, {k: np.asarray(v, np.float64) for k, v in sum_abs.items()})
@@ -593,7 +594,7 @@ def compare(kernel: Any, got: Run, want: Run, n: int, dtype: Any, moved: tuple[R
     if (got.error is None) != (want.error is None):
         return f"table error: compiled {got.error!r}, interpreter {want.error!r}"
     if want.error is not None:
-        tname = str(want.error[0])
+        tname = f"table '{want.error[0]}'"
         if tname not in str(got.error):
             return f"table error names another table: compiled {got.error!r}, interpreter {want.error!r}"
         return None  # outputs after an error are not specified beyond the error
@@ -654,7 +655,9 @@ def check_tangent(g: GenKernel, k: Any, tdot: dict[str, np.ndarray], values: dic
         fd2 = (runs[FD_H / 4].outs[out] - runs[-FD_H / 4].outs[out]) / (FD_H / 2)
         tan = tdot[out]
         f0 = base.outs[out]
-        finite = np.isfinite(fd1) & np.isfinite(fd2) & np.isfinite(tan) & np.isfinite(f0)
+        # finite and moderate: where values reach 1e6, floor, // and % of them are staircases
+        # finer than h, which the differences see as slopes (seed 1019821: 1e19 after 3 steps)
+        finite = np.isfinite(fd1) & np.isfinite(fd2) & np.isfinite(tan) & (np.abs(f0) < 1e6) & (np.abs(fd1) < 1e8)
         tol = lambda fd: FD_RTOL * (np.abs(fd) + np.abs(tan)) + 1e-7 * (1.0 + np.abs(f0))  # noqa: E731
         with np.errstate(invalid="ignore"):
             ok = (np.abs(tan - fd1) <= tol(fd1)) | (np.abs(tan - fd2) <= tol(fd2))
