@@ -5,7 +5,11 @@
 // - `check_adjoint`: adjoint(K) against the transpose of tangent(K):
 //   <adjoint(ct), t> == <ct, tangent(t)>;
 // second derivatives apply the same checks to adjoint(K) and tangent(K).
-// Then structural checks (dead tangents, no duplicated primal values, names, layouts).
+// The numeric checks (suite ADChecks) run twice, on the derived kernels as ad/ builds them
+// (ADChecks/Raw) and after passes::optimize, as the compile pipeline hands them to code
+// generation (ADChecks/Optimized; the kernel derived from is optimized first too).
+// Then structural checks (suite AD: dead tangents, no duplicated primal values, names,
+// layouts) of ad/'s own output.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,11 +26,9 @@
 #include "ad/unroll.hpp"
 #include "ir/interp.hpp"
 #include "ir/ir.hpp"
+#include "passes/optimize.hpp"
 #include "runtime/abi.h"
 #include "test_util_ir.hpp"
-#ifdef RAPTOR_TEST_AD_WITH_PASSES
-#include "passes/optimize.hpp"
-#endif
 
 namespace raptor::ad {
 namespace {
@@ -61,11 +63,16 @@ double abs_dot(const std::vector<double>& a, const std::vector<double>& b) {
   return s;
 }
 
+// Which derived kernels the checks run: ad/'s output as is, or after passes::optimize.
+enum class Pipeline { Raw, Optimized };
+
 // Runs kernels by slot name on `n` samples with `m` table entries, random inputs drawn from
-// per-name ranges (default [-1, 1]), a fixed mask, zero_finished on.
+// per-name ranges (default [-1, 1]), a fixed mask, zero_finished on. `pipeline`: how the
+// checks below derive kernels (derive_tangent, derive_adjoint).
 class Harness {
  public:
-  Harness(int64_t n, int64_t m, uint64_t seed = 1) : n_(n), m_(m), rng_(seed) {}
+  Harness(int64_t n, int64_t m, uint64_t seed = 1, Pipeline pipeline = Pipeline::Raw)
+      : n_(n), m_(m), pipeline_(pipeline), rng_(seed) {}
 
   void range(const std::string& name, double lo, double hi) { ranges_[name] = {lo, hi}; }
   void set(const std::string& name, std::vector<double> v) { fixed_[name] = std::move(v); }
@@ -139,33 +146,35 @@ class Harness {
   }
 
   int64_t n() const { return n_; }
+  Pipeline pipeline() const { return pipeline_; }
 
  private:
   int64_t n_, m_;
+  Pipeline pipeline_;
   std::mt19937_64 rng_;
   std::map<std::string, std::pair<double, double>> ranges_;
   Data fixed_;
   std::vector<uint8_t> mask_;
 };
 
-// The derived kernels the checks run; built with -DRAPTOR_TEST_AD_WITH_PASSES they also go
-// through passes::optimize, as the compile pipeline does.
-Kernel derive_tangent(const Kernel& k, const std::vector<std::string>& wrt, bool with_primal) {
-  Kernel t = tangent(k, wrt, with_primal);
-#ifdef RAPTOR_TEST_AD_WITH_PASSES
-  passes::optimize(t);
-  ir::verify(t);
-#endif
-  return t;
+// `k` as the pipeline hands it on: as is, or optimized and verified.
+Kernel through(Kernel k, Pipeline p) {
+  if (p == Pipeline::Optimized) {
+    passes::optimize(k);
+    ir::verify(k);
+  }
+  return k;
 }
 
-Kernel derive_adjoint(const Kernel& k, const std::vector<std::string>& wrt) {
-  Kernel a = adjoint(k, wrt);
-#ifdef RAPTOR_TEST_AD_WITH_PASSES
-  passes::optimize(a);
-  ir::verify(a);
-#endif
-  return a;
+// The derived kernels the checks run: with Pipeline::Optimized, derived from the optimized
+// kernel and optimized, as the compile pipeline does.
+Kernel derive_tangent(const Kernel& k, const std::vector<std::string>& wrt, bool with_primal,
+                      Pipeline p) {
+  return through(tangent(through(k, p), wrt, with_primal), p);
+}
+
+Kernel derive_adjoint(const Kernel& k, const std::vector<std::string>& wrt, Pipeline p) {
+  return through(adjoint(through(k, p), wrt), p);
 }
 
 // The names of the slots of tangent(k, wrt, with_primal), found by their documented
@@ -221,8 +230,8 @@ DerivedNames adjoint_names(const Kernel& k, const Kernel& a, const std::vector<s
 void check_tangent(const Kernel& k, Harness& h, const std::vector<std::string>& wrt,
                    double tol = 1e-7) {
   SCOPED_TRACE("tangent of " + k.name);
-  const Kernel t = derive_tangent(k, wrt, false);
-  const Kernel tp = derive_tangent(k, wrt, true);
+  const Kernel t = derive_tangent(k, wrt, false, h.pipeline());
+  const Kernel tp = derive_tangent(k, wrt, true, h.pipeline());
   const DerivedNames tn = tangent_names(k, t, wrt, false);
   const DerivedNames tpn = tangent_names(k, tp, wrt, true);
   EXPECT_EQ(t.steps, 1);
@@ -269,8 +278,8 @@ void check_tangent(const Kernel& k, Harness& h, const std::vector<std::string>& 
 void check_adjoint(const Kernel& k, Harness& h, const std::vector<std::string>& wrt,
                    bool nonzero = true, double tol = 1e-12) {
   SCOPED_TRACE("adjoint of " + k.name);
-  const Kernel t = derive_tangent(k, wrt, false);
-  const Kernel a = derive_adjoint(k, wrt);
+  const Kernel t = derive_tangent(k, wrt, false, h.pipeline());
+  const Kernel a = derive_adjoint(k, wrt, h.pipeline());
   const DerivedNames tn = tangent_names(k, t, wrt, false);
   const DerivedNames an = adjoint_names(k, a, wrt);
   EXPECT_EQ(a.steps, 1);
@@ -311,10 +320,10 @@ void check_all(const Kernel& k, Harness& h, const std::vector<std::string>& wrt,
   check_tangent(k, h, wrt);
   check_adjoint(k, h, wrt, nonzero);
   // Second derivatives (zero for a kernel linear in wrt: no triviality check).
-  const Kernel a = derive_adjoint(k, wrt);
+  const Kernel a = derive_adjoint(k, wrt, h.pipeline());
   check_tangent(a, h, wrt, 1e-7);   // tangent of the adjoint vs differences of the adjoint
   check_adjoint(a, h, wrt, false);  // adjoint of the adjoint vs tangent of the adjoint
-  const Kernel t = derive_tangent(k, wrt, false);
+  const Kernel t = derive_tangent(k, wrt, false, h.pipeline());
   check_tangent(t, h, wrt, 1e-7);  // tangent of the tangent vs differences of the tangent
   check_adjoint(t, h, wrt, false);
 }
@@ -357,7 +366,25 @@ struct OpCase {
   int64_t iimm = 0;
 };
 
-TEST(AD, EveryOperatorFirstAndSecondOrder) {
+// The numeric checks, once per Pipeline (see the top of the file).
+class ADChecks : public ::testing::TestWithParam<Pipeline> {
+ protected:
+  Pipeline pipeline() const { return GetParam(); }
+  Kernel derived_tangent(const Kernel& k, const std::vector<std::string>& wrt,
+                         bool with_primal) const {
+    return derive_tangent(k, wrt, with_primal, pipeline());
+  }
+  Kernel derived_adjoint(const Kernel& k, const std::vector<std::string>& wrt) const {
+    return derive_adjoint(k, wrt, pipeline());
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(, ADChecks, ::testing::Values(Pipeline::Raw, Pipeline::Optimized),
+                         [](const ::testing::TestParamInfo<Pipeline>& i) {
+                           return i.param == Pipeline::Raw ? "Raw" : "Optimized";
+                         });
+
+TEST_P(ADChecks, EveryOperatorFirstAndSecondOrder) {
   const OpCase cases[] = {
       {Op::Neg, -1, 1},      {Op::Sqrt, 0.5, 2},       {Op::Exp, -1, 1},      {Op::Log, 0.5, 2},
       {Op::Sin, -2, 2},      {Op::Cos, -2, 2},         {Op::Tan, -1, 1},      {Op::Tanh, -2, 2},
@@ -369,7 +396,7 @@ TEST(AD, EveryOperatorFirstAndSecondOrder) {
   };
   for (const OpCase& c : cases) {
     SCOPED_TRACE(std::string(ir::op_name(c.op)) + " ^" + std::to_string(c.iimm));
-    Harness h(16, 1, 7);
+    Harness h(16, 1, 7, pipeline());
     h.range("x", c.lo, c.hi);
     h.range("p", 0.9, 1.1);
     if (c.op == Op::Div) h.range("y", 0.5, 2);
@@ -380,11 +407,11 @@ TEST(AD, EveryOperatorFirstAndSecondOrder) {
   }
 }
 
-TEST(AD, MinMaxTiesSplitTheDerivativeLikeJax) {
+TEST_P(ADChecks, MinMaxTiesSplitTheDerivativeLikeJax) {
   // jax.grad(jnp.maximum)(1., 1.) == 0.5 (and for the other operand): checked with JAX 0.12.
   for (const Op op : {Op::Min, Op::Max}) {
     const Kernel k = op_kernel(op);
-    const Kernel a = adjoint(k, {"x", "y"});
+    const Kernel a = derived_adjoint(k, {"x", "y"});
     Harness h(1, 1);
     const auto r = h.run(a, {{"p", {1.0}}, {"x", {2.0}}, {"y", {2.0}}, {"z_bar", {1.0}}});
     EXPECT_EQ(r.out.at("x_bar")[0], 0.5);
@@ -392,10 +419,10 @@ TEST(AD, MinMaxTiesSplitTheDerivativeLikeJax) {
   }
 }
 
-TEST(AD, JaxConventionsAtSpecialPoints) {
+TEST_P(ADChecks, JaxConventionsAtSpecialPoints) {
   Harness h(1, 1);
   auto grad = [&](Op op, double x, double y, int64_t iimm, const char* wrt) {
-    const Kernel a = adjoint(op_kernel(op, iimm), {wrt});
+    const Kernel a = derived_adjoint(op_kernel(op, iimm), {wrt});
     return h.run(a, {{"p", {1.0}}, {"x", {x}}, {"y", {y}}, {"z_bar", {1.0}}})
         .out.at(std::string(wrt) + "_bar")[0];
   };
@@ -442,8 +469,8 @@ Kernel drag_kernel() {
   return k;
 }
 
-TEST(AD, DragThreeVector) {
-  Harness h(8, 1, 3);
+TEST_P(ADChecks, DragThreeVector) {
+  Harness h(8, 1, 3, pipeline());
   h.range("cd", 0.1, 0.5);
   h.range("dt", 0.01, 0.1);
   h.range("g", 9, 10);
@@ -483,8 +510,8 @@ Kernel osc_kernel(int steps) {
   return k;
 }
 
-Harness osc_harness() {
-  Harness h(6, 1, 11);
+Harness osc_harness(Pipeline p = Pipeline::Raw) {
+  Harness h(6, 1, 11, p);
   h.set("dt", {0.1});
   h.range("c", 0.2, 0.4);
   h.set("t", {0, 0, 0, 0, 0, 0});
@@ -511,22 +538,22 @@ TEST(AD, UnrollMatchesTheStepLoop) {
   EXPECT_EQ(r.mask, (std::vector<uint8_t>{1, 1, 1, 0, 1, 1}));
 }
 
-TEST(AD, StepsWithTerminationAtDifferentSteps) {
-  Harness h = osc_harness();
+TEST_P(ADChecks, StepsWithTerminationAtDifferentSteps) {
+  Harness h = osc_harness(pipeline());
   check_all(osc_kernel(3), h, {"x", "v", "c", "dt"});
   check_all(osc_kernel(3), h, {"v", "c"});
   check_all(osc_kernel(1), h, {"x", "v", "t", "c"});
 }
 
-TEST(AD, FinishedSampleHasZeroDerivative) {
-  Harness h = osc_harness();
+TEST_P(ADChecks, FinishedSampleHasZeroDerivative) {
+  Harness h = osc_harness(pipeline());
   const Kernel k = osc_kernel(3);
-  const Kernel a = adjoint(k, {"c", "x"});
+  const Kernel a = derived_adjoint(k, {"c", "x"});
   Data in = h.inputs(k);
   for (const char* m : {"x", "v", "t", "energy"}) in[std::string(m) + "_bar"] = h.random(6);
   const auto r = h.run(a, in);
   EXPECT_EQ(r.out.at("x_bar")[4], in["x_bar"][4]);  // in-out: the identity
-  const Kernel t = tangent(k, {"c"}, false);
+  const Kernel t = derived_tangent(k, {"c"}, false);
   in["c_dot"] = {1.0};
   const auto rt = h.run(t, in);
   EXPECT_EQ(rt.out.at("x_dot")[4], 0.0);
@@ -553,19 +580,19 @@ Kernel guarded_kernel() {
   return k;
 }
 
-TEST(AD, PredicatesKeepNaNOutOfBranchesNotTaken) {
-  Harness h(8, 1, 5);
+TEST_P(ADChecks, PredicatesKeepNaNOutOfBranchesNotTaken) {
+  Harness h(8, 1, 5, pipeline());
   h.range("x", 0.2, 2);
   check_all(guarded_kernel(), h, {"x", "p"});
-  Harness neg(8, 1, 5);
+  Harness neg(8, 1, 5, pipeline());
   neg.range("x", -2, -0.2);
   check_all(guarded_kernel(), neg, {"x", "p"}, false);  // zero where x < 0
-  const Kernel a = adjoint(guarded_kernel(), {"x", "p"});
+  const Kernel a = derived_adjoint(guarded_kernel(), {"x", "p"});
   const auto r =
       neg.run(a, {{"p", {2.0}}, {"x", neg.random(8, -2, -0.1)}, {"z_bar", neg.random(8)}});
   for (double g : r.out.at("x_bar")) EXPECT_EQ(g, 0.0);
   EXPECT_EQ(r.out.at("p_bar")[0], 0.0);
-  const Kernel t = tangent(guarded_kernel(), {"x"}, false);
+  const Kernel t = derived_tangent(guarded_kernel(), {"x"}, false);
   const auto rt =
       neg.run(t, {{"p", {2.0}}, {"x", neg.random(8, -2, -0.1)}, {"x_dot", neg.random(8)}});
   for (double d : rt.out.at("z_dot")) EXPECT_EQ(d, 0.0);
@@ -592,13 +619,13 @@ Kernel table_kernel() {
   return k;
 }
 
-TEST(AD, TablesScatterAndGather) {
-  Harness h(12, 4, 9);
+TEST_P(ADChecks, TablesScatterAndGather) {
+  Harness h(12, 4, 9, pipeline());
   h.set("i", {0.5, 1.5, 2.5, 3.5, 0.2, 1.2, 2.2, 3.2, -3.0, -5.0, 1.7, 1.1});
   check_all(table_kernel(), h, {"w", "x"});
   check_all(table_kernel(), h, {"w"});
   // The out-of-range indices (i < 0) are under a false predicate: no error in any kernel.
-  const Kernel a = adjoint(table_kernel(), {"w"});
+  const Kernel a = derived_adjoint(table_kernel(), {"w"});
   Data in = h.inputs(table_kernel());
   in["z_bar"] = h.random(12);
   EXPECT_EQ(h.run(a, in).error, RAPTOR_OK);
@@ -621,20 +648,20 @@ Kernel inout_kernel() {
   return k;
 }
 
-TEST(AD, InOutMutables) {
-  Harness h(10, 1, 13);
+TEST_P(ADChecks, InOutMutables) {
+  Harness h(10, 1, 13, pipeline());
   check_all(inout_kernel(), h, {"m", "a"});
   check_all(inout_kernel(), h, {"a"});
 }
 
-TEST(AD, DerivedKernelsVerifyAndDeriveAgain) {
+TEST_P(ADChecks, DerivedKernelsVerifyAndDeriveAgain) {
   const Kernel k = osc_kernel(3);
-  const Kernel a = adjoint(k, {"x", "c"});
-  const Kernel aa = adjoint(a, {"x", "c", "x_bar"});
-  const Kernel ta = tangent(a, {"c"}, true);
-  const Kernel tt = tangent(tangent(k, {"c"}, true), {"c", "c_dot"}, true);
+  const Kernel a = derived_adjoint(k, {"x", "c"});
+  const Kernel aa = derived_adjoint(a, {"x", "c", "x_bar"});
+  const Kernel ta = derived_tangent(a, {"c"}, true);
+  const Kernel tt = derived_tangent(derived_tangent(k, {"c"}, true), {"c", "c_dot"}, true);
   for (const Kernel* d : {&a, &aa, &ta, &tt}) EXPECT_NO_THROW(ir::verify(*d)) << d->name;
-  Harness h = osc_harness();
+  Harness h = osc_harness(pipeline());
   check_adjoint(aa, h, {"c", "x_bar"}, false);
   check_tangent(aa, h, {"c", "x_bar"}, 1e-7);
 }
@@ -773,9 +800,61 @@ TEST(AD, AdjointComputesEachPrimalValueOnce) {
   const Kernel t = tangent(k, {"x", "p"}, true);
   for (const Op op : {Op::Exp, Op::Tanh, Op::Sqrt, Op::Sin, Op::Atan2})
     EXPECT_EQ(count_ops(t, op), 1) << ir::op_name(op);
-  Harness h(8, 1, 21);
-  h.range("x", 0.5, 2);
-  check_all(k, h, {"x", "p"});
+  for (const Pipeline p : {Pipeline::Raw, Pipeline::Optimized}) {
+    Harness h(8, 1, 21, p);
+    h.range("x", 0.5, 2);
+    check_all(k, h, {"x", "p"});
+  }
+}
+
+// The Optimized pipeline is not a no-op on derived kernels, and changes no result bit: the
+// raw and the optimized tangent and adjoint of each kernel agree bit for bit (NaN for NaN)
+// on the same inputs.
+TEST(AD, OptimizedDerivedKernelsGiveTheSameBits) {
+  struct Case {
+    Kernel k;
+    std::vector<std::string> wrt;
+    int64_t m;
+  };
+  const Case cases[] = {{drag_kernel(), {"v", "cd", "dt", "g"}, 1},
+                        {osc_kernel(3), {"x", "v", "c", "dt"}, 1},
+                        {guarded_kernel(), {"x", "p"}, 1},
+                        {table_kernel(), {"w", "x"}, 4},
+                        {inout_kernel(), {"m", "a"}, 1}};
+  size_t smaller = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.k.name);
+    Harness h(6, c.m, 17);
+    h.range("x", -2, 2);  // guarded: both branches
+    if (c.k.has_mask()) {
+      h.set("dt", {0.1});
+      h.set("t_final", {0.05, 0.15, 0.25, 0.45, 0.05, 0.18});
+      h.mask({0, 0, 0, 0, 1, 0});
+    }
+    if (c.m > 1) h.set("i", {0.5, 1.5, 2.5, 3.5, -1.0, 1.2});
+    const Kernel pairs[][2] = {{derive_tangent(c.k, c.wrt, true, Pipeline::Raw),
+                                derive_tangent(c.k, c.wrt, true, Pipeline::Optimized)},
+                               {derive_adjoint(c.k, c.wrt, Pipeline::Raw),
+                                derive_adjoint(c.k, c.wrt, Pipeline::Optimized)}};
+    for (const auto& [raw, opt] : pairs) {
+      smaller += opt.values.size() < raw.values.size();
+      const Data in = h.inputs(raw);
+      const auto r = h.run(raw, in);
+      const auto o = h.run(opt, in);
+      EXPECT_EQ(r.error, o.error) << raw.name;
+      EXPECT_EQ(r.mask, o.mask) << raw.name;
+      for (const auto& [name, v] : r.out) {
+        const auto& w = o.out.at(name);
+        ASSERT_EQ(v.size(), w.size()) << raw.name << " " << name;
+        for (size_t i = 0; i < v.size(); ++i) {
+          if (std::isnan(v[i]) && std::isnan(w[i])) continue;
+          EXPECT_EQ(std::signbit(v[i]), std::signbit(w[i])) << raw.name << " " << name << i;
+          EXPECT_EQ(v[i], w[i]) << raw.name << " " << name << "[" << i << "]";
+        }
+      }
+    }
+  }
+  EXPECT_GT(smaller, 0u) << "passes::optimize removed nothing from any derived kernel";
 }
 
 TEST(AD, DerivedValuesKeepUserNames) {
