@@ -340,3 +340,43 @@ def test_a_binding_no_plan_takes_is_refused_naming_the_plans(plans):
     limit = limits(5, seed=8)
     with pytest.raises(TypeError, match=r"\['limt'\] are not parameters of any kernel in the loop \(the plans' parameters: \{'tick': \['limit', 'terminated', 't'\]\}\)"):
         eagle.until_done([plans["tick"]], max_steps=3, limt=limit, limit=limit, terminated=np.zeros(5, bool), t=np.zeros(5))
+
+
+def test_until_done_over_cuda_plans_drives_the_device_loop(plans, monkeypatch):
+    """The CUDA branch of until_done on the CPU. Stand-ins for what needs a driver: a CUDA plan
+    whose bind gives an eagle.cuda.CudaBound over host memory, and _core.CudaLoop replaced by
+    the device plan on the CPU (HostDeviceLoop), which records what until_done hands it (the
+    steps, the mask's address and n). The Report comes from the loop's result."""
+    import eagle.cuda
+    from eagle.runtime import host_runtime
+
+    def on_gpu(bound):
+        fake = object.__new__(eagle.cuda.CudaBound)
+        fake.__dict__.update(bound.__dict__)
+        fake.device = 0
+        fake.views = {k: eagle.cuda.DeviceArray(a.ctypes.data, a.shape, a.dtype, None, False, 0, a)
+                      for k, a in bound.arrays.items() if isinstance(a, np.ndarray)}
+        return fake
+
+    gpu = eagle.plan.Plan(tick, "cuda", {}, {})
+    monkeypatch.setattr(gpu, "bind", lambda **values: on_gpu(plans["tick"].bind(**values)))
+    made = []
+
+    def cuda_loop(steps, mask, n):
+        made.append((len(steps), mask, n))
+        return _core.HostDeviceLoop(steps, host_runtime(), mask, n, variant="while")
+
+    monkeypatch.setattr(_core, "CudaLoop", cuda_loop, raising=False)
+    limit = limits(200, seed=9)
+    total, want_t = expected(limit, 1, 10**6)
+    t, mask = np.zeros_like(limit), np.zeros(limit.size, bool)
+    runner = eagle.until_done([gpu], max_steps=50, limit=limit, terminated=mask, t=t)
+    assert runner.target == "cuda" and runner.fused is None
+    assert made == [(1, mask.ctypes.data, 200)]
+    first = runner.run()
+    assert (first.steps, first.done, first.live) == (50, False, int((limit > 50).sum()))
+    rest = runner.run(max_steps=10**6)
+    assert rest.steps == total - 50 and rest.done and rest.finished == 200 and runner.steps == total
+    np.testing.assert_array_equal(t, want_t)
+    with pytest.raises(ValueError, match="runs on the host each launch"):
+        eagle.until_done([NoOp(), gpu], max_steps=5, limit=limit, terminated=mask, t=t)

@@ -118,7 +118,7 @@ class Runner:
     host."""
 
     def __init__(self, items: list[tuple[str, Any]], mask: Any, max_steps: int | None, progress: bool | Callable[[int, int], Any],
-                 fused: Bound | None = None, device: Any = None, n: int | None = None) -> None:
+                 fused: Bound | None = None, device: Any = None, n: int | None = None, target: str = "host") -> None:
         self.items = items
         self.fused = fused  # the loop's one kernel with FUSED times its steps, or None
         self.mask = mask
@@ -126,15 +126,9 @@ class Runner:
         self.max_steps = max_steps
         self.progress = progress
         self.device = device
+        self.target = target  # 'host', 'cuda', or 'emulated' (device_emulation)
         self.steps = 0
         self._kernels_only = all(isinstance(node, Bound) for _, node in items)
-
-    @property
-    def target(self) -> str:
-        """'cuda' (or 'emulated', device_emulation) when the loop runs as one device graph, else 'host'."""
-        if self.device is None:
-            return "host"
-        return "cuda" if isinstance(self.device, getattr(_core, "CudaLoop", ())) else "emulated"
 
     @property
     def live(self) -> int:
@@ -277,7 +271,7 @@ def until_done(items: Sequence[Any], max_steps: int | None = None, progress: boo
         view = owner.views[mask_name]
         steps = [node._core for _, node in named]
         device = _core.CudaLoop(steps, int(view.ptr), int(view.shape[0]))
-        return Runner(named, owner.arrays[mask_name], max_steps, progress, device=device, n=int(view.shape[0]))
+        return Runner(named, owner.arrays[mask_name], max_steps, progress, device=device, n=int(view.shape[0]), target="cuda")
     mask = owner.arrays[mask_name]
     fused = None
     plans = [item for item in items if isinstance(item, Plan)]
@@ -305,4 +299,4 @@ def device_emulation(items: Sequence[Any], variant: str = "batched", max_steps: 
     owner, mask_name = _loop_mask(named)
     mask = owner.arrays[mask_name]
     device = _core.HostDeviceLoop([node._core for _, node in named], host_runtime(), mask.ctypes.data, mask.size, variant=variant)
-    return Runner(named, mask, max_steps, progress, device=device)
+    return Runner(named, mask, max_steps, progress, device=device, target="emulated")
