@@ -8,8 +8,6 @@
 
 namespace raptor::runtime {
 
-using ir::SlotKind;
-
 namespace {
 
 const cuda::Driver& require_driver() {
@@ -19,8 +17,6 @@ const cuda::Driver& require_driver() {
         "raptor: no CUDA driver (libcuda.so.1) in this process; eagle.cuda.probe() says why");
   return *d;
 }
-
-bool is_sum(SlotKind k) { return k == SlotKind::ParamSum || k == SlotKind::TableSum; }
 
 }  // namespace
 
@@ -57,7 +53,7 @@ cuda_abi::raptor_cuda_args make_cuda_args(const KernelEntry& e, const Binding& b
     a.out[s] = b.slots[s].out;
     a.params[s] = params[s];
     a.table_size[s] = b.slots[s].table_size;
-    if (is_sum(e.kinds[s])) {
+    if (e.iface.slot(s).is_sum()) {
       a.sums[s] = b.slots[s].out;
       a.partials[s] = reinterpret_cast<double*>(cuda_partials_address(g, scratch, s));
     }
@@ -99,7 +95,7 @@ CudaBound::CudaBound(std::shared_ptr<const CudaKernel> kernel, Binding b,
   std::vector<unsigned char> host((kCudaStatusWords + e.num_slots()) * 8, 0);
   const cuda::CUdeviceptr base = cells_.get();
   for (size_t s = 0; s < e.num_slots(); ++s) {
-    if (e.kinds[s] != SlotKind::Param || param_ptrs[s]) continue;
+    if (e.iface.slot(s).role != SlotRole::Param || param_ptrs[s]) continue;
     unsigned char* cell = host.data() + (kCudaStatusWords + s) * 8;
     if (e.dtype_size == 4) {
       const float v = static_cast<float>(b_.slots[s].param);

@@ -30,21 +30,6 @@ void KernelEntry::set_interface(KernelInterface i) {
   name = iface.name();
   digest = iface.digest();
   dtype_size = iface.dtype_size();
-  kinds.clear();
-  widths.clear();
-  table_of.clear();
-  inout.clear();
-  slot_names.clear();
-  for (const SlotInterface& s : iface.slots()) {
-    static constexpr SlotKind kKind[] = {
-        SlotKind::Param,      SlotKind::Plane, SlotKind::Mutable,  SlotKind::Mutable,
-        SlotKind::Terminated, SlotKind::Table, SlotKind::ParamSum, SlotKind::TableSum};
-    kinds.push_back(kKind[static_cast<int>(s.role)]);
-    widths.push_back(s.width);
-    table_of.push_back(s.table_of);
-    inout.push_back(s.role == SlotRole::InOut ? 1 : 0);
-    slot_names.push_back(s.name);
-  }
 }
 
 LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,

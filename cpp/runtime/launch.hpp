@@ -22,7 +22,7 @@ namespace raptor::runtime {
 // role, width, dtype, shape rule and place among the JAX operands and results).
 struct KernelEntry {
   raptor_kernel_fn fn = nullptr;
-  KernelInterface iface;                 // read through set_interface, see below
+  KernelInterface iface;                 // the slots: roles, widths, shapes, JAX positions
   std::string name;                      // the kernel's name, for messages (== iface.name())
   std::string symbol;                    // the exported symbol fn was found as
   std::string digest;                    // registry key (see registry.hpp; == iface.digest())
@@ -30,15 +30,7 @@ struct KernelEntry {
   bool active_set = false;               // Guard(active_set=True): callers pass an index
   std::shared_ptr<const Module> module;  // keeps `fn` loaded
 
-  // Derived copies of `iface`, kept for code not yet reading it (filled by set_interface only;
-  // to be removed).
-  std::vector<ir::SlotKind> kinds;      // per slot
-  std::vector<int> widths;              // per slot: components (1 for Param/Terminated)
-  std::vector<int> table_of;            // per slot: TableSum -> its Table slot; else -1
-  std::vector<char> inout;              // per slot: a Mutable whose old value is read
-  std::vector<std::string> slot_names;  // per slot
-
-  // Sets `iface` and what is derived from it (name, digest, dtype_size, the copies above).
+  // Sets `iface` and the fields copied from it (name, digest, dtype_size).
   void set_interface(KernelInterface i);
   size_t num_slots() const { return iface.num_slots(); }
   bool has_mask() const { return iface.has_mask(); }

@@ -89,14 +89,14 @@ TEST(RuntimeCudaBound, SumOutputsAreTheSumsPointers) {
     b.slots[s].in = addr(0x100 * (s + 1));
   }
   for (size_t s = 0; s < e.num_slots(); ++s)
-    if (e.kinds[s] == ir::SlotKind::Table) b.slots[s].table_size = 6;
+    if (e.iface.slot(s).role == runtime::SlotRole::Table) b.slots[s].table_size = 6;
   const runtime::CudaGeometry g = runtime::cuda_geometry(e, b.n, runtime::table_sizes(b));
   ASSERT_TRUE(g.finish);
   ASSERT_GT(g.scratch_bytes, 0u);
   const unsigned long long scratch = 0x100000;
   const auto a = runtime::make_cuda_args(e, b, params, nullptr, g, scratch);
   for (size_t s = 0; s < e.num_slots(); ++s) {
-    const bool sum = e.kinds[s] == ir::SlotKind::TableSum || e.kinds[s] == ir::SlotKind::ParamSum;
+    const bool sum = e.iface.slot(s).is_sum();
     EXPECT_EQ(a.sums[s], sum ? b.slots[s].out : nullptr) << e.slot_name(static_cast<int>(s));
     // Each sum's partials lie inside the scratch buffer, at the geometry's offset.
     const auto p = reinterpret_cast<uintptr_t>(a.partials[s]);
