@@ -18,11 +18,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 import eagle.plan
+from eagle.frameworks import _jax_exit
 from hawk.kernel import Kernel, SlotInfo
 
 __all__ = ["KernelCall", "call_for", "no_plane_message"]
 
 _lock = threading.Lock()
+# JAX can keep a program's globals (its kernels and bridge functions) alive past shutdown:
+# at exit, raptor's objects release their C++ handles (eagle/frameworks/_jax_exit.py).
+_jax_exit.install()
 _calls: dict[tuple[str, str], "KernelCall"] = {}
 
 
