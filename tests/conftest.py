@@ -13,6 +13,7 @@ import contextlib
 import io
 import linecache
 import os
+import re
 import textwrap
 from typing import Any, Callable
 
@@ -143,17 +144,43 @@ def _float_inputs(core: Any) -> list[str]:
     ]
 
 
-def _nvrtc_kernels(cores: list[Any]) -> list[Any]:
-    """Each distinct kernel once (by digest), followed by its derivable tangent and adjoint."""
+_SYMBOL = re.compile(r"\braptor_\w+?_[0-9a-f]{16}_f(?:32|64)\b")
+
+
+def _cuda_structure(core: Any) -> str:
+    """A kernel's CUDA code as NVRTC compiles it, less what cannot change whether it compiles:
+    the shared prelude, comment lines (the kernel's name, file and source lines) and its
+    symbol. Kernels that differ only there (the same body defined in several tests, or
+    under several names) compile as one. A comment that could matter stays: one ending in a
+    backslash (it splices the next line into the comment) or with non-ASCII text."""
+    src = core.cuda("float64")
+    body = src[src.find("// ---- kernel ") :]
+    lines = [
+        ln
+        for ln in body.splitlines()
+        if not ln.lstrip().startswith("//") or ln.endswith("\\") or not ln.isascii()
+    ]
+    return _SYMBOL.sub("raptor_k", "\n".join(lines))
+
+
+def _nvrtc_kernels(cores: list[Any]) -> tuple[list[Any], int]:
+    """Each structurally distinct kernel once (see _cuda_structure; kernels with one digest
+    are one), followed by its derivable tangent and adjoint, deduplicated the same way; and
+    how many distinct digests those were."""
     from raptor_core import _core
 
     out: list[Any] = []
+    seen_digests: set[str] = set()
     seen: set[str] = set()
 
     def add(core: Any) -> None:
         digest = core.digest("float64")
-        if digest not in seen:
-            seen.add(digest)
+        if digest in seen_digests:
+            return
+        seen_digests.add(digest)
+        key = _cuda_structure(core)
+        if key not in seen:
+            seen.add(key)
             out.append(core)
 
     for core in list(cores):
@@ -167,7 +194,7 @@ def _nvrtc_kernels(cores: list[Any]) -> list[Any]:
                 add(derive(core))
             except (_core.KernelError, hawk.KernelError, ValueError):
                 pass  # not derivable with respect to all of them: nothing to compile
-    return out
+    return out, len(seen_digests)
 
 
 def _nvrtc_failures(batch: list[Any], arch: str) -> list[str]:
@@ -194,7 +221,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     say = reporter.write_line if reporter is not None else print
     t0 = time.perf_counter()
-    kernels = _nvrtc_kernels(_session_kernels)
+    kernels, digests = _nvrtc_kernels(_session_kernels)
     jobs = [
         (kernels[i : i + _NVRTC_BATCH], arch)
         for arch in _NVRTC_ARCHS
@@ -213,5 +240,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     say(
         f"nvrtc: {len(kernels)} kernels compiled to cubin for {', '.join(_NVRTC_ARCHS)} "
-        f"({time.perf_counter() - t0:.1f} s)"
+        f"({digests} distinct digests with derivatives, deduplicated by structure; "
+        f"{time.perf_counter() - t0:.1f} s)"
     )

@@ -97,3 +97,58 @@ def test_the_session_check_names_each_kernel_that_fails() -> None:
     assert len(failures) == 2
     assert "drag" in failures[0] and "lookup" not in failures[0]
     assert "lookup" in failures[1]
+
+
+def drag_again(v: Vector[3], cd: Param, dt: Param, v_next: Mutable[Vector[3]]):
+    v_next = v - dt * cd * norm(v) * v  # drag's body under another name, file line and comment
+
+
+def drag_other(v: Vector[3], cd: Param, dt: Param, v_next: Mutable[Vector[3]]):
+    v_next = v + dt * cd * norm(v) * v  # one operator differs
+
+
+def drag_continued(v: Vector[3], cd: Param, dt: Param, v_next: Mutable[Vector[3]]):
+    v_next = v - dt * cd * \
+        norm(v) * v  # a line continuation: the line's comment must not end in a backslash
+
+
+def test_a_source_line_ending_in_a_backslash_compiles(cache_dir) -> None:
+    """The generated code's comment quoting a source line that ends in a backslash drops it:
+    otherwise the comment swallows the next line of code (host and CUDA both failed)."""
+    import numpy as np
+
+    import eagle.plan
+
+    cont = hawk.kernel(drag_continued)
+    for code in (cont._core.cuda("float64"), cont._core.cpp("float64")):
+        assert "test_cuda_compile.py:" in code
+        comments = [ln for ln in code.splitlines() if ln.lstrip().startswith("//")]
+        assert not any(ln.endswith("\\") for ln in comments)
+    for arch in ARCHS:
+        assert _core.nvrtc_check([cont._core], arch, True) == 2
+    plans = eagle.plan.auto([cont, drag], cache_dir=cache_dir)
+    v = np.random.default_rng(0).uniform(-2.0, 2.0, (3, 33))
+    outs = []
+    for p in plans:
+        vals = dict(v=v, cd=0.3, dt=0.1, v_next=np.zeros((3, 33)))
+        p.bind(**vals).launch()
+        outs.append(vals["v_next"])
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_allclose(outs[0], v - 0.1 * 0.3 * np.linalg.norm(v, axis=0) * v, rtol=1e-14)
+
+
+def test_the_session_check_compiles_each_structure_once() -> None:
+    """Kernels whose CUDA differs only in names, comments and symbols are compiled once; a
+    different body is not."""
+    from conftest import _cuda_structure, _nvrtc_kernels
+
+    again, other = (hawk.kernel(f) for f in (drag_again, drag_other))
+    assert again._core.digest("float64") != drag._core.digest("float64")
+    assert _cuda_structure(again._core) == _cuda_structure(drag._core)
+    assert _cuda_structure(other._core) != _cuda_structure(drag._core)
+    # drag_again folds into drag before deriving: drag and drag_other, with a tangent and an
+    # adjoint each, out of 3 + 4 digests
+    kernels, digests = _nvrtc_kernels([drag._core, again._core, other._core])
+    assert (len(kernels), digests) == (6, 7)
+    assert {k.name for k in kernels} >= {"drag", "drag_other"}
+    assert "drag_again" not in {k.name for k in kernels}

@@ -309,6 +309,11 @@ void StepWriter::source_comment(const ir::Loc& loc, ir::Loc& last, const std::st
     std::string text = it->second;
     const size_t first = text.find_first_not_of(" \t");
     text = first == std::string::npos ? "" : text.substr(first);
+    // A line comment ending in a backslash (a Python line continuation) would splice the next
+    // line of generated code into the comment: trailing backslashes and blanks are dropped.
+    while (!text.empty() && (text.back() == '\\' || text.back() == ' ' || text.back() == '\t' ||
+                             text.back() == '\r'))
+      text.pop_back();
     os_ << "  " << text;
   }
   os_ << "\n";
