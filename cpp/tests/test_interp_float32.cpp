@@ -15,11 +15,12 @@ namespace {
 using namespace raptor::testing;
 
 TEST(InterpFloat32, RoundsEveryValueAndUsesFloatFunctions) {
-  const ir::Kernel k = lowered(R"(def k(x: Scalar, p: Param, y: Mutable[Scalar], z: Mutable[Scalar]):
+  const ir::Kernel k =
+      lowered(R"(def k(x: Scalar, p: Param, y: Mutable[Scalar], z: Mutable[Scalar]):
     y = x * p + 0.1
     z = sin(x) ** 3 + exp(x / 3.0)
 )",
-                               {Scalar("x"), Param("p"), MutScalar("y"), MutScalar("z")});
+              {Scalar("x"), Param("p"), MutScalar("y"), MutScalar("z")});
   const std::vector<double> xs = {0.3, -1.7, 2.9};
   ir::InterpBinding b = ir::make_binding(k, 3);
   b.float32 = true;
@@ -57,6 +58,32 @@ TEST(InterpFloat32, TableIndexIsTheFloorInFloat) {
     set_in(k, b, "t", {10, 11, 12, 13});
     ir::interpret(k, b);
     EXPECT_EQ(out_of(k, b, "y")[0], f32 ? 13.0 : 12.0);
+  }
+}
+
+TEST(InterpPerturb, MovesOnlyInexactLibraryResults) {
+  const ir::Kernel k = lowered(R"(def k(x: Scalar, y: Mutable[Scalar], z: Mutable[Scalar]):
+    y = tanh(x)
+    z = sqrt(x) * x + 0.5
+)",
+                               {Scalar("x"), MutScalar("y"), MutScalar("z")});
+  for (const bool f32 : {false, true}) {
+    for (const int ulps : {2, -2}) {
+      ir::InterpBinding b = ir::make_binding(k, 1);
+      b.float32 = f32;
+      b.perturb_ulps = ulps;
+      set_in(k, b, "x", {0.75});
+      ir::interpret(k, b);
+      const double inf = ulps > 0 ? INFINITY : -INFINITY;
+      if (f32) {
+        const float want = std::nextafter(std::nextafter(std::tanh(0.75f), float(inf)), float(inf));
+        EXPECT_EQ(out_of(k, b, "y")[0], static_cast<double>(want));
+        EXPECT_EQ(out_of(k, b, "z")[0], static_cast<double>(std::sqrt(0.75f) * 0.75f + 0.5f));
+      } else {
+        EXPECT_EQ(out_of(k, b, "y")[0], std::nextafter(std::nextafter(std::tanh(0.75), inf), inf));
+        EXPECT_EQ(out_of(k, b, "z")[0], std::sqrt(0.75) * 0.75 + 0.5);  // exact chain: unmoved
+      }
+    }
   }
 }
 
