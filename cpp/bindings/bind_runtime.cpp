@@ -45,7 +45,7 @@ std::shared_ptr<BoundLaunch> make_bound(
     const EntryHandle& e, int64_t n, const std::vector<uintptr_t>& ins,
     const std::vector<uintptr_t>& outs, const std::vector<double>& params,
     const std::vector<int64_t>& table_sizes,
-    const std::vector<std::tuple<int, uintptr_t, bool>>& param_sources, uintptr_t mask_in,
+    const std::vector<std::tuple<int, uintptr_t, std::string>>& param_sources, uintptr_t mask_in,
     uintptr_t mask_out, uintptr_t finished_count, bool zero_finished) {
   const size_t ns = e.entry->num_slots();
   if (ins.size() != ns || outs.size() != ns || params.size() != ns || table_sizes.size() != ns)
@@ -64,8 +64,11 @@ std::shared_ptr<BoundLaunch> make_bound(
   b.finished_count = ptr<uint32_t>(finished_count);
   b.zero_finished = zero_finished;
   std::vector<runtime::ParamSource> sources;
-  for (const auto& [slot, p, f32] : param_sources)
-    sources.push_back({slot, ptr<const void>(p), f32});
+  for (const auto& [slot, p, code] : param_sources) {
+    if (slot < 0 || static_cast<size_t>(slot) >= ns || !p)
+      throw nb::value_error("Bound: a Param source needs a slot of the kernel and an address");
+    sources.push_back({slot, ptr<const void>(p), runtime::param_element(code)});
+  }
   return std::make_shared<BoundLaunch>(e.entry, std::move(b), std::move(sources));
 }
 

@@ -4,20 +4,48 @@
 // with Guard(active_set=True). Every launch goes through runtime::launch.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/launch.hpp"
 
 namespace raptor::runtime {
 
+// The element type of an array a Param is bound to: every real NumPy number type (bool and
+// complex are refused at bind, python/eagle/binding.py). `LongDouble` is the platform's C
+// `long double`, which is NumPy's longdouble.
+enum class ParamElement : uint8_t {
+  F16,
+  F32,
+  F64,
+  LongDouble,
+  I8,
+  I16,
+  I32,
+  I64,
+  U8,
+  U16,
+  U32,
+  U64
+};
+
+// From NumPy's spelling: "f2", "f4", "f8", "g" (longdouble), "i1".."i8", "u1".."u8".
+// Throws std::invalid_argument for any other code.
+ParamElement param_element(std::string_view code);
+
 // A Param bound to a 0-d or 1-element array: read at each launch.
 struct ParamSource {
   int slot = -1;
-  const void* ptr = nullptr;
-  bool is_f32 = false;
+  const void* ptr = nullptr;  // any alignment
+  ParamElement element = ParamElement::F64;
 };
+
+// The value at `p.ptr` as a double, rounded as Python's float(value) rounds it (nearest);
+// the launcher converts it to the kernel's dtype as it does a Param given as a number.
+double read_param(const ParamSource& p);
 
 class BoundLaunch {
  public:

@@ -3,10 +3,11 @@ that name the kernel and the plane, done before anything runs (bad input changes
 then one ``raptor_core._core.Bound`` that holds the arrays' pointers by reference.
 
 Start at ``bind``. Layouts (docs/language.md): Scalar ``(N,)``, Vector[k] ``(k, N)``, Terminated
-bool ``(N,)``, Table ``(M,)`` or ``(M, k)``, Param a number or a 0-d/1-element float array
-(read at each launch), finished_count uint32 ``(1,)``; sums of derived kernels ``(k,)`` /
-``(M,)`` / ``(M, k)``. The shapes and dtypes come from the kernel's interface
-(``Kernel.interface``, described once in C++: cpp/runtime/interface.hpp).
+bool ``(N,)``, Table ``(M,)`` or ``(M, k)``, Param a number or a 0-d/1-element array of any
+float or integer dtype (read at each launch, as ``float(value)`` reads it), finished_count
+uint32 ``(1,)``; sums of derived kernels ``(k,)`` / ``(M,)`` / ``(M, k)``. The shapes and
+dtypes come from the kernel's interface (``Kernel.interface``, described once in C++:
+cpp/runtime/interface.hpp).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from raptor_core import _core
 from eagle.errors import ModeError
 from hawk.kernel import Kernel
 
-__all__ = ["Bound", "bind", "as_host_array"]
+__all__ = ["Bound", "bind", "as_host_array", "param_number"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -52,22 +53,56 @@ def as_host_array(value: Any, who: str, name: str) -> np.ndarray:
     raise TypeError(f"{who}: '{name}' must be an array, got {type(value).__name__}")
 
 
-def _param_value(value: Any, who: str, name: str) -> tuple[float, tuple[int, int, bool] | None, Any]:
-    """(value now, a by-reference source or None, the object to keep alive)."""
-    if isinstance(value, bool):
-        raise TypeError(f"{who}: Param '{name}' must be a number, got a bool")
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return float(value), None, None
-    arr = as_host_array(value, who, name) if not isinstance(value, (list, tuple)) else None
-    if arr is None:
+def param_number(value: Any, dtype: np.dtype, who: str, name: str) -> float:
+    """A Param given as one number (a Python or NumPy int or float), as ``float(value)``.
+    Refuses, naming the kernel (``who``) and the Param: a bool, a complex number, anything
+    else that is not a number, and a finite number beyond the kernel's float (``dtype``)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{who}: Param '{name}' must be a number, got a bool ({value!r}); pass 1.0 or 0.0 if that is what you mean")
+    if isinstance(value, (complex, np.complexfloating)):
+        raise TypeError(f"{who}: Param '{name}' must be a real number, got a complex number ({value!r}); pass its real part (.real) if that is what you mean")
+    if not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{who}: Param '{name}' must be a number or a 0-d/1-element array, got {type(value).__name__}")
+    try:
+        x = float(value)
+        fits = not np.isinf(x) or bool(np.isinf(value))
+    except OverflowError:  # an int beyond every double
+        x, fits = 0.0, False
+    if fits:
+        with np.errstate(over="ignore"):
+            fits = not np.isfinite(x) or bool(np.isfinite(np.asarray(x, dtype=dtype)))
+    if not fits:
+        shown = f"an int of about 10**{int(value.bit_length() * 0.30103)}" if isinstance(value, int) else repr(value)
+        raise ValueError(
+            f"{who}: Param '{name}' = {shown} does not fit the kernel's float ({np.dtype(dtype).name}, largest "
+            f"{float(np.finfo(dtype).max):.4g}); pass a number within that range (or float('inf') for an infinite one)"
+        )
+    return x
+
+
+def _element_code(dt: np.dtype) -> str:
+    """The element type of a Param array as runtime::param_element spells it (bound.hpp)."""
+    return "g" if dt.char == "g" else f"{dt.kind}{dt.itemsize}"
+
+
+def _param_value(value: Any, dtype: np.dtype, who: str, name: str) -> tuple[float, tuple[int, str] | None, Any]:
+    """(value now, a by-reference source (address, element type) or None, the object to keep
+    alive). A number is read now; an array of any float or integer dtype at each launch, as
+    float(value) reads it (then rounded to the kernel's dtype, as a number is)."""
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic)):
+        return param_number(value, dtype, who, name), None, None
+    if isinstance(value, (list, tuple)):
+        raise TypeError(f"{who}: Param '{name}' must be a number or a 0-d/1-element array, got a {type(value).__name__}; pass {name}[0] or np.asarray({name})")
+    arr = as_host_array(value, who, name)
     if arr.size != 1:
         raise ValueError(f"{who}: Param '{name}' is one value for all samples; got an array of shape {arr.shape}")
-    if arr.dtype not in _FLOATS:
-        if np.issubdtype(arr.dtype, np.number) and not np.issubdtype(arr.dtype, np.complexfloating):
-            return float(arr.reshape(())), None, None
-        raise ModeError(f"{who}: Param '{name}' has dtype {arr.dtype}; pass a float")
-    return float(arr.reshape(())), (arr.ctypes.data, arr.dtype == np.float32), arr
+    if arr.dtype.kind not in "fiu":
+        fix = f"pass {name}.real" if arr.dtype.kind == "c" else f"pass {name}.astype(np.float64)"
+        raise ModeError(
+            f"{who}: Param '{name}' is a {arr.dtype} array, which a kernel cannot read as a real number; {fix} "
+            "(an array of any float or integer dtype is read at each launch)"
+        )
+    return float(arr.reshape(())), (arr.ctypes.data, _element_code(arr.dtype)), arr
 
 
 class Bound:
@@ -167,7 +202,7 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> B
     ins, outs = [0] * ns, [0] * ns
     params, sizes = [0.0] * ns, [0] * ns
     seen_tables: set[int] = set()
-    sources: list[tuple[int, int, bool]] = []
+    sources: list[tuple[int, int, str]] = []
     mask_ptr = 0
 
     # Sample count from the first plane or mask.
@@ -180,7 +215,7 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> B
     for i, (s, si) in enumerate(zip(kernel.slots, iface.slots)):
         value = values[s.name]
         if s.kind == "param":
-            params[i], src, keep = _param_value(value, who, s.name)
+            params[i], src, keep = _param_value(value, dtype, who, s.name)
             if src is not None:
                 sources.append((i, src[0], src[1]))
                 arrays[s.name] = keep

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from eagle.binding import param_number
 from eagle.errors import ModeError
 from eagle.frameworks import _jax_rules
 from eagle.frameworks._jax_call import call_for, no_plane_message
@@ -67,6 +68,38 @@ class KernelFunction:
             raise TypeError(f"{name}: missing input(s) {missing}")
         return [values[k] for k in self.inputs]
 
+    def _readable(self, v: Any, s: Any) -> Any:
+        """``v`` as a JAX array, or a TypeError/ModeError naming the kernel, the input and what
+        is accepted, for what JAX cannot read (instead of JAX's error, which names neither)."""
+        who = f"eagle.frameworks.jax {self.kernel.name}: input '{s.name}'"
+        accepted = "a bool array" if s.kind == "terminated" else "a JAX or NumPy array of float32 or float64" + (", or a number" if s.kind == "param" else "")
+        if isinstance(v, jax.Array):  # tracers under jit / vmap / grad included
+            return v
+        if v is None or isinstance(v, (str, bytes, bytearray, dict, set)):
+            raise TypeError(f"{who} is a {type(v).__name__}, which JAX cannot read; pass {accepted}")
+        if hasattr(v, "__cuda_array_interface__") and not hasattr(v, "__array_interface__"):
+            try:
+                return jnp.asarray(v)
+            except Exception as err:  # noqa: BLE001 - JAX's error (no CUDA, a bad interface) is named below
+                platforms = sorted({d.platform for d in jax.devices()})
+                raise ModeError(
+                    f"{who} is a GPU array (__cuda_array_interface__), which this JAX (devices: {', '.join(platforms)}) cannot read "
+                    f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); pass {accepted} on a device JAX has"
+                ) from err
+        if isinstance(v, (np.ndarray, np.generic, memoryview, list, tuple)) or hasattr(v, "__array_interface__") or hasattr(v, "__array__"):
+            try:
+                host = np.asarray(v)
+            except Exception as err:  # noqa: BLE001 - NumPy's error (ragged lists, a bad interface) is named below
+                raise TypeError(f"{who} cannot be read as an array ({type(err).__name__}: {err}); pass {accepted}") from err
+            if host.dtype.kind not in "biufc":
+                raise TypeError(f"{who} has dtype {host.dtype}, which JAX cannot read; pass {accepted}")
+            if host.dtype.byteorder == ">":
+                raise ModeError(f"{who} is big-endian ({host.dtype.str}), which JAX cannot read; pass x.astype(x.dtype.newbyteorder('=')) instead")
+        try:
+            return jnp.asarray(v)
+        except Exception as err:  # noqa: BLE001 - JAX's error names neither kernel nor input
+            raise TypeError(f"{who} ({type(v).__name__}) cannot be read by JAX ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); pass {accepted}") from err
+
     def _prepare(self, values: list[Any]) -> tuple[np.dtype, list[Any]]:
         name = self.kernel.name
         slots = [self.kernel.slot(k) for k in self.inputs]
@@ -75,9 +108,11 @@ class KernelFunction:
         first = ""
         for s, v in zip(slots, values):
             weak = isinstance(v, (int, float)) and not isinstance(v, bool)
-            a = v if weak else jnp.asarray(v)
+            a = v if weak else self._readable(v, s)
             if not weak:
                 weak = bool(getattr(jax.typeof(a), "weak_type", False))
+                if weak and jnp.issubdtype(a.dtype, jnp.complexfloating):  # a Python complex: its imaginary part would be dropped
+                    raise ModeError(f"eagle.frameworks.jax {name}: '{s.name}' is a complex number ({v!r}); a kernel runs on real numbers: pass its real part (.real)")
             arrays.append((a, weak))
             if s.kind == "terminated" or weak:
                 continue
@@ -105,6 +140,8 @@ class KernelFunction:
         out = []
         for slot, s, (a, weak) in zip(self._input_slots, slots, arrays):
             if s.kind == "param":
+                if isinstance(a, (int, float)):  # a Python number: read as the host binding reads it
+                    a = param_number(a, dtype, f"eagle.frameworks.jax {name}", s.name)
                 if np.size(a) != 1:
                     raise ValueError(f"eagle.frameworks.jax: {name}: Param '{s.name}' is one value per call; got shape {np.shape(a)}")
                 out.append(jnp.asarray(a, dtype=dtype).reshape(()))
