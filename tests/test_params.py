@@ -257,3 +257,35 @@ def test_jax_params_are_read_as_the_host_reads_them(value, error, says):
         f(x, value, 0.0)
     assert "affine" in str(err.value) and says in str(err.value), str(err.value)
     np.testing.assert_array_equal(np.asarray(f(x, 2**64, 0.5)), np.asarray(x) * np.float32(2.0**64) + np.float32(0.5))
+
+
+# ------------------------------------------------------------------------------------------------
+# on the GPU: numbers follow the host's rule; a device array has the launch's dtype (its checks
+# run here, over fake device arrays that are never dereferenced)
+
+
+class FakeDevice:
+    """GPU memory as CuPy shows it: ``__cuda_array_interface__`` over an address never read."""
+
+    def __init__(self, shape: tuple[int, ...], dtype: str = "float64", ptr: int = 1 << 24) -> None:
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": np.dtype(dtype).str, "data": (ptr, False), "strides": None, "version": 3}
+
+
+@pytest.mark.parametrize(
+    "value, error, says",
+    [
+        (10**400, ValueError, "Param 'a' = an int of about 10**400 does not fit the kernel's float (float64"),
+        (np.bool_(False), TypeError, "Param 'a' must be a number, got a bool"),
+        (np.complex128(1), TypeError, "Param 'a' must be a real number, got a complex number"),
+        (FakeDevice((1,), "int32"), ModeError, "Param 'a' is int32; on the GPU a Param array has the launch's dtype (float64): bind a float64 device array"),
+    ],
+)
+def test_cuda_params_follow_the_same_rules(value, error, says):
+    import eagle.cuda
+
+    planes = dict(x=FakeDevice((8,), ptr=1 << 25), b=0.0, y=FakeDevice((8,), ptr=1 << 26))
+    with pytest.raises(error) as err:
+        eagle.cuda.layout(affine, {**planes, "a": value})
+    assert "kernel 'affine'" in str(err.value) and says in str(err.value), str(err.value)
+    lay = eagle.cuda.layout(affine, {**planes, "a": np.int64(3)})
+    assert lay.params[1] == 3.0 and lay.param_ptrs[1] == 0

@@ -27,7 +27,7 @@ import numpy as np
 
 from raptor_core import _core
 
-from eagle.binding import Bound
+from eagle.binding import Bound, param_number
 from eagle.errors import ModeError
 
 __all__ = ["CudaBound", "DeviceArray", "bind", "current_stream", "find_nvrtc", "probe", "stream_handle", "unusable_reason", "view"]
@@ -236,10 +236,8 @@ class Layout:
 
 
 def _param(value: Any, dtype: np.dtype, who: str, name: str) -> tuple[float, DeviceArray | None]:
-    if isinstance(value, bool):
-        raise TypeError(f"{who}: Param '{name}' must be a number, got a bool")
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return float(value), None
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic)):
+        return param_number(value, dtype, who, name), None  # the host's rule for numbers
     arr = view(value)
     if arr is None:
         if _is_host(value):
@@ -251,7 +249,10 @@ def _param(value: Any, dtype: np.dtype, who: str, name: str) -> tuple[float, Dev
     if int(np.prod(arr.shape, dtype=np.int64)) != 1:
         raise ValueError(f"{who}: Param '{name}' is one value for all samples; got an array of shape {arr.shape}")
     if arr.dtype != dtype:
-        raise ModeError(f"{who}: Param '{name}' is {arr.dtype}; on the GPU a Param array has the launch's dtype ({dtype})")
+        raise ModeError(
+            f"{who}: Param '{name}' is {arr.dtype}; on the GPU a Param array has the launch's dtype ({dtype}): "
+            f"bind a {dtype} device array (such as {name}.astype('{dtype}'), then write to that one) or a number"
+        )
     if arr.ptr % arr.dtype.itemsize:
         raise ValueError(f"{who}: Param '{name}' is not aligned to its {arr.dtype.itemsize}-byte elements")
     return 0.0, arr
