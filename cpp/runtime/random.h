@@ -1,0 +1,111 @@
+/* The random draws of hawk's `Random` parameters, as jax.random makes them (issue 11 item 1).
+ *
+ * Draw j of sample i in step s of a launch with key k is
+ *     jax.random.uniform(fold_in(fold_in(fold_in(k, s), i), j), dtype=T)      (bit for bit)
+ *     jax.random.normal(<the same subkey>, dtype=T)                          (to ~1 ulp)
+ * with jax's default PRNG, threefry2x32 (jax_threefry_partitionable on, the default since jax
+ * 0.5). The rules, checked against the installed jax: /work/shared/notes/jax-random.md.
+ * Plain C++ over uint32_t/uint64_t and <cmath>, so the host code, the CUDA code (define
+ * RAPTOR_RNG_FN as `__device__ inline` before including it) and the interpreter share it.
+ * Start at rp_draw_uniform.
+ */
+#ifndef RAPTOR_RANDOM_H
+#define RAPTOR_RANDOM_H
+
+#include <math.h>
+#include <stdint.h>
+
+#ifndef RAPTOR_RNG_FN
+#define RAPTOR_RNG_FN inline
+#endif
+
+/* A key: the two uint32 words of jax.random.key_data. */
+struct rp_key {
+  uint32_t k0, k1;
+};
+
+RAPTOR_RNG_FN uint32_t rp_rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+
+/* threefry2x32 with 20 rounds (Salmon et al. 2011; jax/_src/random/threefry2x32.py). */
+RAPTOR_RNG_FN void rp_threefry2x32(rp_key key, uint32_t* x0, uint32_t* x1) {
+  const uint32_t ks[3] = {key.k0, key.k1, key.k0 ^ key.k1 ^ 0x1BD11BDAu};
+  const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  uint32_t a = *x0 + ks[0], b = *x1 + ks[1];
+  for (int i = 0; i < 5; ++i) {
+    for (int r = 0; r < 4; ++r) {
+      a += b;
+      b = rp_rotl32(b, rot[i % 2][r]) ^ a;
+    }
+    a += ks[(i + 1) % 3];
+    b += ks[(i + 2) % 3] + static_cast<uint32_t>(i + 1);
+  }
+  *x0 = a;
+  *x1 = b;
+}
+
+/* jax.random.fold_in(key, d). */
+RAPTOR_RNG_FN rp_key rp_fold_in(rp_key key, uint32_t d) {
+  uint32_t a = 0, b = d;
+  rp_threefry2x32(key, &a, &b);
+  return rp_key{a, b};
+}
+
+/* The subkey of draw j of sample i in step s. */
+RAPTOR_RNG_FN rp_key rp_subkey(rp_key key, uint32_t step, uint32_t sample, uint32_t draw) {
+  return rp_fold_in(rp_fold_in(rp_fold_in(key, step), sample), draw);
+}
+
+/* jax.random.uniform(key, (), float64) and float32, on [0, 1). */
+RAPTOR_RNG_FN double rp_uniform_f64(rp_key key) {
+  uint32_t b0 = 0, b1 = 0;
+  rp_threefry2x32(key, &b0, &b1);
+  const uint64_t bits = ((static_cast<uint64_t>(b0) << 32) | b1) >> 12 | 0x3FF0000000000000ull;
+  double f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f - 1.0;
+}
+
+RAPTOR_RNG_FN float rp_uniform_f32(rp_key key) {
+  uint32_t b0 = 0, b1 = 0;
+  rp_threefry2x32(key, &b0, &b1);
+  const uint32_t bits = (b0 ^ b1) >> 9 | 0x3F800000u;
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f - 1.0f;
+}
+
+/* erfinv(u) for |u| < 1 in double: a ~2e-3 initial guess (Winitzki), then Newton steps on
+ * erf (|u| <= 0.5) or on erfc with 1 - |u| exact (|u| > 0.5, where erf loses the tail). */
+RAPTOR_RNG_FN double rp_erfinv(double u) {
+  const double au = u < 0 ? -u : u;
+  const double a = 0.147, pi = 3.14159265358979323846;
+  const double l = log((1.0 - au) * (1.0 + au));
+  const double t = 2.0 / (pi * a) + 0.5 * l;
+  double x = sqrt(sqrt(t * t - l / a) - t);
+  const double c = 1.1283791670955126;  // 2 / sqrt(pi)
+  if (au <= 0.5) {
+    for (int i = 0; i < 5; ++i) x -= (erf(x) - au) / (c * exp(-x * x));
+  } else {
+    const double q = 1.0 - au;  // exact (Sterbenz)
+    for (int i = 0; i < 5; ++i) x += (erfc(x) - q) / (c * exp(-x * x));
+  }
+  return u < 0 ? -x : x;
+}
+
+/* jax.random.normal(key, (), T): sqrt(2) * erfinv(uniform(key, lo = nextafter(-1, 0), hi = 1)),
+ * the uniform's affine map and clamp rounded in T as jax computes them. */
+RAPTOR_RNG_FN double rp_normal_f64(rp_key key) {
+  const double lo = -(1.0 - 0x1p-53), hi = 1.0;  // nextafter(-1.0, 0.0)
+  double u = rp_uniform_f64(key) * (hi - lo) + lo;
+  u = u > lo ? u : lo;
+  return 1.4142135623730951 * rp_erfinv(u);
+}
+
+RAPTOR_RNG_FN float rp_normal_f32(rp_key key) {
+  const float lo = -(1.0f - 0x1p-24f), hi = 1.0f;  // nextafter(-1.0f, 0.0f)
+  float u = rp_uniform_f32(key) * (hi - lo) + lo;
+  u = u > lo ? u : lo;
+  return static_cast<float>(1.4142135623730951 * rp_erfinv(static_cast<double>(u)));
+}
+
+#endif /* RAPTOR_RANDOM_H */
