@@ -289,3 +289,25 @@ def test_cuda_params_follow_the_same_rules(value, error, says):
     assert "kernel 'affine'" in str(err.value) and says in str(err.value), str(err.value)
     lay = eagle.cuda.layout(affine, {**planes, "a": np.int64(3)})
     assert lay.params[1] == 3.0 and lay.param_ptrs[1] == 0
+
+
+def test_jax_integer_params_are_read_as_numbers():
+    """A NumPy integer is read as float(value) on the host (JAX without x64 would wrap a 64-bit
+    one); a JAX integer array takes the call's float dtype, under jit as well."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    from eagle.frameworks import jax as eagle_jax
+
+    f = eagle_jax.function(affine)
+    x = jnp.arange(4.0)
+    t = np.dtype(x.dtype).type
+    xs = np.asarray(x)
+    for a in [np.int64(2**40), np.array([2**40 + 3]), np.uint64(2**63), np.array(-7, np.int8)]:
+        want = xs * t(float(np.asarray(a).reshape(()))) + t(0.5)
+        np.testing.assert_array_equal(np.asarray(f(x, a, 0.5)), want)
+    for a in [jnp.asarray(5), jnp.asarray([-3], dtype=jnp.int32)]:
+        want = xs * t(float(np.asarray(a).reshape(()))) + t(0.5)
+        np.testing.assert_array_equal(np.asarray(f(x, a, 0.5)), want)
+        np.testing.assert_array_equal(np.asarray(jax.jit(f)(x, a, 0.5)), want)
+    with pytest.raises(ModeError, match=r"affine: Param 'a' is bool, which a kernel cannot read as a real number"):
+        f(x, jnp.asarray(True), 0.5)

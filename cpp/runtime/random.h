@@ -4,7 +4,7 @@
  *     jax.random.uniform(fold_in(fold_in(fold_in(k, s), i), j), dtype=T)      (bit for bit)
  *     jax.random.normal(<the same subkey>, dtype=T)                          (to ~1 ulp)
  * with jax's default PRNG, threefry2x32 (jax_threefry_partitionable on, the default since jax
- * 0.5). The rules, checked against the installed jax: /work/shared/notes/jax-random.md.
+ * 0.5); the values in cpp/tests/test_runtime_random.cpp were made with jax 0.12.0.1.
  * Plain C++ over uint32_t/uint64_t and <cmath>, so the host code, the CUDA code (define
  * RAPTOR_RNG_FN as `__device__ inline` before including it) and the interpreter share it.
  * Start at rp_draw_uniform.

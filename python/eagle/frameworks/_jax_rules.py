@@ -27,6 +27,7 @@ from jax.interpreters import ad, batching, mlir
 
 from raptor_core import _core
 
+from eagle.frameworks import _jax_compat
 from eagle.frameworks._jax_call import KernelCall
 from eagle.frameworks._jax_sharding import partitioned
 
@@ -48,12 +49,8 @@ def register_targets() -> None:
     global _registered
     if _registered:
         return
-    try:
-        from jax._src.export import _export
-
-        _export._CUSTOM_CALL_TARGETS_GUARANTEED_STABLE.add(TARGET)
-    except (ImportError, AttributeError):  # then pass eagle.frameworks.jax.export_checks()
-        pass
+    # A JAX internal, version-guarded (_jax_compat); else pass eagle.frameworks.jax.export_checks().
+    _jax_compat.mark_export_stable(TARGET)
     targets = _core.ffi_targets()
     if "cpu" not in targets:
         raise RuntimeError("eagle.frameworks.jax: this build of raptor_core has no XLA FFI handlers (it was built without the XLA FFI headers); reinstall raptor with jaxlib available at build time")
@@ -135,7 +132,10 @@ def _several_devices(ctx: Any) -> bool:
     if devices is not None:
         return len(devices) > 1
     if getattr(axis_context, "num_devices", 1) > 1:
-        return True
+        # Several devices but no device assignment (JAX gives it only to primitives in an
+        # internal set, _jax_compat.require_devices_at_lowering): custom partitioning cannot
+        # run, so the plain call, which XLA runs on gathered planes.
+        return False
     mesh = getattr(axis_context, "mesh", None)
     manual = set(getattr(axis_context, "manual_axes", ()) or ())
     if mesh is not None and manual == set(mesh.axis_names):
@@ -156,13 +156,9 @@ for _platform, _rule in (("cpu", _lowering), ("cuda", _lowering_cuda)):
     except TypeError:  # a JAX without the flag lowers every call in place
         mlir.register_lowering(kernel_p, _rule, platform=_platform)
 # Custom partitioning needs the device assignment at lowering time; JAX provides it only to
-# computations that contain a primitive in this (internal) set, as custom_partitioning is.
-try:
-    from jax._src import dispatch as _dispatch
-
-    _dispatch.prim_requires_devices_during_lowering.add(kernel_p)
-except (ImportError, AttributeError):  # without it, sharded calls are gathered (still correct)
-    pass
+# computations that contain a primitive in an internal set, as custom_partitioning is. Version-
+# guarded (_jax_compat): outside the guard, sharded calls are gathered (the same results).
+_jax_compat.require_devices_at_lowering(kernel_p)
 
 _eager: dict[KernelCall, Any] = {}
 

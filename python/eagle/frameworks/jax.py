@@ -107,16 +107,22 @@ class KernelFunction:
         dtype = None
         first = ""
         for s, v in zip(slots, values):
+            if s.kind == "param" and isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind in "iu" and v.size == 1:
+                v = float(np.asarray(v).reshape(()))  # a NumPy integer: float(value) on the host, as plan.bind reads it
             weak = isinstance(v, (int, float)) and not isinstance(v, bool)
             a = v if weak else self._readable(v, s)
             if not weak:
                 weak = bool(getattr(jax.typeof(a), "weak_type", False))
                 if weak and jnp.issubdtype(a.dtype, jnp.complexfloating):  # a Python complex: its imaginary part would be dropped
                     raise ModeError(f"eagle.frameworks.jax {name}: '{s.name}' is a complex number ({v!r}); a kernel runs on real numbers: pass its real part (.real)")
+                # a JAX integer Param takes the call's float dtype, as a number does
+                weak = weak or (s.kind == "param" and jnp.issubdtype(a.dtype, jnp.integer))
             arrays.append((a, weak))
             if s.kind == "terminated" or weak:
                 continue
             dt = np.dtype(a.dtype)
+            if dt not in _FLOATS and s.kind == "param":
+                raise ModeError(f"eagle.frameworks.jax {name}: Param '{s.name}' is {dt}, which a kernel cannot read as a real number; pass a float or integer array, or a number")
             if dt not in _FLOATS:
                 raise ModeError(f"eagle.frameworks.jax {name}: plane '{s.name}' is {dt}, which is not supported; a kernel runs float32 or float64 planes")
             if dtype is None:
