@@ -680,7 +680,7 @@ def check_tangent(g: GenKernel, k: Any, tdot: dict[str, np.ndarray], values: dic
             i = int(np.flatnonzero(bad)[0])
             st.mismatches.append(Mismatch(g.seed, "tangent-vs-differences",
                                           f"d{out}[{i}]: tangent {tan[i]!r}, differences {fd1[i]!r} (h) {fd2[i]!r} (h/4), "
-                                          f"value {f0[i]!r}; direction seed in values", g.report()))
+                                          f"value {f0[i]!r} (inputs and direction: np.random.default_rng(seed))", g.report()))
             return
 
 
