@@ -1,0 +1,95 @@
+"""What benchmarks/peers.py shows: one table of times relative to raptor (per case, dtype and
+N; host peers against raptor's launch(), JAX-side peers against raptor inside jit) and PNG
+plots of throughput (samples per second) against N, one per case and dtype.
+Start reading at ``table``; ``plots`` draws the same records.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+
+HOST = ("raptor", "numba", "warp")
+JAX = ("raptor-jax", "warp-jax", "jax")
+HEAD = {"raptor": "raptor us", "numba": "Numba", "warp": "Warp CPU",
+        "raptor-jax": "raptor-jit us", "warp-jax": "Warp jax_k", "jax": "jax.numpy"}
+LABEL = {"raptor": "raptor launch()", "numba": "Numba @njit(parallel)", "warp": "Warp CPU wp.launch",
+         "raptor-jax": "raptor in jax.jit", "warp-jax": "Warp jax_kernel in jax.jit", "jax": "jax.numpy in jax.jit"}
+
+
+def machine() -> str:
+    """One line: the date (UTC), CPU model, cores and the load average now."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {model}, {os.cpu_count()} cores; "
+            f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def _index(records: list[dict]) -> dict[tuple, float]:
+    return {(r["system"], r["case"], r["dtype"], r["n"]): r["seconds"] for r in records}
+
+
+def table(records: list[dict], systems: list[str]) -> str:
+    """The table: raptor's time in microseconds on each side, every peer as its time over
+    raptor's on the same side (above 1.00: raptor is faster), '-' where not measured."""
+    t = _index(records)
+    cols = [s for s in HOST + JAX if s in systems]
+    keys = sorted({(r["case"], r["dtype"], r["n"]) for r in records},
+                  key=lambda k: (("drag", "osc").index(k[0]) if k[0] in ("drag", "osc") else 9, k[1] != "float64", k[2]))
+    lines = [f"{'case':<6}{'dtype':<9}{'N':>9} " + "".join(f"{HEAD[c]:>14}" for c in cols)]
+    for case, dtype, n in keys:
+        cells = []
+        for c in cols:
+            base = "raptor" if c in HOST else "raptor-jax"
+            mine, ref = t.get((c, case, dtype, n)), t.get((base, case, dtype, n))
+            if mine is None:
+                cells.append("-")
+            elif c == base:
+                cells.append(f"{mine * 1e6:.1f}")
+            elif ref is None:
+                cells.append(f"{mine * 1e6:.1f}us")
+            else:
+                cells.append(f"{mine / ref:.2f}x")
+        lines.append(f"{case:<6}{dtype:<9}{'2^' + str(n.bit_length() - 1) if n & (n - 1) == 0 else n:>9} "
+                     + "".join(f"{c:>14}" for c in cells))
+    lines.append("raptor us / raptor-jit us: raptor's time per step in microseconds (host launch / inside jax.jit);")
+    lines.append("other columns: that system's time over raptor's on the same side (above 1.00x: raptor is faster).")
+    return "\n".join(lines)
+
+
+def plots(records: list[dict], out_dir: str, title_note: str) -> list[str]:
+    """One PNG per (case, dtype): samples per second against N for every system measured.
+    Returns the paths written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for case, dtype in sorted({(r["case"], r["dtype"]) for r in records}):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for system in HOST + JAX:
+            pts = sorted((r["n"], r["n"] / r["seconds"]) for r in records
+                         if r["system"] == system and r["case"] == case and r["dtype"] == dtype)
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "-o" if system in HOST else "--s",
+                        label=LABEL[system], markersize=4)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("N (samples)")
+        ax.set_ylabel("throughput (samples / s)")
+        ax.set_title(f"{case} step, {dtype}\n{title_note}", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = os.path.join(out_dir, f"peers_{case}_{dtype}.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths

@@ -1,0 +1,166 @@
+"""Peers side by side: the same work in raptor, Numba (``@njit(parallel=True)``), NVIDIA Warp
+(its CPU backend, and its ``jax_kernel`` inside ``jax.jit``) and plain JAX (jax.numpy).
+
+    python benchmarks/peers.py            # N = 2^10 .. 2^22, both cases, both dtypes
+    python benchmarks/peers.py --quick    # a few N up to 2^16, fewer rounds (a smoke run)
+    python benchmarks/peers.py --systems raptor,jax --n-max 14
+
+Cases (benchmarks/_peers/cases.py): the drag step of page 001 (``drag_step``) and one step
+of the damped oscillator with its Terminated mask (``osc``), float64 and float32.
+
+- Host side: raptor's ``plan.bind(...).launch()``, Numba's parallel loop, Warp's
+  ``wp.launch(device="cpu")``. Each system at each N runs in its own process (a worker of
+  this script), so thread pools never meet; the systems take turns N by N.
+- JAX side: raptor through ``eagle.frameworks.jax.function``, Warp's ``jax_kernel`` and
+  jax.numpy, each under ``jax.jit``, in one process, alternating round by round.
+
+Every system's first step is checked against a NumPy reference (float64 1e-12, float32
+1e-5, masks exactly) before it is timed; times are the best of several rounds. Prints one
+table (raptor's time, every peer relative to it) and writes PNG plots of throughput
+against N to benchmarks/out/ (``--out``). Numba and Warp are optional (``pip install
+'raptor[bench]'``): a missing one is skipped with a message. docs/performance.md quotes a
+run and says how to repeat it. Start reading at ``main``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+from _peers import report  # noqa: E402
+from _peers.cases import CASES, DTYPES  # noqa: E402
+
+HOST_SYSTEMS = ("raptor", "numba", "warp")
+JAX_SYSTEMS = ("raptor-jax", "warp-jax", "jax")
+ALL = HOST_SYSTEMS + JAX_SYSTEMS
+NEEDS = {"numba": ("numba",), "warp": ("warp",), "raptor-jax": ("jax",), "warp-jax": ("warp", "jax"), "jax": ("jax",)}
+PIP = {"numba": "pip install 'raptor[bench]'", "warp": "pip install 'raptor[bench]'", "jax": "pip install 'raptor[jax]'"}
+
+
+def missing(system: str) -> str | None:
+    """Why ``system`` cannot run here (a message naming the package and its install
+    command), or None when it can."""
+    for module in NEEDS.get(system, ()):
+        if importlib.util.find_spec(module) is None:
+            package = "warp-lang" if module == "warp" else module
+            return f"{system}: {package} not installed: {PIP[module]}"
+    return None
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="N = 2^10, 2^13, 2^16 and fewer, shorter rounds")
+    p.add_argument("--systems", default=",".join(ALL), help=f"comma-separated, of {','.join(ALL)}")
+    p.add_argument("--cases", default=",".join(CASES))
+    p.add_argument("--dtypes", default=",".join(DTYPES))
+    p.add_argument("--n-min", type=int, default=10, help="smallest N as a power of two (default 10)")
+    p.add_argument("--n-max", type=int, default=None, help="largest N as a power of two (default 22, --quick 16)")
+    p.add_argument("--n-step", type=int, default=None, help="step of the exponent (default 1, --quick 3)")
+    p.add_argument("--repeat", type=int, default=None, help="rounds per measurement (default 15, --quick 5)")
+    p.add_argument("--min-round", type=float, default=None, help="seconds per round at least (default 0.02, --quick 0.003)")
+    p.add_argument("--out", default=os.path.join(HERE, "out"), help="folder for the PNG plots (default benchmarks/out)")
+    p.add_argument("--worker", choices=("host", "jax"), help=argparse.SUPPRESS)
+    p.add_argument("--n", type=int, action="append", help=argparse.SUPPRESS)
+    p.add_argument("--json-out", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    a.n_max = a.n_max if a.n_max is not None else (16 if a.quick else 22)
+    a.n_step = a.n_step if a.n_step is not None else (3 if a.quick else 1)
+    a.repeat = a.repeat if a.repeat is not None else (5 if a.quick else 15)
+    a.min_round = a.min_round if a.min_round is not None else (0.003 if a.quick else 0.02)
+    for name, allowed in (("systems", ALL), ("cases", CASES), ("dtypes", DTYPES)):
+        values = [v for v in getattr(a, name).split(",") if v]
+        bad = [v for v in values if v not in allowed]
+        if bad:
+            p.error(f"--{name}: unknown {', '.join(bad)} (choose from {', '.join(allowed)})")
+        setattr(a, name, values)
+    return a
+
+
+def worker(a: argparse.Namespace) -> None:
+    """In a worker process: time one host system at one N, or every JAX-side system at
+    every N, and write the records as JSON to --json-out."""
+    if a.worker == "host":
+        from _peers.host import run_worker as host_worker
+
+        (system,) = a.systems
+        (n,) = a.n
+        records = host_worker(system, n, a.cases, a.dtypes, a.repeat, a.min_round)
+    else:
+        from _peers.jax_side import run_worker as jax_worker
+
+        records = jax_worker(a.systems, a.n, a.cases, a.dtypes, a.repeat, a.min_round)
+    with open(a.json_out, "w") as f:
+        json.dump(records, f)
+
+
+def spawn(kind: str, systems: list[str], ns: list[int], a: argparse.Namespace, env: dict[str, str], tmp: str) -> list[dict]:
+    """Runs a worker of this script in a new process; its records, or [] with the reason
+    printed when it failed."""
+    out = os.path.join(tmp, f"{kind}-{'-'.join(systems)}-{ns[0]}.json")
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", kind, "--systems", ",".join(systems),
+           "--cases", ",".join(a.cases), "--dtypes", ",".join(a.dtypes), "--repeat", str(a.repeat),
+           "--min-round", str(a.min_round), "--json-out", out] + [x for n in ns for x in ("--n", str(n))]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        tail = "\n    ".join((r.stderr or r.stdout).strip().splitlines()[-6:])
+        print(f"  {','.join(systems)} at N={ns if len(ns) > 1 else ns[0]} failed (exit {r.returncode}):\n    {tail}", flush=True)
+        return []
+    with open(out) as f:
+        return json.load(f)
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse(argv)
+    if a.worker:
+        worker(a)
+        return 0
+    systems = []
+    for s in a.systems:
+        why = missing(s)
+        if why:
+            print(f"skipped {why}", flush=True)
+        else:
+            systems.append(s)
+    ns = [1 << e for e in range(a.n_min, a.n_max + 1, a.n_step)]
+    print(f"peers: {', '.join(systems)}; cases {', '.join(a.cases)}; {', '.join(a.dtypes)}; "
+          f"N = 2^{a.n_min} .. 2^{a.n_max} step 2^{a.n_step}; {a.repeat} rounds", flush=True)
+    before = report.machine()
+    records: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="raptor-peers-") as tmp:
+        # Every worker shares fresh compile caches: raptor, Numba and Warp each compile once.
+        env = dict(os.environ, RAPTOR_CACHE_DIR=os.path.join(tmp, "raptor"), NUMBA_CACHE_DIR=os.path.join(tmp, "numba"),
+                   WARP_CACHE_PATH=os.path.join(tmp, "warp"))
+        host = [s for s in HOST_SYSTEMS if s in systems]
+        for n in ns:
+            for s in host:
+                records += spawn("host", [s], [n], a, env, tmp)
+            if host:
+                print(f"  host side, N = {n}: done", flush=True)
+        on_jax = [s for s in JAX_SYSTEMS if s in systems]
+        if on_jax:
+            records += spawn("jax", on_jax, ns, a, env, tmp)
+            print("  JAX side: done", flush=True)
+    after = report.machine()
+    measured = [s for s in systems if any(r["system"] == s for r in records)]
+    print()
+    print(f"before: {before}")
+    print(f"after:  {after}")
+    print(report.table(records, measured))
+    if records:
+        note = after.split(";")[0] + "; load average " + after.rsplit("load average ", 1)[1]
+        for path in report.plots(records, a.out, note):
+            print(f"wrote {path}")
+    return 0 if records else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
