@@ -211,3 +211,31 @@ else:
     assert p.returncode == 0, p.stdout + p.stderr
     assert "after-release ok" in p.stdout and "released: raptor: the raptor_core._core." in p.stdout, p.stdout
     assert "leaked" not in p.stderr, p.stderr
+
+
+def test_release_replaces_handles_in_attributes_and_containers(tmp_path):
+    """What ``release`` does to one raptor object (in this process: only to this object)."""
+    import eagle.plan
+    from eagle.frameworks import _jax_exit
+    from raptor_core import _core
+
+    class Holder(eagle.plan.Plan):  # a subclass of a raptor class is raptor's
+        pass
+
+    class UserThing:
+        pass
+
+    cores = [_core.Compiler(str(tmp_path / f"c{i}")) for i in range(5)]
+    h = Holder.__new__(Holder)
+    shared = [cores[1], 1]
+    h.direct, h.items, h.by_name, h.pair, h.keyed, h.plain = cores[0], shared, {"a": cores[2], "b": 2}, (cores[3], "x"), {cores[4]: 1}, 3
+    assert _jax_exit._release_object(h) == 5
+    assert isinstance(h.direct, _jax_exit.Released) and isinstance(shared[0], _jax_exit.Released) and shared[1] == 1
+    assert isinstance(h.by_name["a"], _jax_exit.Released) and h.by_name["b"] == 2
+    assert isinstance(h.pair[0], _jax_exit.Released) and h.pair[1] == "x"
+    assert h.keyed == {} and h.plain == 3
+    with pytest.raises(RuntimeError, match=r"raptor_core\._core\.Compiler was released at interpreter exit"):
+        h.direct.cache_dir
+    assert _jax_exit._release_object(h) == 0  # nothing left to release
+    cache: dict = {}
+    assert _jax_exit._owned(Holder, cache) and not _jax_exit._owned(UserThing, cache)

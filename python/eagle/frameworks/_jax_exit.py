@@ -69,27 +69,34 @@ def _marker(value: Any) -> Released:
     return Released(f"raptor_core._core.{type(value).__name__}")
 
 
-def _released(value: Any) -> Any:
-    """``value`` with the raptor_core instances in it replaced by markers (lists, dicts and
-    sets in place, so every holder of the container sees it; a tuple by a new tuple). Returns
-    ``value`` itself when it holds none."""
+def _released(value: Any) -> tuple[Any, bool]:
+    """``value`` with the raptor_core instances in it replaced by markers, and whether it held
+    any. Lists and dicts change in place (every holder of the container sees it), a tuple is
+    rebuilt; from a set, and as dict keys, the instances are removed."""
     if _is_core(value):
-        return _marker(value)
+        return _marker(value), True
+    changed = False
     if isinstance(value, list):
         for i, x in enumerate(value):
             if _is_core(x):
                 value[i] = _marker(x)
+                changed = True
     elif isinstance(value, dict):
         for k, x in list(value.items()):
-            if _is_core(x):
+            if _is_core(k):  # a handle as a key: the entry goes
+                del value[k]
+                changed = True
+            elif _is_core(x):
                 value[k] = _marker(x)
+                changed = True
     elif isinstance(value, set):
         held = [x for x in value if _is_core(x)]
         for x in held:
             value.discard(x)
+        changed = bool(held)
     elif type(value) is tuple and any(_is_core(x) for x in value):
-        return tuple(_marker(x) if _is_core(x) else x for x in value)
-    return value
+        return tuple(_marker(x) if _is_core(x) else x for x in value), True
+    return value, changed
 
 
 def _owned(cls: type, cache: dict[type, bool]) -> bool:
@@ -118,25 +125,28 @@ def _slot_names(cls: type) -> list[str]:
 def _release_object(obj: Any) -> int:
     """Releases the raptor_core instances ``obj`` holds; returns how many attributes changed."""
     changed = 0
-    attrs = getattr(obj, "__dict__", None)
+    try:
+        attrs = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        attrs = None
     if isinstance(attrs, dict):
         for name, value in list(attrs.items()):
-            new = _released(value)
+            new, held = _released(value)
             if new is not value:
                 attrs[name] = new
-                changed += 1
+            changed += held
     for name in _slot_names(type(obj)):
         try:
             value = object.__getattribute__(obj, name)
         except AttributeError:
             continue
-        new = _released(value)
+        new, held = _released(value)
         if new is not value:
             try:
                 object.__setattr__(obj, name, new)
-                changed += 1
             except (AttributeError, TypeError):  # a read-only slot: leave it
-                pass
+                continue
+        changed += held
     return changed
 
 
