@@ -154,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"before: {before}")
     print(f"after:  {after}")
+    threads = [f"{k}={os.environ[k]}" for k in ("RAPTOR_NUM_THREADS", "NUMBA_NUM_THREADS", "OMP_NUM_THREADS") if k in os.environ]
+    print(f"threads: {' '.join(threads) if threads else 'every system at its default (all cores)'}")
     print(report.table(records, measured))
     if records:
         note = after.split(";")[0] + "; load average " + after.rsplit("load average ", 1)[1]

@@ -1,0 +1,93 @@
+"""Smoke tests of benchmarks/peers.py (raptor beside Numba, Warp and plain JAX): a tiny
+``--quick`` run on raptor (host launch and inside jax.jit) and plain JAX prints the table and
+writes the PNG plots; a peer that is not installed is skipped with the install command; the
+table's ratios are peer time over raptor's on the same side. The timings themselves are not
+checked (a benchmark, not a timed test); every system's numbers are checked against NumPy
+inside peers.py before they are timed, so a run that exits 0 has agreed with the reference.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PEERS = ROOT / "benchmarks" / "peers.py"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _needs(*modules: str) -> None:
+    for m in modules:
+        if importlib.util.find_spec(m) is None:
+            pytest.skip(f"{m} not installed")
+
+
+def _load_peers(monkeypatch):
+    """benchmarks/peers.py as a module (it puts benchmarks/ on sys.path; restored after)."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    spec = importlib.util.spec_from_file_location("peers_under_test", PEERS)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_quick_run_prints_the_table_and_writes_the_plots(tmp_path):
+    _needs("jax", "matplotlib")
+    out = tmp_path / "out"
+    env = dict(os.environ, RAPTOR_SKIP_NVRTC_CHECK="1")
+    r = subprocess.run([sys.executable, str(PEERS), "--quick", "--systems", "raptor,raptor-jax,jax", "--n-max", "11",
+                        "--repeat", "2", "--min-round", "0.001", "--out", str(out)],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("case"))
+    assert lines[header].split()[:3] == ["case", "dtype", "N"]
+    assert "raptor us" in lines[header] and "raptor-jit us" in lines[header] and "jax.numpy" in lines[header]
+    rows = [line.split() for line in lines[header + 1:header + 5]]
+    assert sorted((row[0], row[1], row[2]) for row in rows) == sorted(
+        (c, d, "2^10") for c in ("drag", "osc") for d in ("float64", "float32"))
+    for row in rows:
+        assert float(row[3]) > 0 and float(row[4]) > 0  # raptor's times, microseconds
+        assert row[5].endswith("x") and float(row[5][:-1]) > 0  # jax.numpy over raptor in jit
+    assert "load average" in r.stdout
+    pngs = sorted(p.name for p in out.iterdir())
+    assert pngs == sorted(f"peers_{c}_{d}.png" for c in ("drag", "osc") for d in ("float32", "float64"))
+    for p in out.iterdir():
+        assert p.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_a_missing_peer_is_skipped_with_its_install_command(monkeypatch, tmp_path, capsys):
+    _needs("matplotlib")
+    peers = _load_peers(monkeypatch)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("numba", "warp") else real(name, *a))
+    assert peers.missing("numba") == "numba: numba not installed: pip install 'raptor[bench]'"
+    assert peers.missing("warp-jax") == "warp-jax: warp-lang not installed: pip install 'raptor[bench]'"
+    assert peers.missing("raptor") is None
+    monkeypatch.setenv("RAPTOR_SKIP_NVRTC_CHECK", "1")
+    rc = peers.main(["--systems", "raptor,numba,warp", "--cases", "drag", "--dtypes", "float64", "--n-max", "10",
+                     "--repeat", "1", "--min-round", "0.001", "--out", str(tmp_path)])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    assert "skipped numba: numba not installed: pip install 'raptor[bench]'" in text
+    assert "skipped warp: warp-lang not installed: pip install 'raptor[bench]'" in text
+    header = next(line for line in text.splitlines() if line.startswith("case"))
+    assert "raptor us" in header and "Numba" not in header and "Warp" not in header
+    assert (tmp_path / "peers_drag_float64.png").exists()
+
+
+def test_the_table_gives_each_peer_over_raptor_on_its_side(monkeypatch):
+    peers = _load_peers(monkeypatch)
+    from _peers import report
+
+    rec = [dict(system=s, case="drag", dtype="float64", n=1 << 20, seconds=t, side="")
+           for s, t in (("raptor", 2e-3), ("numba", 3e-3), ("raptor-jax", 4e-3), ("jax", 1e-3))]
+    lines = report.table(rec, ["raptor", "numba", "raptor-jax", "jax"]).splitlines()
+    assert lines[0].split()[3:] == ["raptor", "us", "Numba", "raptor-jit", "us", "jax.numpy"]
+    assert lines[1].split() == ["drag", "float64", "2^20", "2000.0", "1.50x", "4000.0", "0.25x"]
+    assert peers.HOST_SYSTEMS == report.HOST and peers.JAX_SYSTEMS == report.JAX
