@@ -12,6 +12,7 @@ XLA handlers check every call against.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any, Callable, Sequence
 
@@ -27,7 +28,8 @@ _lock = threading.Lock()
 # JAX can keep a program's globals (its kernels and bridge functions) alive past shutdown:
 # at exit, raptor's objects release their C++ handles (eagle/frameworks/_jax_exit.py).
 _jax_exit.install()
-_calls: dict[tuple[str, str], "KernelCall"] = {}
+# By (digest, dtype, cache directory): two cache directories in one process never share builds.
+_calls: dict[tuple[str, str, str], "KernelCall"] = {}
 
 
 class KernelCall:
@@ -130,7 +132,7 @@ class KernelCall:
             trimmed = full.without_unread_inputs()
             # A call takes N from its planes: keep the unread ones if trimming left none.
             keep = trimmed.interface().n_operand_slot >= 0 or full.interface().n_operand_slot < 0
-            hit = call_for(trimmed if keep else full, self.dtype)
+            hit = call_for(trimmed if keep else full, self.dtype, self.plan.cache_dir)
             with _lock:
                 self._derived_calls[key] = hit
         return hit
@@ -146,11 +148,17 @@ def no_plane_message(name: str) -> str:
     )
 
 
+def _cache_key(cache_dir: str | None) -> str:
+    """The cache directory a plan of ``cache_dir`` lands in, as eagle.plan.auto resolves it
+    (``cache_dir``, else ``$RAPTOR_CACHE_DIR`` read now, else the default: "")."""
+    return os.fspath(cache_dir) if cache_dir is not None else os.environ.get("RAPTOR_CACHE_DIR", "")
+
+
 def call_for(kernel: Kernel, dtype: Any, cache_dir: str | None = None) -> KernelCall:
     """The KernelCall of ``kernel`` in ``dtype``, compiling (or loading from the cache) and
     registering it for the XLA handlers on first use."""
     dtype = np.dtype(dtype)
-    key = (kernel.digest(dtype.name), dtype.name)
+    key = (kernel.digest(dtype.name), dtype.name, _cache_key(cache_dir))
     with _lock:
         hit = _calls.get(key)
     if hit is not None:
