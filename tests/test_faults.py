@@ -196,6 +196,7 @@ def test_a_full_cache_disk_gives_a_named_error_and_no_partial_file(tmp_path, sma
     res = _run(_code(tmp_path, mod, consts, cache, ["k0"]))
     assert not res["ok"] and res["error"] == "RuntimeError", res
     assert "No space left on device" in res["message"], res["message"]
+    assert "rejected the code" not in res["message"], res["message"]  # not a codegen bug
     _assert_no_partial_files(cache, cpp.read_text())
     filler.unlink()  # room again: the same cache directory works
     res = _run(_code(tmp_path, mod, consts, cache, ["k0"]))
