@@ -29,9 +29,9 @@ raptor::ir::KernelSpec spec_for(const std::string& body) {
       body;
   for (const char* name : {"vec", "norm", "dot", "cross", "sqrt", "exp", "log", "sin", "tanh",
                            "atan2", "abs", "minimum", "maximum", "clamp", "floor", "where"})
-    spec.fn.globals[name] = Symbol{Symbol::Kind::Math, 0.0, false, false, name, -1};
-  spec.fn.globals["K"] = Symbol{Symbol::Kind::Number, 3.0, true, false, "", -1};
-  spec.fn.globals["h"] = Symbol{Symbol::Kind::Helper, 0.0, false, false, "", 0};
+    spec.fn.globals[name] = Symbol{Symbol::Kind::Math, 0.0, false, "", false, name, -1};
+  spec.fn.globals["K"] = Symbol{Symbol::Kind::Number, 3.0, true, "3", false, "", -1};
+  spec.fn.globals["h"] = Symbol{Symbol::Kind::Helper, 0.0, false, "", false, "", 0};
   raptor::ir::FunctionSource helper;
   helper.name = "h";
   helper.file = "fuzz.py";
