@@ -37,10 +37,13 @@ raptor::ir::KernelSpec spec_for(const std::string& body) {
   helper.file = "fuzz.py";
   helper.source = "def h(a, b):\n    return a * b + 1.0\n";
   spec.helpers.push_back(helper);
-  spec.params = {{"p", SlotKind::Param, 1, false, ""},       {"x", SlotKind::Plane, 1, false, ""},
-                 {"v", SlotKind::Plane, 3, true, ""},        {"w", SlotKind::Table, 1, false, ""},
+  spec.params = {{"p", SlotKind::Param, 1, false, ""},
+                 {"x", SlotKind::Plane, 1, false, ""},
+                 {"v", SlotKind::Plane, 3, true, ""},
+                 {"w", SlotKind::Table, 1, false, ""},
                  {"terminated", SlotKind::Terminated, 1, false, ""},
-                 {"y", SlotKind::Mutable, 1, false, ""},     {"u", SlotKind::Mutable, 3, true, ""}};
+                 {"y", SlotKind::Mutable, 1, false, ""},
+                 {"u", SlotKind::Mutable, 3, true, ""}};
   spec.steps = 2;
   return spec;
 }
@@ -56,8 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     raptor::ir::verify(k);
     const raptor::ir::Kernel t = raptor::ad::tangent(k, {"x", "v", "p"}, true);
     const raptor::ir::Kernel a = raptor::ad::adjoint(k, {"x", "v", "p", "w"});
-    (void)raptor::codegen::emit_cpp({{&k, raptor::codegen::DType::F64, "f"},
-                                     {&a, raptor::codegen::DType::F32, "g"}});
+    (void)raptor::codegen::emit_cpp(
+        {{&k, raptor::codegen::DType::F64, "f"}, {&a, raptor::codegen::DType::F32, "g"}});
     (void)t;
   } catch (const raptor::SourceError&) {
   }

@@ -78,7 +78,8 @@ BuildResult build_host(const std::vector<const ir::Kernel*>& kernels, Compiler& 
           "raptor: the cache directory '" + compiler.cache().path.string() +
           "' ran out of disk space while the kernels were compiled (No space left on device); "
           "free space there or choose another directory (cache_dir=, $RAPTOR_CACHE_DIR). The "
-          "compiler said:\n" + f.compiler_output.substr(0, 2000));
+          "compiler said:\n" +
+          f.compiler_output.substr(0, 2000));
     std::string msg = "hawk: the C++ compiler rejected the code generated for ";
     const std::string where = f.line > 0 ? locate(f.source, f.line) : "";
     msg += where.empty() ? "these kernels" : where;

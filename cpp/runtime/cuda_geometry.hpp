@@ -44,8 +44,8 @@ struct CudaGeometry {
 
 // The geometry of one launch of `e` over `count` positions. `table_sizes` holds, per slot,
 // the entries M of a Table slot (as SlotBinding::table_size; a TableSum has its Table's M,
-// which the kernel reads too, so its own entry is not used). Throws std::invalid_argument when table_sizes does not have
-// one entry per slot or a size is negative.
+// which the kernel reads too, so its own entry is not used). Throws std::invalid_argument when
+// table_sizes does not have one entry per slot or a size is negative.
 CudaGeometry cuda_geometry(const KernelEntry& e, int64_t count,
                            const std::vector<int64_t>& table_sizes);
 
