@@ -303,17 +303,7 @@ TEST_F(CudaEmulated, TableSumMatchesTheInterpreterAndIsTheSameBitsEachRun) {
 }
 
 TEST_F(CudaEmulated, SteppedMaskedKernelsMatchTheInterpreter) {
-  const ir::Kernel osc = lowered(
-      R"(def osc(dt: Param, c: Param, t_final: Scalar, terminated: Terminated, x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
-    vn = v + dt * (-x - c * v)
-    x = x + dt * v
-    v = vn
-    t = t + dt
-    terminated = t >= t_final
-)",
-      {Param("dt"), Param("c"), Scalar("t_final"), Terminated("terminated"), MutScalar("x"),
-       MutScalar("v"), MutScalar("t")},
-      8);
+  const ir::Kernel osc = stepped_oscillator(8);
   const ir::Kernel tangent = optimized(ad::tangent(osc, {"x", "c"}, true));  // steps unrolled
   for (const ir::Kernel* k : {&osc, &tangent}) {
     Emulated<double> emu(*k, compiler_);

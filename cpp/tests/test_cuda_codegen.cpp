@@ -36,17 +36,7 @@ std::vector<ir::Kernel> kernels() {
     v_next = v + dt * a
 )",
               {Vector("v", 3), Param("cd"), Param("dt"), Param("g"), MutVector("v_next", 3)}, 1));
-  ks.push_back(lowered(
-      R"(def osc(dt: Param, c: Param, t_final: Scalar, terminated: Terminated, x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
-    vn = v + dt * (-x - c * v)
-    x = x + dt * v
-    v = vn
-    t = t + dt
-    terminated = t >= t_final
-)",
-      {Param("dt"), Param("c"), Scalar("t_final"), Terminated("terminated"), MutScalar("x"),
-       MutScalar("v"), MutScalar("t")},
-      8));
+  ks.push_back(stepped_oscillator(8));
   ks.push_back(lowered(R"(def table(i: Scalar, w: Table[Scalar], y: Mutable[Scalar]):
     f = w.at(i)
     if f > 0.0:

@@ -179,6 +179,22 @@ inline ir::Kernel lowered(const std::string& source, std::vector<ir::ParamSpec> 
   return optimized(lower_source(source, std::move(params), math_globals(), opt));
 }
 
+// The damped oscillator of page 000 with its Terminated mask, stepped `steps` times per launch
+// (the stepped masked kernel several test files use).
+inline ir::Kernel stepped_oscillator(int steps = 8) {
+  return lowered(
+      R"(def osc(dt: Param, c: Param, t_final: Scalar, terminated: Terminated, x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
+    vn = v + dt * (-x - c * v)
+    x = x + dt * v
+    v = vn
+    t = t + dt
+    terminated = t >= t_final
+)",
+      {Param("dt"), Param("c"), Scalar("t_final"), Terminated("terminated"), MutScalar("x"),
+       MutScalar("v"), MutScalar("t")},
+      steps);
+}
+
 // ---- running with the interpreter
 
 // Sets the binding's data for the slot named `name` (Param: one value; Plane / in-out Mutable:
