@@ -650,6 +650,7 @@ FD_H = 1e-6
 H2 = FD_H / 3.7  # not a power-of-2 ratio: a quantized f (see check_tangent) rounds differently there
 H3 = 1e-4  # a tangent may match this one instead: 100 times less of f's quantization (seed 2031372)
 FD_RTOL = 1e-5
+FD3_RTOL = 1e-4  # fd at H3 against fd at FD_H: the truncation error of H3 is ~1e4 times FD_H's
 ADJ_RTOL = 1e-10
 
 
@@ -687,6 +688,11 @@ def check_tangent(g: GenKernel, k: Any, tdot: dict[str, np.ndarray], values: dic
             # (the two differences compared on their own scale, not the tangent's: a wrong
             # tangent cannot make them agree, and at a high frequency (sin of 1e5 x) they differ)
             agree = np.abs(fd1 - fd2) <= FD_RTOL * (np.abs(fd1) + np.abs(fd2)) + 1e-7 * (1.0 + np.abs(f0))
+            # ... and over two decades of h: a value computed with catastrophic cancellation
+            # (seed 2093136: (c - u) + (u + a) with |u| ~ 1e10) is a staircase with steps of
+            # ulp(u) ~ 2e-6, flat at h <= 1e-6, so h and h2 agree on the slope of the staircase
+            # (not the function's); at H3 the truncation error of a smooth f is ~1e-8 relative
+            agree &= np.abs(fd1 - fd3) <= FD3_RTOL * (np.abs(fd1) + np.abs(fd3)) + 1e-7 * (1.0 + np.abs(f0))
             smooth = agree & (np.abs(mid1 - f0) <= near) & (np.abs(mid2 - f0) <= near)
         st.fd_elements += int(finite.sum())
         st.fd_skipped += int((finite & ~ok & ~smooth).sum()) + int((~finite).sum())
