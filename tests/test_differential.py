@@ -13,6 +13,7 @@ generator covers the language it claims to.
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from pathlib import Path
@@ -256,6 +257,7 @@ _FOUND = {
     1091689: "cross(cross(w, w), w) == 0 after growth: the adjoint's rounding, estimated by split runs",
     1093195: "tan(sin(1e5 x)): the differences disagree on their own scale: skipped",
     2031372: "(u + w) - u with |u| ~ 1e7 quantizes w: the differences' rounding, from the second difference",
+    3045046: "the adjoint adds +c and -c, |c| ~ 1e15, around other terms: its rounding, from runs with the cotangents rescaled",
 }
 
 
@@ -266,13 +268,40 @@ def test_fuzzer_findings_in_the_derivative_checks(seed, unrecorded):
     assert st.kernels == 1
 
 
-def test_fuzzer_finding_gcc_folds_a_library_call_with_a_constant_argument(tmp_path, unrecorded):
-    """Seed 1025: tanh(c ? x : -0.88): GCC splits the select and folds tanh(-0.88) correctly
-    rounded (MPFR), 1 ulp from glibc's tanh, which the interpreter calls. The comparison
-    allows what 2 ulp of each library result move the outputs (0 for exact chains)."""
-    st = kernelgen.check_batch([1025], str(tmp_path / "c"))
+@pytest.mark.parametrize("seed", [1025, 200881, 201025])
+def test_fuzzer_finding_gcc_folds_a_library_call_with_a_constant_argument(seed, tmp_path, unrecorded):
+    """Seed 1025: tanh(c ? x : -0.88); seed 200881: cos(clamp(x0, 1.31, 1.8)); seed 201025: a
+    float32 adjoint 4 ulp from the interpreter. GCC split the
+    select and folded tanh(-0.88) / cos(1.31) correctly rounded (MPFR), 1 ulp from glibc,
+    which the interpreter and the tangent kernel (built without the split) called. Library
+    functions are now called through noipa wrappers: compiled equals interpreted bitwise
+    (LIBM_ULPS = 0), and the tangent kernel's primal outputs equal the kernel's."""
+    assert kernelgen.LIBM_ULPS == 0
+    st = kernelgen.check_batch([seed], str(tmp_path / "c"))
     assert not st.mismatches, _fail_text(st)
     assert st.runs_compared == 6
+
+
+def test_library_calls_with_a_constant_argument_are_glibcs(tmp_path):
+    """cos(1.31) and tanh(-0.88) where GCC could prove the argument constant: the results are
+    the C library's (Python's math module calls it), bit for bit, not GCC's correctly rounded
+    folding (0x1.0809d6c4005c5p-2 for cos(1.31), glibc: ...c4)."""
+    import hawk
+    import eagle.plan
+    from hawk import Mutable, Scalar
+    from hawk.math import clamp, cos, tanh, where
+
+    @hawk.kernel
+    def lib_at_constants(x: Scalar, y: Mutable[Scalar], z: Mutable[Scalar]):
+        y = cos(clamp(x, 1.31, 1.8))
+        z = tanh(where(x > 5.0, x, -0.88))
+
+    (plan,) = eagle.plan.auto([lib_at_constants], cache_dir=str(tmp_path / "c"))
+    x = np.array([0.0, -3.0, 1.0, 0.5])
+    y, z = np.empty(4), np.empty(4)
+    plan.bind(x=x, y=y, z=z).launch()
+    assert [v.hex() for v in y] == [math.cos(1.31).hex()] * 4
+    assert [v.hex() for v in z] == [math.tanh(-0.88).hex()] * 4
 
 
 def test_fuzzer_finding_2093136_cancellation_is_a_staircase(unrecorded):
