@@ -122,10 +122,11 @@ def test_a_compile_killed_with_sigkill_leaves_a_cache_the_next_process_uses(tmp_
     assert res["ok"] and res["cache_hit"] == [True], res
 
 
-@pytest.mark.xfail(strict=True, reason="cpp/runtime/compiler.cpp: the compiler a killed process started keeps "
-                   "running and finishes its '<key>.so.tmp-XXXXXX'; nothing removes it later (a disk leak, not a "
-                   "wrong build)")
 def test_a_killed_compile_leaves_no_stale_temporary_file(tmp_path):
+    """The compiler a SIGKILLed process started outlives it and finishes (or leaves) its
+    '<key>.so.tmp-XXXXXX'. The next process to take the entry's lock removes every temporary
+    of that entry (only a lock holder writes them); a later cache hit tidies what the orphan
+    wrote after that, when the lock is free (CacheEntryLock in cpp/runtime/compiler.hpp)."""
     consts = [(3.1875, 0.296875)]
     mod = _module(tmp_path, "fault_kill_tmp", consts)
     cache = tmp_path / "cache"

@@ -78,27 +78,6 @@ class TempFile {
   fs::path path_;
 };
 
-// An exclusive flock on a lock file, held for the object's lifetime.
-class FileLock {
- public:
-  explicit FileLock(const fs::path& p) {
-    fd_ = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd_ < 0) io_error("open lock file", p);
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno != EINTR) {
-        ::close(fd_);
-        io_error("lock", p);
-      }
-    }
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-  ~FileLock() { ::close(fd_); }  // closing releases the lock
-
- private:
-  int fd_ = -1;
-};
-
 void write_atomic(const fs::path& dest, std::string_view data) {
   TempFile tmp(dest);
   tmp.write_all(data);
@@ -239,6 +218,56 @@ void write_cache_file(const fs::path& dest, std::string_view data) { write_atomi
 
 std::optional<std::string> read_cache_file(const fs::path& path) { return read_own_file(path); }
 
+namespace {
+
+int open_lock_file(const fs::path& p) {
+  const int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) io_error("open lock file", p);
+  return fd;
+}
+
+// `<stem>.<anything>.tmp-XXXXXX` beside the entry (TempFile's names for its files).
+std::vector<fs::path> stale_temporaries(const fs::path& stem) {
+  std::vector<fs::path> out;
+  const std::string prefix = stem.filename().string() + ".";
+  std::error_code ec;
+  for (fs::directory_iterator it(stem.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) == 0 && name.find(".tmp-") != std::string::npos)
+      out.push_back(it->path());
+  }
+  return out;
+}
+
+void remove_all(const std::vector<fs::path>& files) {
+  for (const auto& f : files) ::unlink(f.c_str());  // a file already gone is fine
+}
+
+}  // namespace
+
+CacheEntryLock::CacheEntryLock(const fs::path& stem)
+    : fd_(open_lock_file(stem.string() + ".lock")) {
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      const int err = errno;
+      ::close(fd_);
+      errno = err;
+      io_error("lock", stem.string() + ".lock");
+    }
+  }
+  remove_all(stale_temporaries(stem));
+}
+
+CacheEntryLock::~CacheEntryLock() { ::close(fd_); }  // closing releases the lock
+
+void CacheEntryLock::tidy(const fs::path& stem) {
+  if (stale_temporaries(stem).empty()) return;
+  const int fd = ::open((stem.string() + ".lock").c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return;
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) remove_all(stale_temporaries(stem));
+  ::close(fd);
+}
+
 CompileResult Compiler::compile(const std::string& source, const CompileOptions& options) {
   const auto t0 = Clock::now();
   CompileResult r;
@@ -251,6 +280,7 @@ CompileResult Compiler::compile(const std::string& source, const CompileOptions&
   const fs::path sidecar = fs::path(stem.string() + ".sha256");
 
   if (cached_entry_valid(r.so_path, sidecar)) {
+    CacheEntryLock::tidy(stem);
     r.module = std::make_shared<const Module>(r.so_path);
     r.cache_hit = true;
     r.total_seconds = seconds_since(t0);
@@ -258,7 +288,7 @@ CompileResult Compiler::compile(const std::string& source, const CompileOptions&
   }
 
   {
-    const FileLock lock(fs::path(stem.string() + ".lock"));
+    const CacheEntryLock lock(stem);
     // Another thread or process may have built it while we waited for the lock.
     if (!cached_entry_valid(r.so_path, sidecar)) {
       write_atomic(r.source_path, source);

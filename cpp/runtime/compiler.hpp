@@ -104,6 +104,26 @@ class Compiler {
 // place: readers see the old file or the whole new one, never a half-written one.
 void write_cache_file(const std::filesystem::path& dest, std::string_view data);
 
+// An exclusive flock on a cache entry's lock file (`<stem>.lock`), held for the object's
+// lifetime; the kernel releases it when the holder dies, however it dies. Only the holder
+// writes the entry's files, so while it is held every `<stem>.*.tmp-*` beside them is what a
+// killed holder (or the compiler it had started, which outlives it) left: the constructor
+// removes those.
+class CacheEntryLock {
+ public:
+  explicit CacheEntryLock(const std::filesystem::path& stem);
+  CacheEntryLock(const CacheEntryLock&) = delete;
+  CacheEntryLock& operator=(const CacheEntryLock&) = delete;
+  ~CacheEntryLock();
+
+  // Without waiting: removes the stale temporaries of `stem` when any exist and the lock is
+  // free (a cache hit's housekeeping); does nothing while another process builds the entry.
+  static void tidy(const std::filesystem::path& stem);
+
+ private:
+  int fd_ = -1;
+};
+
 // The contents of a regular file owned by the current user (nullopt when missing, not a
 // regular file, or someone else's: such files are never trusted).
 std::optional<std::string> read_cache_file(const std::filesystem::path& path);

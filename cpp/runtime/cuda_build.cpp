@@ -1,10 +1,6 @@
 // CUDA builds (see cuda_build.hpp). Start at compile_cuda, then build_cuda.
 #include "runtime/cuda_build.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -19,29 +15,6 @@ namespace raptor::runtime {
 namespace fs = std::filesystem;
 
 namespace {
-
-// An exclusive flock on `path`, held for the object's lifetime (as host builds hold one).
-class CacheLock {
- public:
-  explicit CacheLock(const fs::path& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd_ < 0)
-      throw std::runtime_error("raptor: cannot open the lock file " + path.string() + ": " +
-                               std::strerror(errno));
-    while (::flock(fd_, LOCK_EX) != 0)
-      if (errno != EINTR) {
-        const int e = errno;
-        ::close(fd_);
-        throw std::runtime_error("raptor: cannot lock " + path.string() + ": " + std::strerror(e));
-      }
-  }
-  CacheLock(const CacheLock&) = delete;
-  CacheLock& operator=(const CacheLock&) = delete;
-  ~CacheLock() { ::close(fd_); }  // closing releases the lock
-
- private:
-  int fd_ = -1;
-};
 
 // The cached binary when it is ours and its bytes match the digest sidecar.
 std::optional<std::string> read_verified(const fs::path& bin, const fs::path& sidecar) {
@@ -110,11 +83,12 @@ CudaBinary compile_cuda(const std::vector<const ir::Kernel*>& kernels, const Com
   const fs::path bin = stem + (b.format == CudaFormat::Cubin ? ".cubin" : ".ptx");
   const fs::path sidecar = stem + ".sha256";
   if (auto cached = read_verified(bin, sidecar)) {
+    CacheEntryLock::tidy(stem);
     b.bytes = std::move(*cached);
     b.cache_hit = true;
     return b;
   }
-  const CacheLock lock(stem + ".lock");
+  const CacheEntryLock lock(stem);
   if (auto cached = read_verified(bin, sidecar)) {  // another process built it meanwhile
     b.bytes = std::move(*cached);
     b.cache_hit = true;

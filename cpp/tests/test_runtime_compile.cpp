@@ -218,3 +218,37 @@ TEST(RuntimeCompile, ProcessesRaceOnOneKey) {
 
 }  // namespace
 }  // namespace raptor::runtime
+
+namespace raptor::runtime {
+namespace {
+
+void touch(const std::filesystem::path& p) { std::ofstream(p) << "x"; }
+
+// What a process killed while it held an entry's lock leaves: temporaries of that entry.
+// The next holder removes them, and only them; a cache hit tidies them only when the lock is
+// free (a live builder's temporaries are never touched).
+TEST(RuntimeCompile, EntryLockRemovesStaleTemporariesOfItsEntryOnly) {
+  testing::TempDir dir;
+  const auto stem = dir.path() / "abcd";
+  for (const char* f : {"abcd.so.tmp-111111", "abcd.cpp.tmp-222222", "abcd.so", "abcd.sha256",
+                        "abce.so.tmp-333333", "abcdx.so.tmp-444444"})
+    touch(dir.path() / f);
+  { const CacheEntryLock lock(stem); }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "abcd.so.tmp-111111"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "abcd.cpp.tmp-222222"));
+  for (const char* kept : {"abcd.so", "abcd.sha256", "abce.so.tmp-333333", "abcdx.so.tmp-444444"})
+    EXPECT_TRUE(std::filesystem::exists(dir.path() / kept)) << kept;
+
+  touch(dir.path() / "abcd.so.tmp-555555");
+  {
+    const CacheEntryLock builder(stem);  // a live builder's temporary: tidy leaves it
+    touch(dir.path() / "abcd.so.tmp-666666");
+    CacheEntryLock::tidy(stem);
+    EXPECT_TRUE(std::filesystem::exists(dir.path() / "abcd.so.tmp-666666"));
+  }
+  CacheEntryLock::tidy(stem);  // free: removed
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "abcd.so.tmp-666666"));
+}
+
+}  // namespace
+}  // namespace raptor::runtime
