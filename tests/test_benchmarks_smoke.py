@@ -91,3 +91,26 @@ def test_the_table_gives_each_peer_over_raptor_on_its_side(monkeypatch):
     assert lines[0].split()[3:] == ["raptor", "us", "Numba", "raptor-jit", "us", "jax.numpy"]
     assert lines[1].split() == ["drag", "float64", "2^20", "2000.0", "1.50x", "4000.0", "0.25x"]
     assert peers.HOST_SYSTEMS == report.HOST and peers.JAX_SYSTEMS == report.JAX
+
+
+def test_the_cpp_stepping_baseline_steps_as_until_done_does(tmp_path):
+    """benchmarks/stepping.py's hand-written C++ loop (benchmarks/baselines/osc_loop.cpp) takes
+    the same steps and gives the same numbers (1e-12) as eagle.until_done on 3,000
+    oscillators; against_cpp asserts both before it times anything."""
+    _needs("jax")
+    code = f"""
+import sys, tempfile
+sys.path.insert(0, {str(ROOT / 'benchmarks')!r})
+import numpy as np, eagle.plan, stepping
+stepping.N = 3000
+rng = np.random.default_rng(1)
+start = dict(x=rng.uniform(0.5, 1.5, 3000), v=rng.uniform(-0.2, 0.3, 3000), t=np.zeros(3000),
+             corr=np.zeros(3000), t_final=rng.uniform(0.5, 2.0, 3000))
+(plan,) = eagle.plan.auto([stepping.osc], targets=("host",), cache_dir={str(tmp_path / 'cache')!r})
+with tempfile.TemporaryDirectory() as work:
+    t_eagle, t_cpp = stepping.against_cpp(plan, start, 2, work, rounds=1)
+print("ok", t_eagle > 0 and t_cpp > 0)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().endswith("ok True"), out.stdout
