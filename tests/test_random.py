@@ -87,9 +87,15 @@ def reparam_steps(mu: Scalar, sigma: Param, rng: Random, y: Mutable[Scalar]):
     y = y + mu * 0.5 + sigma * sigma * rng.normal()
 
 
+@hawk.kernel
+def noisy_osc(dt: Param, c: Param, sigma: Param, rng: Random, x: Mutable[Scalar], v: Mutable[Scalar]):
+    x = x + dt * v
+    v = v - dt * c * x + sigma * rng.normal()
+
+
 @pytest.fixture(scope="module")
 def plans(module_cache_dir):
-    ks = [three, branches, walk, masked, until, reparam]
+    ks = [three, branches, walk, masked, until, reparam, noisy_osc]
     return dict(zip([k.name for k in ks], eagle.plan.auto(ks, cache_dir=module_cache_dir)))
 
 
@@ -225,6 +231,40 @@ def test_until_done_draws_fresh_numbers_each_launch(plans):
         launches += 1
     np.testing.assert_array_equal(x, ref)
     assert mask.all() and report.done and b.launches == launches == report.steps
+
+
+def _jax_noisy_osc(x, v, dt, c, sigma, key, launches):
+    for n in range(launches):
+        z = jnp.asarray(draws(jax.random.fold_in(key, n), 0, x.shape[0], 0, np.float64, "normal"))
+        x = x + dt * v
+        v = v - dt * c * x + sigma * z
+    return x, v
+
+
+def test_graph_launches_draw_fresh_numbers_and_reverse_sweeps_reuse_them(plans):
+    n, launches = 48, 5
+    key = jax.random.key(31)
+    r = np.random.default_rng(1)
+    x0, v0 = r.uniform(-1, 1, n), r.uniform(-1, 1, n)
+    x, v = x0.copy(), v0.copy()
+    dt, c, sigma = 0.05, 0.7, 0.3
+    g = eagle.Graph().add(plans["noisy_osc"].bind(dt=dt, c=c, sigma=sigma, rng=31, x=x, v=v), name="osc").build(record=True)
+    g.launch(launches)
+    xf, vf = _jax_noisy_osc(jnp.asarray(x0), jnp.asarray(v0), dt, c, sigma, key, launches)
+    np.testing.assert_allclose(x, np.asarray(xf), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(v, np.asarray(vf), rtol=1e-12, atol=1e-13)
+    seed = r.uniform(0.5, 1.5, n)
+    grads = eagle.diff.reverse(g.record, {"osc.x": seed, "osc.v": seed})
+
+    def loss(x0, v0, c, sigma):
+        xf, vf = _jax_noisy_osc(x0, v0, dt, c, sigma, key, launches)
+        return jnp.sum(seed * xf) + jnp.sum(seed * vf)
+
+    gx, gv, gc, gs = jax.grad(loss, argnums=(0, 1, 2, 3))(jnp.asarray(x0), jnp.asarray(v0), c, sigma)
+    np.testing.assert_allclose(grads["x"], np.asarray(gx), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(grads["v"], np.asarray(gv), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(grads["osc.c"], float(gc), rtol=1e-10)
+    np.testing.assert_allclose(grads["osc.sigma"], float(gs), rtol=1e-10)
 
 
 # ------------------------------------------------------------------------- JAX transforms

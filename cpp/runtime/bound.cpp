@@ -96,13 +96,13 @@ BoundLaunch::BoundLaunch(std::shared_ptr<const KernelEntry> entry, Binding bindi
                                 "Terminated mask bound");
 }
 
-void BoundLaunch::set_rng(uint32_t k0, uint32_t k1) {
+void BoundLaunch::set_rng(uint32_t k0, uint32_t k1, uint64_t next_launch) {
   if (entry_->iface.random_slot() < 0)
     throw std::invalid_argument("kernel '" + entry_->name +
                                 "' has no Random parameter: it takes no rng key");
   rng_key_ = {k0, k1};
   rng_set_ = true;
-  launches_ = 0;
+  launches_ = next_launch;
 }
 
 void BoundLaunch::reset_active() { active_count_ = -1; }

@@ -58,9 +58,10 @@ class BoundLaunch {
   LaunchResult run(ThreadPool* pool);
 
   // The kernel's Random key (jax.random.key_data): launch n draws with fold_in(key, n), n
-  // counted from 0 by this bound launch (set_rng restarts the count). Throws
-  // std::invalid_argument for a kernel without a Random parameter.
-  void set_rng(uint32_t k0, uint32_t k1);
+  // counted by this bound launch from `next_launch` (0: a fresh binding; a reverse sweep sets
+  // the number of the primal launch it differentiates). Throws std::invalid_argument for a
+  // kernel without a Random parameter.
+  void set_rng(uint32_t k0, uint32_t k1, uint64_t next_launch = 0);
   uint64_t launches() const { return launches_; }  // launches run so far (the next n)
   bool has_rng() const { return rng_set_; }
 
