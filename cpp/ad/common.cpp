@@ -131,6 +131,9 @@ std::vector<int> wrt_slots(const ir::Kernel& k, const std::vector<std::string>& 
       case SlotKind::TableSum:
         why = "is a summed output of a derived kernel";
         break;
+      case SlotKind::Random:
+        why = "is a Random parameter, whose draws carry no derivative";
+        break;
       default:
         break;
     }

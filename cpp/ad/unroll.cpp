@@ -90,6 +90,8 @@ ir::Kernel unroll(const ir::Kernel& k) {
           break;
         default: {
           Value c = v;
+          // A draw keeps its numbering: step `step` of the launch becomes a step offset.
+          if (v.op == Op::RandUniform || v.op == Op::RandNormal) c.iimm += step;
           for (int a = 0; a < ir::op_arity(v.op); ++a) c.args[a] = map[v.args[a]];
           c.pred = pred_of(v.pred);
           map[i] = b.copy(std::move(c));

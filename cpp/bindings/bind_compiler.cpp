@@ -32,6 +32,7 @@ ir::SlotKind kind_from(const std::string& s) {
   if (s == "mutable") return ir::SlotKind::Mutable;
   if (s == "terminated") return ir::SlotKind::Terminated;
   if (s == "table") return ir::SlotKind::Table;
+  if (s == "random") return ir::SlotKind::Random;
   throw std::invalid_argument("unknown parameter kind '" + s + "'");
 }
 
@@ -162,6 +163,17 @@ InterpResult interpret(const KernelHandle& h, int64_t n,
         const ir::Slot& t = k.slots[static_cast<size_t>(s.table_of)];
         const size_t m = input(t).size() / static_cast<size_t>(t.width);
         b.slots[i].out.assign(m * w, 0.0);
+        break;
+      }
+      case ir::SlotKind::Random: {  // [k0, k1] (jax.random.key_data), optional third: base
+        const std::vector<double>& key = input(s);
+        if (key.size() != 2 && key.size() != 3)
+          throw nb::value_error(("interpret: kernel '" + k.name + "': Random '" + s.name +
+                                 "' takes [k0, k1] or [k0, k1, sample_base]")
+                                    .c_str());
+        b.rng_key[0] = static_cast<uint32_t>(key[0]);
+        b.rng_key[1] = static_cast<uint32_t>(key[1]);
+        if (key.size() == 3) b.sample_base = static_cast<int64_t>(key[2]);
         break;
       }
     }

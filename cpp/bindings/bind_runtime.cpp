@@ -215,6 +215,11 @@ void bind_runtime(nb::module_& m) {
             return b.run(&pool).finished;
           },
           nb::arg("runtime"), "One launch; returns the samples it finished.")
+      .def("set_rng", &BoundLaunch::set_rng, nb::arg("k0"), nb::arg("k1"),
+           nb::arg("next_launch") = 0,
+           "The Random key (jax.random.key_data); launch n draws with fold_in(key, n), n "
+           "counted from next_launch.")
+      .def_prop_ro("launches", &BoundLaunch::launches)
       .def("reset_active", &BoundLaunch::reset_active)
       .def_prop_ro("live", &BoundLaunch::live)
       .def_rw("serial_threshold", &BoundLaunch::serial_threshold);

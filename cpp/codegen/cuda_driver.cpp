@@ -181,6 +181,9 @@ class CudaWriter : public detail::StepWriter {
 
  private:
   std::string math(const char* fn) const override { return fn; }
+  std::string step_index() const override {
+    return k_.steps == 1 ? "0u" : "static_cast<uint32_t>(rp_k)";
+  }
   std::string state(size_t slot, int comp) const override {
     return "st_" + name(slot) + "_" + std::to_string(comp);
   }
@@ -329,6 +332,7 @@ std::string emit_cuda(const std::vector<KernelToEmit>& kernels) {
      << cuda_prelude() << runtime::abi_error_codes_source() << "\n"
      << runtime::abi_cuda_header_source() << "\n"
      << cuda_helpers() << "\n";
+  if (detail::StepWriter::any_random(kernels)) os << runtime::random_device_source() << "\n";
   for (const auto& k : kernels) CudaWriter(*k.kernel, k.dtype, k.symbol, os).write();
   return os.str();
 }

@@ -105,6 +105,9 @@ class HostWriter : public detail::StepWriter {
     const bool exact = f == "sqrt" || f == "fabs" || f == "floor";
     return (exact ? "std::" : "rp_") + f;
   }
+  std::string step_index() const override {
+    return k_.steps == 1 ? "0u" : "static_cast<uint32_t>(step)";
+  }
   std::string state(size_t slot, int comp) const override {
     return "st_" + name(slot) + "_" + std::to_string(comp) + "[j]";
   }
@@ -329,6 +332,7 @@ std::string emit_cpp(const std::vector<KernelToEmit>& kernels) {
   os << "// Kernels:";
   for (const auto& n : names) os << " " << n;
   os << "\n\n" << runtime::abi_header_source() << "\n" << prelude() << "\n";
+  if (detail::StepWriter::any_random(kernels)) os << runtime::random_header_source() << "\n";
   for (const auto& k : kernels) HostWriter(*k.kernel, k.dtype, k.symbol, os).write();
   return os.str();
 }

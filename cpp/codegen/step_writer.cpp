@@ -72,6 +72,8 @@ const char* kind_text(SlotKind kind) {
       return "sum over samples";
     case SlotKind::TableSum:
       return "table of sums over samples";
+    case SlotKind::Random:
+      return "Random key";
   }
   return "?";
 }
@@ -129,6 +131,13 @@ void StepWriter::declare_slots() {
       case SlotKind::TableSum:
         os_ << sum_declaration(s);
         os_ << "  const int64_t size_" << nm << " = a->table_size[" << sl.table_of << "];\n";
+        break;
+      case SlotKind::Random:  // 4 words (interface.hpp): the key, the global index of sample 0
+        os_ << "  const uint32_t* const rng_" << nm << " = static_cast<const uint32_t*>(a->in[" << s
+            << "]);\n";
+        os_ << "  const rp_key key_" << nm << " = {rng_" << nm << "[0], rng_" << nm << "[1]};\n";
+        os_ << "  const int64_t base_" << nm << " = static_cast<int64_t>(rng_" << nm
+            << "[2] | static_cast<uint64_t>(rng_" << nm << "[3]) << 32);\n";
         break;
     }
   }
@@ -201,6 +210,12 @@ std::vector<std::pair<size_t, int>> StepWriter::sum_components() const {
 
 std::string StepWriter::sum_name(const std::pair<size_t, int>& sc) const {
   return name(sc.first) + "_" + std::to_string(sc.second);
+}
+
+bool StepWriter::any_random(const std::vector<KernelToEmit>& kernels) {
+  for (const auto& k : kernels)
+    if (k.kernel->random_slot() >= 0) return true;
+  return false;
 }
 
 bool StepWriter::has_slot(SlotKind kind) const {
@@ -293,6 +308,16 @@ std::string StepWriter::expr(int i) const {
       return a(0) + " ? " + a(1) + " : " + a(2);
     case Op::ToIndex:
       return "rp_index(" + a(0) + ")";
+    case Op::RandUniform:
+    case Op::RandNormal: {
+      // Draw j of this sample in this step: jax.random's value of fold_in^3(key, step, i, j).
+      const std::string nm = name(v.slot);
+      const std::string step =
+          v.iimm == 0 ? step_index() : step_index() + " + " + std::to_string(v.iimm) + "u";
+      return std::string(v.op == Op::RandUniform ? "rp_uniform_" : "rp_normal_") +
+             dtype_suffix(dtype_) + "(rp_subkey(key_" + nm + ", " + step +
+             ", static_cast<uint32_t>(base_" + nm + " + s), " + std::to_string(v.comp) + "u))";
+    }
   }
   return "/* ? */";
 }

@@ -35,6 +35,9 @@ class StepWriter {
   StepWriter(const StepWriter&) = delete;
   StepWriter& operator=(const StepWriter&) = delete;
 
+  // Whether one of `kernels` draws random numbers (its unit needs runtime/random.h).
+  static bool any_random(const std::vector<KernelToEmit>& kernels);
+
  protected:
   // ---- the policy: what a driver decides ----
   // A math function's name in expressions ("std::sqrt" on the host, "sqrt" on the device).
@@ -50,6 +53,8 @@ class StepWriter {
   // `guard`, reporting an out-of-range index (table_error) when the guard holds.
   virtual void table_sum(const ir::Store& st, const std::string& ix, const std::string& value,
                          const std::string& guard, const std::string& indent) = 0;
+  // The step of the launch a draw is in (0-based, a uint32_t expression): "0u" when steps == 1.
+  virtual std::string step_index() const = 0;
   // A Param's declaration and the pointers a sum writes through.
   virtual std::string param_declaration(size_t slot) const = 0;
   virtual std::string sum_declaration(size_t slot) const = 0;

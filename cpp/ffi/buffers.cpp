@@ -27,6 +27,8 @@ xffi::DataType data_type(ElemType t) {
       return xffi::DataType::S32;
     case ElemType::I64:
       return xffi::DataType::S64;
+    case ElemType::U32:
+      return xffi::DataType::U32;
   }
   return xffi::DataType::INVALID;
 }
@@ -76,6 +78,8 @@ std::string what(const SlotInterface& s) {
     case SlotRole::ParamSum:
     case SlotRole::TableSum:
       return "sum '" + s.name + "'";
+    case SlotRole::Random:
+      return "Random key '" + s.name + "'";
     default:
       return "plane '" + s.name + "'";
   }

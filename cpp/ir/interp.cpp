@@ -10,6 +10,7 @@
 
 #include "passes/eval.hpp"
 #include "runtime/abi.h"
+#include "runtime/random.h"
 
 namespace raptor::ir {
 
@@ -61,7 +62,7 @@ class SampleRunner {
         for (int c = 0; c < slot.width; ++c) state[s][c] = b_.slots[s].in[c * N + n];
     }
     for (int step = 0; step < k_.steps; ++step) {
-      for (size_t v = 0; v < k_.values.size(); ++v) eval_value(static_cast<int>(v), n, state);
+      for (size_t v = 0; v < k_.values.size(); ++v) eval_value(static_cast<int>(v), n, step, state);
       std::vector<std::vector<double>> next = state;
       for (const Store& st : k_.stores) {
         const Slot& slot = k_.slots[st.slot];
@@ -140,7 +141,7 @@ class SampleRunner {
     b_.error[3] = sample;
   }
 
-  void eval_value(int i, int64_t n, const std::vector<std::vector<double>>& state) {
+  void eval_value(int i, int64_t n, int step, const std::vector<std::vector<double>>& state) {
     const Value& v = k_.values[i];
     const int64_t N = b_.n;
     switch (v.op) {
@@ -182,6 +183,17 @@ class SampleRunner {
         const bool c = f_[v.args[0]] != 0.0;
         f_[i] = f_[c ? v.args[1] : v.args[2]];
         i_[i] = i_[c ? v.args[1] : v.args[2]];
+        return;
+      }
+      case Op::RandUniform:
+      case Op::RandNormal: {
+        const rp_key key =
+            rp_subkey(rp_key{b_.rng_key[0], b_.rng_key[1]}, static_cast<uint32_t>(step + v.iimm),
+                      static_cast<uint32_t>(b_.sample_base + n), static_cast<uint32_t>(v.comp));
+        if (v.op == Op::RandUniform)
+          f_[i] = b_.float32 ? rp_uniform_f32(key) : rp_uniform_f64(key);
+        else
+          f_[i] = b_.float32 ? rp_normal_f32(key) : rp_normal_f64(key);
         return;
       }
       case Op::ToIndex:
@@ -242,6 +254,8 @@ InterpBinding make_binding(const Kernel& k, int64_t n, int64_t table_entries) {
       case SlotKind::TableSum:
         b.slots[s].out.assign(w * table_entries, 0.0);
         break;
+      case SlotKind::Random:
+        break;
     }
   }
   return b;
@@ -280,6 +294,8 @@ void interpret(const Kernel& k, InterpBinding& b) {
       case SlotKind::TableSum:
         check_size(k, s, "out", d.out.size(),
                    static_cast<size_t>(table_entries(k, b, static_cast<int>(s))) * w);
+        break;
+      case SlotKind::Random:
         break;
     }
   }

@@ -19,6 +19,8 @@
 // - Operators follow jax.numpy: minimum/maximum propagate NaN, sign(0) = 0 (sign(-0) = -0),
 //   PowI is binary exponentiation (lax.integer_pow's order), a negative exponent the
 //   reciprocal; ToIndex is floor (a non-finite or huge value becomes index -1, an error).
+// - RandUniform / RandNormal: runtime/random.h's draw of (rng_key, step + iimm, sample_base + n,
+//   comp), step the step of the launch (0-based); in float32 mode the float32 draw.
 // - `float32` mode computes as a float32 build does: constants, Params and loads rounded to
 //   float, every operator in float arithmetic with the C library's float functions (sinf),
 //   the sums still added in double. The differential tests compare builds with it bitwise.
@@ -44,7 +46,7 @@ namespace raptor::ir {
 // - Table: in = M*width values, layout (M, width): entry i component c at i*width + c.
 // - ParamSum: out = width values; TableSum: out = M*width values (M of its table); both are
 //   accumulated (+=), never cleared.
-// - Terminated: unused (see InterpBinding::mask).
+// - Terminated: unused (see InterpBinding::mask). Random: unused (InterpBinding::rng_key).
 // - sum_abs (ParamSum, TableSum): the sum of |contribution|, sized like out: the scale of the
 //   rounding error of a sum added in another order (a build's SIMD and chunked partials).
 struct InterpSlot {
@@ -60,6 +62,8 @@ struct InterpBinding {
   bool zero_finished = false;       // skipped samples: write 0 into pure outputs
   bool float32 = false;             // evaluate in float arithmetic (see the header comment)
   int perturb_ulps = 0;             // move inexact library results (see the header comment)
+  uint32_t rng_key[2] = {0, 0};     // the Random slot's key (jax.random.key_data)
+  int64_t sample_base = 0;          // the global index of sample 0 (draws use base + n)
   uint32_t finished = 0;            // out: samples finished by this call (added to)
   int64_t error[4] = {0, 0, 0, 0};  // first error: code, slot, index, sample (runtime/abi.h)
 };

@@ -93,6 +93,10 @@ OpInfo info(Op op) {
       return {"select", 3};
     case Op::ToIndex:
       return {"to_index", 1};
+    case Op::RandUniform:
+      return {"rand_uniform", 0};
+    case Op::RandNormal:
+      return {"rand_normal", 0};
   }
   return {"?", 0};
 }
@@ -166,6 +170,8 @@ const char* slot_kind_name(SlotKind k) {
       return "param_sum";
     case SlotKind::TableSum:
       return "table_sum";
+    case SlotKind::Random:
+      return "random";
   }
   return "?";
 }
@@ -197,6 +203,12 @@ Type result_type(Op op, Type declared) {
 int Kernel::find_slot(const std::string& slot_name) const {
   for (size_t i = 0; i < slots.size(); ++i)
     if (slots[i].name == slot_name) return static_cast<int>(i);
+  return -1;
+}
+
+int Kernel::random_slot() const {
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (slots[i].kind == SlotKind::Random) return static_cast<int>(i);
   return -1;
 }
 
@@ -250,6 +262,13 @@ void verify(const Kernel& k) {
       case Op::LoadMask:
         if (!k.has_mask()) fail(k, i, "load_mask in a kernel without a Terminated slot");
         break;
+      case Op::RandUniform:
+      case Op::RandNormal:
+        if (v.slot < 0 || v.slot >= ns || k.slots[v.slot].kind != SlotKind::Random)
+          fail(k, i, "a draw from a slot that is not Random");
+        if (v.comp < 0) fail(k, i, "a negative draw index");
+        if (v.iimm < 0 || v.iimm > 0xffffffffLL) fail(k, i, "a step offset outside uint32");
+        break;
       case Op::Const:
         if (v.type == Type::I && v.imm != 0.0) fail(k, i, "index constant with a float value");
         break;
@@ -275,8 +294,10 @@ void verify(const Kernel& k) {
            "store to " + std::string(slot_kind_name(slot.kind)) + " slot '" + slot.name + "'");
     }
   }
+  int randoms = 0;
   for (int s = 0; s < ns; ++s) {
     const Slot& slot = k.slots[s];
+    if (slot.kind == SlotKind::Random && ++randoms > 1) fail(k, -1, "two Random slots");
     if (slot.kind == SlotKind::Mutable)
       for (int c = 0; c < slot.width; ++c)
         if (!stored.count({s, c}))
@@ -316,6 +337,11 @@ void print_value(std::ostringstream& os, const Kernel& k, int i, bool with_names
       break;
     case Op::PowI:
       os << " ^" << v.iimm;
+      break;
+    case Op::RandUniform:
+    case Op::RandNormal:
+      os << " " << (with_names ? k.slots[v.slot].name : "$" + std::to_string(v.slot)) << " draw "
+         << v.comp << " step+" << v.iimm;
       break;
     default:
       break;

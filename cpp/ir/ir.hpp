@@ -79,6 +79,11 @@ enum class Op : uint8_t {
   Select,
   // F -> I: a float table index rounded down (NaN, inf, huge: -1, out of range)
   ToIndex,
+  // F: draw `comp` (j) of Random slot `slot` in step (the driver's step + iimm) of this
+  //    sample: jax.random.uniform / normal of fold_in(fold_in(fold_in(key, s), i), j)
+  //    (runtime/random.h). Pure: two draws are equal exactly when (slot, comp, iimm) are.
+  RandUniform,
+  RandNormal,
 };
 
 const char* op_name(Op op);
@@ -114,9 +119,11 @@ enum class SlotKind : uint8_t {
   ParamSum,    // derived kernels: a float output summed over samples (a Param's cotangent)
   TableSum,    // derived kernels: M x width floats summed over samples (a Table's cotangent),
                //  the same M as table slot `table_of`
+  Random,      // `rng: Random`: a key (uint32[2]) and the launch's sample base; read by
+               //  RandUniform / RandNormal only; carries no derivative
 };
 
-// "param", "plane", "mutable", "terminated", "table", "param_sum" or "table_sum".
+// "param", "plane", "mutable", "terminated", "table", "param_sum", "table_sum" or "random".
 const char* slot_kind_name(SlotKind k);
 
 struct Slot {
@@ -164,6 +171,7 @@ struct Kernel {
   }
   int find_slot(const std::string& slot_name) const;
   bool has_mask() const;
+  int random_slot() const;  // the Random slot, -1 when the kernel draws none
 };
 
 // Structural checks (operand order, types, slots, one store per Mutable component);

@@ -48,6 +48,8 @@ std::string describe(const TV& v) {
       return "a tuple of " + std::to_string(v.items.size());
     case TV::Kind::Table:
       return "a Table";
+    case TV::Kind::Random:
+      return "the Random parameter (draw numbers from it with .uniform() or .normal())";
     case TV::Kind::Math:
       return "the function " + v.name;
     case TV::Kind::Helper:
@@ -89,6 +91,7 @@ Kernel Lowerer::run() {
     error(def.loc, "the signature changed between Python and the compiler (internal error)");
   bool has_output = false;
   int masks = 0;
+  std::string random_name;
   for (size_t i = 0; i < def.params.size(); ++i) {
     const parse::Param& p = def.params[i];
     const ParamSpec& ps = spec_.params[i];
@@ -123,6 +126,19 @@ Kernel Lowerer::run() {
       case SlotKind::Table: {
         TV t;
         t.kind = TV::Kind::Table;
+        t.slot = s;
+        var.value = t;
+        break;
+      }
+      case SlotKind::Random: {
+        if (!random_name.empty())
+          error(p.loc, "kernel '" + def.name + "' has two Random parameters ('" + random_name +
+                           "' and '" + p.name +
+                           "'); a kernel takes at most one: draw every number from '" +
+                           random_name + "' (its draws are independent)");
+        random_name = p.name;
+        TV t;
+        t.kind = TV::Kind::Random;
         t.slot = s;
         var.value = t;
         break;
@@ -325,6 +341,9 @@ void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
                        "it, or use a local variable");
       case SlotKind::Table:
         error(loc, "cannot assign to Table '" + name + "': tables are read-only in a kernel");
+      case SlotKind::Random:
+        error(loc, "cannot assign to Random '" + name + "': draw numbers from it with " + name +
+                       ".uniform() or " + name + ".normal() and assign those to a local variable");
       case SlotKind::Terminated:
         if (value.kind != TV::Kind::Bool)
           error(loc, "the Terminated mask '" + name + "' takes a condition (a bool), got " +

@@ -24,6 +24,7 @@ struct TV {
     Int,     // a compile-time integer (loop variables, integer literals): `ival`, exact
     Tuple,   // `items`
     Table,   // a Table parameter: `slot`
+    Random,  // the Random parameter: `slot` (draws with .uniform() / .normal())
     Math,    // a hawk.math function: `name`
     Helper,  // a @hawk.func helper: `helper`
     Module,  // the hawk.math module
@@ -84,6 +85,8 @@ class Lowerer {
   TV expr(const parse::Expr& e);
   TV call_math(const std::string& name, const std::vector<TV>& args, parse::Loc loc);
   TV call_helper(int helper, std::vector<TV> args, parse::Loc loc);
+  // rng.uniform() / rng.normal(): the next draw of Random slot `slot`.
+  TV draw(int slot, const std::string& method, size_t nargs, parse::Loc loc);
 
   // Emitting IR values (with constant folding of constant operands).
   int konst(double v);
@@ -132,6 +135,7 @@ class Lowerer {
   std::map<std::pair<int, uint64_t>, int> const_cache_;
   std::optional<TV> return_value_;
   int unrolled_ = 0;
+  int draws_ = 0;  // draws emitted so far: the next draw's index j (source and unroll order)
   int depth_ = 0;
   Loc cur_loc_;  // the statement being lowered, stamped on every value emitted
 

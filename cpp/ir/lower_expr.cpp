@@ -388,6 +388,8 @@ TV Lowerer::expr(const Expr& e) {
               "keyword arguments are not supported in kernel calls; pass arguments by position");
       if (callee.kind == ExprKind::Attribute) {
         const TV base = expr(*callee.args[0]);
+        if (base.kind == TV::Kind::Random)
+          return draw(base.slot, callee.name, e.args.size() - 1, e.loc);
         if (base.kind == TV::Kind::Table) {
           if (callee.name != "at")
             error(callee.loc,
@@ -452,6 +454,9 @@ TV Lowerer::expr(const Expr& e) {
     }
     case ExprKind::Attribute: {
       const TV base = expr(*e.args[0]);
+      if (base.kind == TV::Kind::Random)
+        error(e.loc, "'." + e.name + "' of a Random parameter: call " + e.name +
+                         "() (a Random has the methods uniform() and normal())");
       if (base.kind == TV::Kind::Module) {
         if (base.name == "hawk" && e.name == "math") {
           TV m = base;
@@ -482,6 +487,26 @@ TV Lowerer::expr(const Expr& e) {
     }
   }
   error(e.loc, "unsupported expression");
+}
+
+TV Lowerer::draw(int slot, const std::string& method, size_t nargs, parse::Loc loc) {
+  const std::string& nm = k.slots[slot].name;
+  if (method != "uniform" && method != "normal")
+    error(loc, "a Random parameter has the methods uniform() and normal(); '" + nm + "." + method +
+                   "' is not one (scale and shift the draw instead: lo + (hi - lo) * " + nm +
+                   ".uniform(), mu + sigma * " + nm + ".normal())");
+  if (nargs != 0)
+    error(loc, nm + "." + method +
+                   "() takes no arguments (it draws one number of the kernel's "
+                   "dtype; scale and shift it: mu + sigma * " +
+                   nm + ".normal())");
+  Value v;
+  v.op = method == "uniform" ? Op::RandUniform : Op::RandNormal;
+  v.type = Type::F;
+  v.slot = slot;
+  v.comp = draws_++;
+  v.loc = cur_loc_;
+  return TV::f(k.add(v));
 }
 
 }  // namespace raptor::ir::front

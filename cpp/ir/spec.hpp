@@ -42,7 +42,7 @@ struct FunctionSource {
 // One parameter of the kernel, with its annotation resolved.
 struct ParamSpec {
   std::string name;
-  SlotKind kind = SlotKind::Plane;  // Param, Plane, Mutable, Terminated or Table
+  SlotKind kind = SlotKind::Plane;  // Param, Plane, Mutable, Terminated, Table or Random
   int width = 1;                    // k of Vector[k], 1 for Scalar
   bool is_vector = false;
   std::string error;  // non-empty: the annotation is wrong; this says why

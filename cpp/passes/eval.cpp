@@ -135,6 +135,8 @@ bool foldable(Op op) {
     case Op::LoadState:
     case Op::LoadMask:
     case Op::LoadTable:
+    case Op::RandUniform:  // a draw depends on the key, step and sample: never a constant
+    case Op::RandNormal:
       return false;
     default:
       return true;

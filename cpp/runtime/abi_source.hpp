@@ -17,4 +17,10 @@ std::string_view abi_error_codes_source();
 // abi_cuda.h, byte for byte.
 std::string_view abi_cuda_header_source();
 
+// random.h, byte for byte (host units paste it when a kernel draws random numbers), and the
+// same for CUDA units: its functions __device__, its #include lines dropped (NVRTC has no
+// system headers; the CUDA prelude defines the integer types).
+std::string_view random_header_source();
+std::string_view random_device_source();
+
 }  // namespace raptor::runtime

@@ -6,6 +6,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "runtime/random.h"
+
 namespace raptor::runtime {
 
 namespace {
@@ -94,6 +96,15 @@ BoundLaunch::BoundLaunch(std::shared_ptr<const KernelEntry> entry, Binding bindi
                                 "Terminated mask bound");
 }
 
+void BoundLaunch::set_rng(uint32_t k0, uint32_t k1, uint64_t next_launch) {
+  if (entry_->iface.random_slot() < 0)
+    throw std::invalid_argument("kernel '" + entry_->name +
+                                "' has no Random parameter: it takes no rng key");
+  rng_key_ = {k0, k1};
+  rng_set_ = true;
+  launches_ = next_launch;
+}
+
 void BoundLaunch::reset_active() { active_count_ = -1; }
 
 void BoundLaunch::build_active() {
@@ -109,6 +120,17 @@ int64_t BoundLaunch::live() {
 
 LaunchResult BoundLaunch::run(ThreadPool* pool) {
   for (const ParamSource& p : params_) binding_.slots[p.slot].param = read_param(p);
+  if (const int rs = entry_->iface.random_slot(); rs >= 0) {
+    if (!rng_set_)
+      throw std::invalid_argument("kernel '" + entry_->name + "' draws random numbers from '" +
+                                  entry_->slot_name(rs) + "' but no key was bound: bind(" +
+                                  entry_->slot_name(rs) + "=seed or key)");
+    // Launch n draws with fold_in(key, n) (eagle's numbering, docs/language.md).
+    const rp_key k = rp_fold_in(rp_key{rng_key_[0], rng_key_[1]}, static_cast<uint32_t>(launches_));
+    rng_block_ = {k.k0, k.k1, 0u, 0u};
+    binding_.slots[rs].in = rng_block_.data();
+    ++launches_;
+  }
   if (entry_->active_set) {
     if (active_count_ < 0) build_active();
     binding_.index = index_.data();

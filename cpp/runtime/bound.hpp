@@ -4,6 +4,7 @@
 // with Guard(active_set=True). Every launch goes through runtime::launch.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -56,6 +57,14 @@ class BoundLaunch {
   // an error; the launch has run by then.
   LaunchResult run(ThreadPool* pool);
 
+  // The kernel's Random key (jax.random.key_data): launch n draws with fold_in(key, n), n
+  // counted by this bound launch from `next_launch` (0: a fresh binding; a reverse sweep sets
+  // the number of the primal launch it differentiates). Throws std::invalid_argument for a
+  // kernel without a Random parameter.
+  void set_rng(uint32_t k0, uint32_t k1, uint64_t next_launch = 0);
+  uint64_t launches() const { return launches_; }  // launches run so far (the next n)
+  bool has_rng() const { return rng_set_; }
+
   // Active set: rebuild the index map from the mask (after the caller changed the mask).
   void reset_active();
   // Live samples in the active set (n when the kernel has none); builds the index map from
@@ -72,6 +81,10 @@ class BoundLaunch {
   std::vector<ParamSource> params_;
   std::vector<int64_t> index_;
   int64_t active_count_ = -1;  // -1: not built yet
+  std::array<uint32_t, 2> rng_key_{};
+  std::array<uint32_t, 4> rng_block_{};  // this launch's key and sample base (SlotRole::Random)
+  bool rng_set_ = false;
+  uint64_t launches_ = 0;
   void build_active();
 };
 

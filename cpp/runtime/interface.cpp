@@ -10,10 +10,10 @@ namespace raptor::runtime {
 
 namespace {
 
-constexpr std::array<std::string_view, 8> kRoleNames = {"param", "plane", "mutable",   "inout",
-                                                        "mask",  "table", "param_sum", "table_sum"};
-constexpr std::array<std::string_view, 5> kTypeNames = {"float32", "float64", "bool", "int32",
-                                                        "int64"};
+constexpr std::array<std::string_view, 9> kRoleNames = {
+    "param", "plane", "mutable", "inout", "mask", "table", "param_sum", "table_sum", "random"};
+constexpr std::array<std::string_view, 6> kTypeNames = {"float32", "float64", "bool",
+                                                        "int32",   "int64",   "uint32"};
 
 SlotRole role_of(const ir::Slot& s) {
   switch (s.kind) {
@@ -31,13 +31,15 @@ SlotRole role_of(const ir::Slot& s) {
       return SlotRole::ParamSum;
     case ir::SlotKind::TableSum:
       return SlotRole::TableSum;
+    case ir::SlotKind::Random:
+      return SlotRole::Random;
   }
   throw std::invalid_argument("unknown slot kind");
 }
 
 bool is_operand_role(SlotRole r) {
   return r == SlotRole::Param || r == SlotRole::Plane || r == SlotRole::InOut ||
-         r == SlotRole::Mask || r == SlotRole::Table;
+         r == SlotRole::Mask || r == SlotRole::Table || r == SlotRole::Random;
 }
 
 bool is_result_role(SlotRole r) {  // the mask too, but it is placed last
@@ -67,6 +69,7 @@ int elem_size(ElemType t) {
   switch (t) {
     case ElemType::F32:
     case ElemType::I32:
+    case ElemType::U32:
       return 4;
     case ElemType::F64:
     case ElemType::I64:
@@ -97,6 +100,10 @@ KernelInterface::KernelInterface(std::string name, std::string digest, ElemType 
     if (si.role == SlotRole::Mask) {
       if (mask_ >= 0) throw bad("has two Terminated masks");
       mask_ = static_cast<int>(s);
+    }
+    if (si.role == SlotRole::Random) {
+      if (random_ >= 0) throw bad("has two Random parameters");
+      random_ = static_cast<int>(s);
     }
     if (si.role == SlotRole::TableSum &&
         (si.table_of < 0 || static_cast<size_t>(si.table_of) >= slots_.size() ||
@@ -132,7 +139,9 @@ KernelInterface KernelInterface::of(const ir::Kernel& k, ElemType float_dtype, s
     si.width = s.width;
     si.is_vector = s.is_vector;
     si.table_of = s.table_of;
-    si.dtype = si.role == SlotRole::Mask ? ElemType::Bool : float_dtype;
+    si.dtype = si.role == SlotRole::Mask     ? ElemType::Bool
+               : si.role == SlotRole::Random ? ElemType::U32
+                                             : float_dtype;
     slots.push_back(std::move(si));
   }
   return KernelInterface(k.name, std::move(digest), float_dtype, std::move(slots));
@@ -177,6 +186,8 @@ Shape KernelInterface::shape(int slot, int64_t n, int64_t m, Layout layout) cons
     case SlotRole::Table:
     case SlotRole::TableSum:
       return s.is_vector ? Shape{2, {m, k}} : Shape{1, {m}};
+    case SlotRole::Random:
+      return Shape{1, {kRandomWords}};
   }
   return {};
 }

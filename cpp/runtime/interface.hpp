@@ -8,6 +8,7 @@
 //   Param ()                 Plane / Mutable / InOut: Scalar (N,), Vector[k] (k, N)
 //   Mask bool (N,)           Table: Scalar (M,), Vector[k] (M, k)
 //   ParamSum (k,) (in JAX, a sum of width 1 is 0-d like its Param)   TableSum: as its Table
+//   Random uint32 (4,) (see SlotRole)
 // Bridge order (docs/jax.md): operands are the input slots in signature order (Params, planes,
 // in-out Mutables' old values, the mask, tables); results are the Mutables and sums in
 // signature order, then the mask last.
@@ -25,17 +26,31 @@
 namespace raptor::runtime {
 
 // What a slot is to a caller. InOut: a Mutable whose old value is read (an operand and a
-// result). Mask: the Terminated plane (an operand, and its update a result).
-enum class SlotRole : uint8_t { Param, Plane, Mutable, InOut, Mask, Table, ParamSum, TableSum };
+// result). Mask: the Terminated plane (an operand, and its update a result). Random: the key
+// of `rng: Random`, an operand of 4 uint32 words (kRandomWords): the key (jax.random.key_data)
+// and the global index of the launch's sample 0 (low word first); eagle's bound launches fill
+// it per launch (fold_in(key, n), base 0), the JAX bridge from the call's key and shard.
+enum class SlotRole : uint8_t {
+  Param,
+  Plane,
+  Mutable,
+  InOut,
+  Mask,
+  Table,
+  ParamSum,
+  TableSum,
+  Random
+};
+inline constexpr int kRandomWords = 4;
 
 // An element type of a slot's buffer. Kernels are built for F32 or F64 (every float slot has
 // the build's dtype) and the mask is Bool; I32/I64 are for integer planes to come.
-enum class ElemType : uint8_t { F32, F64, Bool, I32, I64 };
+enum class ElemType : uint8_t { F32, F64, Bool, I32, I64, U32 };
 
-// "param", "plane", "mutable", "inout", "mask", "table", "param_sum", "table_sum".
+// "param", "plane", "mutable", "inout", "mask", "table", "param_sum", "table_sum", "random".
 std::string_view role_name(SlotRole r);
 std::optional<SlotRole> role_from_name(std::string_view name);
-// "float32", "float64", "bool", "int32", "int64" (NumPy's names).
+// "float32", "float64", "bool", "int32", "int64", "uint32" (NumPy's names).
 std::string_view elem_type_name(ElemType t);
 std::optional<ElemType> elem_type_from_name(std::string_view name);
 int elem_size(ElemType t);  // bytes
@@ -107,7 +122,8 @@ class KernelInterface {
   const std::vector<int>& operands() const { return operands_; }  // slot of each operand
   const std::vector<int>& results() const { return results_; }    // slot of each result
   const std::vector<Alias>& aliases() const { return aliases_; }
-  int mask_slot() const { return mask_; }  // -1: no mask
+  int mask_slot() const { return mask_; }      // -1: no mask
+  int random_slot() const { return random_; }  // -1: the kernel draws no random numbers
   bool has_mask() const { return mask_ >= 0; }
   bool has_table() const;
 
@@ -134,6 +150,7 @@ class KernelInterface {
   std::vector<int> results_;
   std::vector<Alias> aliases_;
   int mask_ = -1;
+  int random_ = -1;
   int n_operand_ = -1;
   int n_slot_ = -1;
 };

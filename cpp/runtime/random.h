@@ -6,7 +6,8 @@
  * with jax's default PRNG, threefry2x32 (jax_threefry_partitionable on, the default since jax
  * 0.5); the values in cpp/tests/test_runtime_random.cpp were made with jax 0.12.0.1.
  * Plain C++ over uint32_t/uint64_t and <cmath>, so the host code, the CUDA code (define
- * RAPTOR_RNG_FN as `__device__ inline` before including it) and the interpreter share it.
+ * RAPTOR_RNG_FN as `__device__ inline` before including it; codegen pastes it through
+ * runtime/abi_source.hpp) and the interpreter share it.
  * Start at rp_draw_uniform.
  */
 #ifndef RAPTOR_RANDOM_H
@@ -17,6 +18,15 @@
 
 #ifndef RAPTOR_RNG_FN
 #define RAPTOR_RNG_FN inline
+#endif
+
+/* Bits to float: memcpy on the host, the intrinsics on the device (NVRTC has no <cstring>). */
+#ifdef __CUDACC__
+#define RP_F64_FROM_BITS(f, bits) ((f) = __longlong_as_double(static_cast<long long>(bits)))
+#define RP_F32_FROM_BITS(f, bits) ((f) = __uint_as_float(bits))
+#else
+#define RP_F64_FROM_BITS(f, bits) __builtin_memcpy(&(f), &(bits), sizeof(f))
+#define RP_F32_FROM_BITS(f, bits) __builtin_memcpy(&(f), &(bits), sizeof(f))
 #endif
 
 /* A key: the two uint32 words of jax.random.key_data. */
@@ -61,7 +71,7 @@ RAPTOR_RNG_FN double rp_uniform_f64(rp_key key) {
   rp_threefry2x32(key, &b0, &b1);
   const uint64_t bits = ((static_cast<uint64_t>(b0) << 32) | b1) >> 12 | 0x3FF0000000000000ull;
   double f;
-  __builtin_memcpy(&f, &bits, sizeof f);
+  RP_F64_FROM_BITS(f, bits);
   return f - 1.0;
 }
 
@@ -70,7 +80,7 @@ RAPTOR_RNG_FN float rp_uniform_f32(rp_key key) {
   rp_threefry2x32(key, &b0, &b1);
   const uint32_t bits = (b0 ^ b1) >> 9 | 0x3F800000u;
   float f;
-  __builtin_memcpy(&f, &bits, sizeof f);
+  RP_F32_FROM_BITS(f, bits);
   return f - 1.0f;
 }
 
@@ -101,11 +111,43 @@ RAPTOR_RNG_FN double rp_normal_f64(rp_key key) {
   return 1.4142135623730951 * rp_erfinv(u);
 }
 
+/* jax's float32 erf_inv (XLA / CHLO: M. Giles' single-precision approximation, evaluated in
+ * float), which jax.random.normal uses for float32: the accurate value differs from it by up to
+ * ~4e-6 relative in the tails (|z| > 3.5), this one by ~2e-7 (log1pf's and XLA's rounding). */
+RAPTOR_RNG_FN float rp_erfinv_f32(float x) {
+  const float w0 = -log1pf(-x * x);
+  float w, p;
+  if (w0 < 5.0f) {
+    w = w0 - 2.5f;
+    p = 2.81022636e-08f;
+    p = 3.43273939e-07f + p * w;
+    p = -3.5233877e-06f + p * w;
+    p = -4.39150654e-06f + p * w;
+    p = 0.00021858087f + p * w;
+    p = -0.00125372503f + p * w;
+    p = -0.00417768164f + p * w;
+    p = 0.246640727f + p * w;
+    p = 1.50140941f + p * w;
+  } else {
+    w = sqrtf(w0) - 3.0f;
+    p = -0.000200214257f;
+    p = 0.000100950558f + p * w;
+    p = 0.00134934322f + p * w;
+    p = -0.00367342844f + p * w;
+    p = 0.00573950773f + p * w;
+    p = -0.0076224613f + p * w;
+    p = 0.00943887047f + p * w;
+    p = 1.00167406f + p * w;
+    p = 2.83297682f + p * w;
+  }
+  return p * x;
+}
+
 RAPTOR_RNG_FN float rp_normal_f32(rp_key key) {
   const float lo = -(1.0f - 0x1p-24f), hi = 1.0f;  // nextafter(-1.0f, 0.0f)
   float u = rp_uniform_f32(key) * (hi - lo) + lo;
   u = u > lo ? u : lo;
-  return static_cast<float>(1.4142135623730951 * rp_erfinv(static_cast<double>(u)));
+  return 1.41421356f * rp_erfinv_f32(u);
 }
 
 #endif /* RAPTOR_RANDOM_H */

@@ -19,6 +19,7 @@ import numpy as np
 from raptor_core import _core
 
 from eagle.errors import ModeError
+from eagle.rng import key_words
 from hawk.kernel import Kernel
 
 __all__ = ["Bound", "bind", "as_host_array", "param_number"]
@@ -109,8 +110,10 @@ class Bound:
     """A kernel bound to arrays by reference: ``launch()`` runs it over the arrays' current
     contents. Made by ``plan.bind(...)``."""
 
-    def __init__(self, plan: Any, core: Any, dtype: np.dtype, n: int, arrays: dict[str, Any], param_values: dict[str, Any]) -> None:
+    def __init__(self, plan: Any, core: Any, dtype: np.dtype, n: int, arrays: dict[str, Any], param_values: dict[str, Any],
+                 rng: tuple[int, int] | None = None) -> None:
         self.plan = plan
+        self.rng = rng  # the Random key's words (launch n draws with fold_in(key, n)), or None
         self._core = core
         self.dtype = dtype
         self.n = n
@@ -159,6 +162,12 @@ class Bound:
         return out
 
     @property
+    def launches(self) -> int:
+        """Launches run so far: the next launch is launch n = launches (its draws use
+        fold_in(key, n); docs/language.md, "Random numbers")."""
+        return int(self._core.launches)
+
+    @property
     def live(self) -> int:
         """Samples in the active set (n for kernels without one)."""
         return self._core.live
@@ -204,6 +213,7 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> B
     seen_tables: set[int] = set()
     sources: list[tuple[int, int, str]] = []
     mask_ptr = 0
+    rng: tuple[int, int] | None = None
 
     # Sample count from the first plane or mask.
     for s in kernel.slots:
@@ -214,6 +224,9 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> B
                 break
     for i, (s, si) in enumerate(zip(kernel.slots, iface.slots)):
         value = values[s.name]
+        if s.kind == "random":
+            rng = key_words(value, who, s.name)
+            continue
         if s.kind == "param":
             params[i], src, keep = _param_value(value, dtype, who, s.name)
             if src is not None:
@@ -277,5 +290,7 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> B
 
     entry = plan.entry(dtype)
     core = _core.Bound.make(entry, n or 0, ins, outs, params, sizes, sources, mask_ptr, mask_ptr, finished_ptr, zero_finished)
+    if rng is not None:
+        core.set_rng(*rng)
     param_values = {s.name: arrays.get(s.name, values[s.name]) for s in kernel.slots if s.kind == "param"}
-    return Bound(plan, core, dtype, n or 0, arrays, param_values)
+    return Bound(plan, core, dtype, n or 0, arrays, param_values, rng)

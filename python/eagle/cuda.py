@@ -403,6 +403,12 @@ class CudaBound(Bound):
 
 def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> CudaBound:
     """Checks ``values`` against ``plan.kernel`` (a CUDA plan) and binds them by reference."""
+    random = [s.name for s in plan.kernel.slots if s.kind == "random"]
+    if random:
+        raise NotImplementedError(
+            f"eagle: kernel '{plan.kernel.name}' draws random numbers ('{random[0]}: Random'), which CUDA plans do not bind "
+            "yet; run it from a host plan (eagle.plan.auto(..., targets=('host',))) or on the GPU through "
+            "eagle.frameworks.jax.function, whose CUDA call takes the key as an operand")
     lay = layout(plan.kernel, values)
     entry = plan.entry(lay.dtype)
     core = _core.CudaBound.make(entry, lay.n, lay.ins, lay.outs, lay.params, lay.param_ptrs, lay.sizes, lay.mask, lay.mask, lay.finished, zero_finished, lay.device)

@@ -181,9 +181,11 @@ class _Adjoint:
         self.scratch: list[tuple[str, Any, Any]] = []  # ("param", "node.param", array) or ("plane", plane key, array)
         for s, (role, primal) in zip(adj.slots, adj._core.slot_roles()):
             src = primal_slot.get(primal)
-            key = plane_key(node.arrays[primal]) if src is not None and src.kind != "param" else None
+            key = plane_key(node.arrays[primal]) if src is not None and src.kind not in ("param", "random") else None
             if role == "p":
-                if src.kind == "param":
+                if src.kind == "random":  # the recorded launch's key, set per launch (run)
+                    values[s.name] = 0
+                elif src.kind == "param":
                     buf = values[s.name] = xp.zeros((1,), node.dtype)
                     self.param_bufs.append((primal, buf))
                 elif src.kind == "table":
@@ -219,6 +221,8 @@ class _Adjoint:
                     self._tables_from[primal] = id(table)
             for _, _, arr in self.scratch:
                 xp.assign(arr, 0.0)
+            if nl.rng is not None:  # the primal launch's draws: fold_in(key, its n)
+                self.bound._core.set_rng(*nl.rng)
             if self.device:
                 self.bound.launch(stream)
             else:

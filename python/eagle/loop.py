@@ -275,7 +275,9 @@ def until_done(items: Sequence[Any], max_steps: int | None = None, progress: boo
     mask = owner.arrays[mask_name]
     fused = None
     plans = [item for item in items if isinstance(item, Plan)]
-    if len(named) == 1 and len(plans) == 1:
+    # A kernel drawing random numbers is not fused: launch n draws with fold_in(key, n), which a
+    # launch of FUSED times the steps would not (docs/language.md, "Random numbers").
+    if len(named) == 1 and len(plans) == 1 and not any(s.kind == "random" for s in plans[0].kernel.slots):
         plan = plans[0]
         (fused_plan,) = eagle.plan.auto([plan.kernel.with_steps(plan.kernel.steps * FUSED)], cache_dir=plan.cache_dir)
         bound = named[0][1]

@@ -45,6 +45,7 @@ class NodeLaunch:
     saved: dict[tuple, Any]                 # plane key -> contents before the launch
     params: dict[str, Any] = field(default_factory=dict)  # name -> a float, or a 1-element device copy
     tables: dict[str, Any] = field(default_factory=dict)  # name -> contents at the launch
+    rng: tuple[int, int, int] | None = None  # a Random kernel's key words and launch number n
 
 
 def run_on_host(name: str, node: Any) -> None:
@@ -92,6 +93,8 @@ class Record:
                 if isinstance(node, Bound):
                     nl.params = self._params(node)
                     nl.tables = self._tables(name, node)
+                    if node.rng is not None:  # its draws: fold_in(key, n) of this launch n
+                        nl.rng = (*node.rng, node.launches)
             run(name, node)
             entries.append(nl)
         self.launches.append(entries)

@@ -32,6 +32,7 @@ _KIND_OF_ROLE = {
     "table": "table",
     "param_sum": "param_sum",
     "table_sum": "table_sum",
+    "random": "random",
 }
 
 
@@ -40,7 +41,7 @@ class SlotInfo:
     """One parameter of a compiled kernel, as the runtime sees it: read from the kernel's
     interface (``Kernel.interface``), which is described once, in C++.
 
-    kind: "param", "plane", "mutable", "terminated", "table", "param_sum" or "table_sum".
+    kind: "param", "plane", "mutable", "terminated", "table", "param_sum", "table_sum" or "random".
     role: the interface's role ("inout" for an in-out Mutable, "mask" for the Terminated plane,
     else the kind).
     """
@@ -79,6 +80,7 @@ class SlotInfo:
             "table": f"Table[{inner}]",
             "param_sum": "ParamSum",
             "table_sum": f"TableSum[{inner}]",
+            "random": "Random",
         }[self.kind]
 
 

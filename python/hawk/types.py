@@ -1,7 +1,7 @@
 """The annotation types of hawk kernel parameters (docs/language.md, "Parameters").
 
-``Param``, ``Scalar``, ``Vector[k]``, ``Mutable[T]``, ``Terminated`` and ``Table[T]`` are
-markers: hawk reads them from a kernel's signature and never instantiates them. ``Guard``
+``Param``, ``Scalar``, ``Vector[k]``, ``Mutable[T]``, ``Terminated``, ``Table[T]`` and
+``Random`` are markers: hawk reads them from a kernel's signature and never instantiates them. ``Guard``
 configures how eagle launches a kernel. ``param_kind`` turns one annotation into the
 ``(kind, width, is_vector)`` triple the compiler takes, or an error message.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Param", "Scalar", "Vector", "Mutable", "Terminated", "Table", "Guard", "param_kind"]
+__all__ = ["Param", "Scalar", "Vector", "Mutable", "Terminated", "Table", "Random", "Guard", "param_kind"]
 
 
 class _Marker:
@@ -27,6 +27,13 @@ class Param(_Marker):
 
 class Scalar(_Marker):
     """A plane of shape ``(N,)``: one float per sample."""
+
+
+class Random(_Marker):
+    """Random numbers: ``rng.uniform()`` and ``rng.normal()`` draw one number of the kernel's
+    dtype per call, as ``jax.random`` draws them from ``fold_in(fold_in(fold_in(key, step),
+    sample), draw)`` (docs/language.md, "Random numbers"). No derivative. Bound with
+    ``plan.bind(rng=seed_or_key)`` in eagle, a key operand in the JAX bridge."""
 
 
 class Terminated(_Marker):
@@ -94,7 +101,7 @@ class Guard:
     active_set: bool = False
 
 
-ALLOWED = "Param, Scalar, Vector[k], Mutable[Scalar], Mutable[Vector[k]], Terminated, Table[Scalar] or Table[Vector[k]]"
+ALLOWED = "Param, Scalar, Vector[k], Mutable[Scalar], Mutable[Vector[k]], Terminated, Table[Scalar], Table[Vector[k]] or Random"
 
 
 def _name(t: Any) -> str:
@@ -104,10 +111,12 @@ def _name(t: Any) -> str:
 def param_kind(annotation: Any) -> tuple[str, int, bool] | str:
     """``(kind, width, is_vector)`` for an annotation, or a message saying what is wrong.
 
-    kind is one of "param", "plane", "mutable", "terminated", "table".
+    kind is one of "param", "plane", "mutable", "terminated", "table", "random".
     """
     if annotation is Param:
         return ("param", 1, False)
+    if annotation is Random:
+        return ("random", 1, False)
     if annotation is Scalar:
         return ("plane", 1, False)
     if isinstance(annotation, VectorType):

@@ -12,8 +12,9 @@ The primitive is parameterized by a ``KernelCall`` (a kernel in one dtype). Its 
   adjoint kernel with respect to U (a tangent kernel is linear in its tangents; an adjoint
   kernel in its cotangents), so every order of jvp/vjp is again a kernel call;
 - batching: batched planes fold into the sample axis (free for a trailing batch axis, one
-  transpose otherwise); a batched Param or Table, or a kernel with sums over samples, runs
-  one launch per batch entry (``lax.map``).
+  transpose otherwise); a batched Param or Table, a kernel with sums over samples, or one
+  that draws random numbers (its sample numbering), runs one launch per batch entry
+  (``lax.map``).
 """
 
 from __future__ import annotations
@@ -178,7 +179,7 @@ kernel_p.def_impl(_impl)
 
 def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall) -> tuple[list, list]:
     outs = kernel_p.bind(*primals, call=call)
-    nz = [i for i, t in enumerate(tangents) if type(t) is not ad.Zero and call.inputs[i].kind != "terminated"]
+    nz = [i for i, t in enumerate(tangents) if type(t) is not ad.Zero and call.inputs[i].kind not in ("terminated", "random")]
     zeros = [ad.Zero(jax.typeof(o).to_tangent_aval()) for o in outs]
     if not nz:
         return outs, zeros
@@ -258,7 +259,10 @@ def _batch(args: Sequence[Any], dims: Sequence[Any], *, call: KernelCall) -> tup
     size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
     uniform_batched = any(d is not None and s.kind in ("param", "table") for s, d in zip(call.inputs, dims))
     has_sums = any(s.kind in ("param_sum", "table_sum") for s in call.outputs)
-    if uniform_batched or has_sums:
+    # Draws use the sample index within the call: folding the batch into the sample axis
+    # would renumber the samples, so vmap of a kernel with a Random key runs per entry.
+    draws = any(s.kind == "random" for s in call.inputs)
+    if uniform_batched or has_sums or draws:
         return _batch_by_entry(args, dims, call, size)
     folded = []
     for s, a, d in zip(call.inputs, args, dims):

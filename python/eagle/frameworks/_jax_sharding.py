@@ -1,7 +1,8 @@
 """Sharding of kernel calls along the sample axis (JAX's own distribution,
 docs/jax.md). A kernel is independent per sample, so a call whose planes are sharded along
 their last (sample) axis runs on every device over its own shard: no all-gather. Params
-and Tables are replicated. Sums over samples (the cotangents of Params and Tables in
+and Tables are replicated, and so is a Random key, whose operand gets each shard's global
+index of its sample 0, so draws are numbered by the global sample index. Sums over samples (the cotangents of Params and Tables in
 adjoint kernels) are summed across the devices that hold the shards (``psum``).
 
 This is a ``custom_partitioning`` rule around the per-device primitive, with a Shardy
@@ -50,6 +51,23 @@ def _sample_axes(call: Any, arg_shapes: Any) -> Any:
     return None
 
 
+def _local_n(call: Any, args: Any) -> int:
+    """This shard's sample count: the last axis of the first plane operand."""
+    for s, a in zip(call.inputs, args):
+        if s.kind in ("plane", "mutable", "terminated") and a.ndim >= 1:
+            return int(a.shape[-1])
+    return 0
+
+
+def _with_sample_base(block: Any, axes: Any, local_n: int) -> Any:
+    """The Random operand with the global index of this shard's sample 0 (words 2, 3): draws
+    are numbered by the global sample index whatever the sharding."""
+    import jax.numpy as jnp
+
+    base = jax.lax.axis_index(axes).astype(jnp.uint32) * jnp.uint32(local_n)
+    return block.at[2].set(base).at[3].set(jnp.uint32(0))
+
+
 def _spec(slot: Any, ndim: int, axes: Any) -> P:
     if slot.kind in ("plane", "mutable", "terminated") and ndim >= 1:
         return P(*([None] * (ndim - 1) + [axes]))
@@ -73,6 +91,10 @@ def _make(call: Any, local_p: Any, in_shapes: tuple, out_shapes: tuple) -> Any:
         ins, outs, axes = shardings(mesh, arg_shapes)
 
         def lower_fn(*args: Any) -> Any:
+            args = list(args)
+            for i, s in enumerate(call.inputs):
+                if s.kind == "random" and axes is not None:
+                    args[i] = _with_sample_base(args[i], axes, _local_n(call, args))
             results = list(local_p.bind(*args, call=call))
             if axes is not None:
                 for i, s in enumerate(call.outputs):

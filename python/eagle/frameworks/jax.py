@@ -20,6 +20,7 @@ from eagle.errors import ModeError
 from eagle.frameworks import _jax_rules
 from eagle.frameworks._jax_call import call_for, no_plane_message
 from eagle.nodes import copy_results
+from eagle.rng import is_typed_key, key_words
 from hawk.kernel import Kernel
 
 __all__ = ["JaxNode", "KernelFunction", "export_checks", "function", "node", "preload"]
@@ -43,6 +44,9 @@ class KernelFunction:
                 raise ValueError(f"eagle.frameworks.jax.function: {kernel.name}: wrt names {w!r}, which is not an input (inputs: {self.inputs})")
             if kernel.slot(w).kind == "terminated":
                 raise ValueError(f"eagle.frameworks.jax.function: {kernel.name}: the Terminated mask {w!r} is a stop decision and carries no derivative")
+            if kernel.slot(w).kind == "random":
+                raise ValueError(f"eagle.frameworks.jax.function: {kernel.name}: the Random key {w!r} carries no derivative "
+                                 "(its draws are constants for AD); differentiate with respect to the Params and planes that scale them")
         self.wrt = list(wrt)
         self.__name__ = kernel.name
         self.__doc__ = f"The hawk kernel {kernel.name} as a JAX function: {self.inputs} -> {self.outputs}."
@@ -100,6 +104,22 @@ class KernelFunction:
         except Exception as err:  # noqa: BLE001 - JAX's error names neither kernel nor input
             raise TypeError(f"{who} ({type(v).__name__}) cannot be read by JAX ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); pass {accepted}") from err
 
+    def _key_block(self, v: Any, s: Any) -> Any:
+        """The Random slot's operand (cpp/runtime/interface.hpp, SlotRole::Random): the key's two
+        uint32 words (an int seed, a typed key or a uint32 (2,) key array, traced or not) and
+        the global index of sample 0 (0 here; the sharding rule sets it per shard)."""
+        who = f"eagle.frameworks.jax {self.kernel.name}"
+        if isinstance(v, (bool, np.bool_)) or not (isinstance(v, (int, np.integer, jax.Array, np.ndarray, list, tuple)) or is_typed_key(v)):
+            raise TypeError(f"{who}: Random '{s.name}' takes jax.random.key(seed), a uint32 key of shape (2,) or an int seed, got {type(v).__name__}")
+        if isinstance(v, (int, np.integer)):
+            data = jnp.asarray(np.array(key_words(v, who, s.name), dtype=np.uint32))
+        else:
+            data = jax.random.key_data(v) if is_typed_key(v) else jnp.asarray(v)
+            if tuple(data.shape) != (2,) or data.dtype != np.uint32:
+                raise ValueError(f"{who}: Random '{s.name}' needs a threefry2x32 key (uint32 key data of shape (2,)), got {data.dtype} "
+                                 f"{tuple(data.shape)}; pass jax.random.key(seed) or jax.random.PRNGKey(seed) (under vmap, one key per entry)")
+        return jnp.concatenate([data, jnp.zeros((2,), np.uint32)])
+
     def _prepare(self, values: list[Any]) -> tuple[np.dtype, list[Any]]:
         name = self.kernel.name
         slots = [self.kernel.slot(k) for k in self.inputs]
@@ -107,6 +127,9 @@ class KernelFunction:
         dtype = None
         first = ""
         for s, v in zip(slots, values):
+            if s.kind == "random":
+                arrays.append((self._key_block(v, s), False))
+                continue
             if s.kind == "param" and isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind in "iu" and v.size == 1:
                 v = float(np.asarray(v).reshape(()))  # a NumPy integer: float(value) on the host, as plan.bind reads it
             weak = isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -145,6 +168,9 @@ class KernelFunction:
                 sizes[slot] = int(np.shape(a)[0]) if np.ndim(a) else -1
         out = []
         for slot, s, (a, weak) in zip(self._input_slots, slots, arrays):
+            if s.kind == "random":
+                out.append(a)
+                continue
             if s.kind == "param":
                 if isinstance(a, (int, float)):  # a Python number: read as the host binding reads it
                     a = param_number(a, dtype, f"eagle.frameworks.jax {name}", s.name)
