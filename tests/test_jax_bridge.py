@@ -172,21 +172,26 @@ Y = planes(N)
 U = planes(3, N)
 
 
-@pytest.fixture(scope="module")
-def fns():
+@pytest.fixture(scope="module", params=["ffi", "xla"])
+def fns(request):
+    """Every kernel as a JAX function, once per lowering: each test taking ``fns`` runs on the
+    C++ custom call and on XLA's own operations (docs/jax.md "Two lowerings")."""
+    lw = request.param
     return {
-        "drag": eagle_jax.function(drag_step, wrt=("v", "cd")),
-        "mixed": eagle_jax.function(mixed, wrt=("x", "y", "u", "a")),
-        "accumulate": eagle_jax.function(accumulate, wrt=("k", "x", "acc")),
-        "flight": eagle_jax.function(flight, wrt=("r", "v", "cd")),
-        "fall": eagle_jax.function(fall, wrt=("h", "u")),
-        "lookup": eagle_jax.function(lookup, wrt=("w", "wv", "x")),
-        "branchy": eagle_jax.function(branchy, wrt=("x", "y", "s")),
+        "drag": eagle_jax.function(drag_step, wrt=("v", "cd"), lowering=lw),
+        "mixed": eagle_jax.function(mixed, wrt=("x", "y", "u", "a"), lowering=lw),
+        "accumulate": eagle_jax.function(accumulate, wrt=("k", "x", "acc"), lowering=lw),
+        "flight": eagle_jax.function(flight, wrt=("r", "v", "cd"), lowering=lw),
+        "fall": eagle_jax.function(fall, wrt=("h", "u"), lowering=lw),
+        "lookup": eagle_jax.function(lookup, wrt=("w", "wv", "x"), lowering=lw),
+        "branchy": eagle_jax.function(branchy, wrt=("x", "y", "s"), lowering=lw),
     }
 
 
 def test_signatures(fns):
-    assert repr(fns["drag"]) == "KernelFunction('drag_step', inputs=['v', 'cd', 'dt', 'g'], outputs=['v_next'], wrt=['v', 'cd'])"
+    lw = fns["drag"].lowering
+    assert repr(fns["drag"]) == f"KernelFunction('drag_step', inputs=['v', 'cd', 'dt', 'g'], outputs=['v_next'], wrt=['v', 'cd'], lowering='{lw}')"
+    assert repr(eagle_jax.function(drag_step)) == "KernelFunction('drag_step', inputs=['v', 'cd', 'dt', 'g'], outputs=['v_next'], wrt=[])"
     assert fns["accumulate"].inputs == ["k", "x", "acc"]
     assert fns["accumulate"].outputs == ["acc", "pure"]
     assert fns["fall"].inputs == ["dt", "terminated", "h", "u"]
