@@ -3,7 +3,7 @@ process with the same step written in jax.numpy, both under jax.jit, on the CPU.
 
     python benchmarks/jax_bridge.py              # prints a table of times and ratios
     python benchmarks/jax_bridge.py --crossover  # "ffi" against "xla" over N: the threshold
-                                                 # of lowering="auto" and docs/jax_crossover.png
+                                                 # of lowering="auto", benchmarks/out/jax_crossover.png
 
 Cases (float64):
   drag step        one drag step (3-vector, norm, Params) at N = 2^20
@@ -155,50 +155,60 @@ def main() -> None:
         print(f"{name:<36}{te * 1e3:>12.3f}{tj * 1e3:>16.3f}{ratio:>8.2f}{'<= ' + format(target, '.2f'):>10}  {'yes' if ratio <= target else 'NO'}")
 
 
-def crossover(png: str = os.path.join(os.path.dirname(__file__), "..", "docs", "jax_crossover.png")) -> None:
-    """One jitted drag step with lowering="ffi" against "xla" for N = 2^6 .. 2^20, rounds
-    alternating in this process: where "xla" stops winning is the threshold of "auto"
-    (_jax_lowering.XLA_MAX_WORK). Prints the ratios and writes a PNG plot."""
+def crossover(png: str = os.path.join(os.path.dirname(__file__), "out", "jax_crossover.png")) -> None:
+    """The drag step with lowering="ffi" against "xla" for N = 2^6 .. 2^20, rounds alternating
+    in this process, in two settings: one jitted call, and a jitted lax.scan of 50 steps (what
+    XLA can fuse: the loop body). Where "xla" stops winning in the scan is the threshold of
+    "auto" (_jax_lowering.XLA_MAX_WORK). Prints the ratios and writes a PNG plot."""
     ffi = eagle_jax.function(drag_step, lowering="ffi")
     xla = eagle_jax.function(drag_step, lowering="xla")
-    e = jax.jit(lambda v, cd: ffi(v, cd, 0.01, 9.81))
-    x = jax.jit(lambda v, cd: xla(v, cd, 0.01, 9.81))
-    ns, rf, rx = [], [], []
+    SCAN = 50
+
+    def one(step):
+        return jax.jit(lambda v, cd: step(v, cd, 0.01, 9.81))
+
+    def scanned(step):
+        return jax.jit(lambda v, cd: jax.lax.scan(lambda v, _: (step(v, cd, 0.01, 9.81), None), v, None, length=SCAN)[0])
+
+    cases = {"one call": (one(ffi), one(xla)), f"scan of {SCAN} steps": (scanned(ffi), scanned(xla))}
+    ns = [1 << p for p in (6, 7, 8, 9, 10, 11, 12, 14, 16, 18, 20)]
+    times: dict[str, tuple[list, list]] = {k: ([], []) for k in cases}
     print(f"jax {jax.__version__}, drag step, float64; best of alternating rounds")
-    print(f"{'N':>9}{'ffi (us)':>12}{'xla (us)':>12}{'xla/ffi':>9}")
-    for p in range(6, 21, 1):
-        n = 1 << p
-        v = 5.0 * jax.random.normal(jax.random.key(p), (3, n))
-        assert jnp.allclose(e(v, 0.1), x(v, 0.1), rtol=1e-12)
-        number = max(1, (1 << 16) // n)
-        tf, tx = side_by_side(e, x, v, 0.1, repeat=15 if p < 18 else 7, number=number)
-        ns.append(n)
-        rf.append(tf * 1e6)
-        rx.append(tx * 1e6)
-        print(f"{n:>9}{tf * 1e6:>12.1f}{tx * 1e6:>12.1f}{tx / tf:>9.2f}")
+    print(f"{'N':>9}{'case':>20}{'ffi (us)':>12}{'xla (us)':>12}{'xla/ffi':>9}")
+    for n in ns:
+        v = 5.0 * jax.random.normal(jax.random.key(n), (3, n))
+        for name, (e, x) in cases.items():
+            assert jnp.allclose(e(v, 0.1), x(v, 0.1), rtol=1e-12)
+            per = SCAN if name != "one call" else 1
+            number = max(1, (1 << 17) // (n * per))
+            tf, tx = side_by_side(e, x, v, 0.1, repeat=9 if n < (1 << 18) else 5, number=number)
+            times[name][0].append(tf * 1e6 / per)
+            times[name][1].append(tx * 1e6 / per)
+            print(f"{n:>9}{name:>20}{tf * 1e6 / per:>12.2f}{tx * 1e6 / per:>12.2f}{tx / tf:>9.2f}")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
-    a.loglog(ns, rf, "o-", label='lowering="ffi"')
-    a.loglog(ns, rx, "s-", label='lowering="xla"')
-    a.set_xlabel("N (samples)")
-    a.set_ylabel("time per call (us)")
-    a.legend()
-    a.set_title("one jitted drag step")
-    b.semilogx(ns, [x / f for x, f in zip(rx, rf)], "o-")
-    b.axhline(1.0, color="gray", lw=0.8)
     from eagle.frameworks._jax_lowering import XLA_MAX_WORK
 
-    b.axvline(XLA_MAX_WORK, color="red", lw=0.8, ls="--", label=f"auto threshold N x steps = {XLA_MAX_WORK}")
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    for name, (tf, tx) in times.items():
+        a.loglog(ns, tf, "o-", label=f'ffi, {name}')
+        a.loglog(ns, tx, "s--", label=f'xla, {name}')
+        b.semilogx(ns, [x / f for x, f in zip(tx, tf)], "o-", label=name)
+    a.set_xlabel("N (samples)")
+    a.set_ylabel("time per step (us)")
+    a.legend(fontsize=8)
+    a.set_title("drag step, per step")
+    b.axhline(1.0, color="gray", lw=0.8)
+    b.axvline(XLA_MAX_WORK, color="red", lw=0.8, ls="--", label=f"auto: xla up to N x steps = {XLA_MAX_WORK}")
     b.set_xlabel("N (samples)")
-    b.set_ylabel("xla time / ffi time")
-    b.legend()
-    b.set_title("below 1: xla wins")
-    fig.suptitle(f"jax {jax.__version__}, 2-core CPU shared with other jobs (loaded)")
+    b.set_ylabel("xla time / ffi time (below 1: xla wins)")
+    b.legend(fontsize=8)
+    fig.suptitle(f"jax {jax.__version__}, 2-core CPU shared with other jobs (heavily loaded while measured)")
     fig.tight_layout()
+    os.makedirs(os.path.dirname(png), exist_ok=True)
     fig.savefig(png, dpi=90)
     print("wrote", os.path.normpath(png))
 

@@ -313,3 +313,50 @@ def test_xla_export_runs_in_a_process_without_raptor(tmp_path):
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120, cwd=str(tmp_path))
     assert p.returncode == 0, p.stderr[-3000:]
     assert "ran without raptor" in p.stdout
+
+
+def test_xla_sharded_jit_runs_per_shard(tmp_path):
+    """Under jit with planes sharded along the sample axis, XLA partitions the "xla" operations
+    itself: no gather, the output keeps the sharding, the cotangent of a Param is summed."""
+    src = textwrap.dedent('''
+        import jax, jax.numpy as jnp, numpy as np
+        jax.config.update("jax_enable_x64", True)
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        import hawk
+        from hawk import Mutable, Param, Vector
+        from hawk.math import norm, vec
+        from eagle.frameworks import jax as eagle_jax
+
+        @hawk.kernel
+        def drag_step(v: Vector[3], cd: Param, dt: Param, g: Param, v_next: Mutable[Vector[3]]):
+            a = vec(0.0, 0.0, -g) - cd * norm(v) * v
+            v_next = v + dt * a
+
+        def jnp_drag(v, cd, dt, g):
+            a = -cd * jnp.linalg.norm(v, axis=0) * v + jnp.array([0.0, 0.0, -g])[:, None]
+            return v + dt * a
+
+        assert len(jax.devices()) == 4
+        step = eagle_jax.function(drag_step, wrt=("v", "cd"), lowering="xla")
+        sh = NamedSharding(Mesh(np.array(jax.devices()), ("s",)), P(None, "s"))
+        v = jax.device_put(jnp.asarray(np.random.default_rng(0).normal(size=(3, 1024))), sh)
+        f = jax.jit(lambda v: step(v, 0.07, 0.05, 9.81), in_shardings=sh, out_shardings=sh)
+        hlo = f.lower(v).compile().as_text()
+        assert "all-gather" not in hlo and "custom-call" not in hlo, "a gather or a custom call in the compiled HLO"
+        out = f(v)
+        assert out.sharding.is_equivalent_to(sh, 2)
+        np.testing.assert_allclose(out, jnp_drag(v, 0.07, 0.05, 9.81), rtol=1e-12)
+        loss = lambda fn: (lambda v, cd: jnp.sum(fn(v, cd, 0.05, 9.81) ** 2))
+        g = jax.jit(jax.grad(loss(step), argnums=(0, 1)), in_shardings=(sh, None))
+        assert "all-gather" not in g.lower(v, 0.07).compile().as_text()
+        got, want = g(v, 0.07), jax.grad(loss(jnp_drag), argnums=(0, 1))(v, 0.07)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+        print("ok")
+    ''')
+    path = tmp_path / "sharded.py"  # hawk reads a kernel's source from its file
+    path.write_text(src)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=180)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "ok" in p.stdout

@@ -294,6 +294,9 @@ def _batch(args: Sequence[Any], dims: Sequence[Any], *, call: KernelCall, loweri
 def _batch_by_entry(args: Sequence[Any], dims: Sequence[Any], call: KernelCall, size: int, lowering: str) -> tuple[list, list]:
     moved = [a if d is None else jnp.moveaxis(a, d, 0) for a, d in zip(args, dims)]
     mapped = [i for i, d in enumerate(dims) if d is not None]
+    if size == 1:  # one entry (jacfwd with respect to one number): one call, no loop around it
+        full = [a[0] if i in mapped else a for i, a in enumerate(moved)]
+        return [o[None] for o in kernel_p.bind(*full, call=call, lowering=lowering)], [0] * len(call.outputs)
 
     def one(xs: Sequence[Any]) -> list[Any]:
         full = list(moved)

@@ -273,16 +273,17 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
         carry = lax.fori_loop(0, ops.steps, lambda _, c: one_step(c), carry)
     state, sums, live, bad = carry
 
+    checked = ops.reads_tables  # only table reads and table sums can be out of range
     any_bad = jnp.any(bad)
     nan = jnp.asarray(np.nan, dt)
     results = []
     for s, shape in zip(result_slots, result_shapes):
         name, kind, width, inout, table_of = ops.slots[s]
         if kind == "mutable":
-            comps = [jnp.where(bad, nan, state[(s, c)]) for c in range(width)]
+            comps = [jnp.where(bad, nan, state[(s, c)]) if checked else state[(s, c)] for c in range(width)]
             r = jnp.stack(comps) if len(shape) == 2 else comps[0]
         elif kind in ("param_sum", "table_sum"):
-            r = jnp.where(any_bad, nan, sums[s])
+            r = jnp.where(any_bad, nan, sums[s]) if checked else sums[s]
         elif kind == "terminated":
             r = ~live  # the mask on entry, and the samples that finished in this call
         else:
