@@ -678,7 +678,7 @@ def test_export_round_trip_with_preload(tmp_path):
 import jax, jax.numpy as jnp
 from jax import export
 from eagle.frameworks import jax as eagle_jax
-step = eagle_jax.function(drag_step, wrt=("v", "cd"))
+step = eagle_jax.function(drag_step, wrt=("v", "cd"), lowering="ffi")
 v = jnp.ones((3, 64))
 exp = export.export(jax.jit(step))(v, 0.07, 0.05, 9.81)
 data = exp.serialize()
@@ -721,7 +721,7 @@ def test_export_of_grad_through_scan_with_preload(tmp_path):
 import jax, jax.numpy as jnp
 from jax import export
 from eagle.frameworks import jax as eagle_jax
-step = eagle_jax.function(drag_step, wrt=("v", "cd"))
+step = eagle_jax.function(drag_step, wrt=("v", "cd"), lowering="ffi")
 def loss(cd):
     v, _ = jax.lax.scan(lambda v, _: (step(v, cd, 0.01, 9.81), None), jnp.ones((3, 16)) * 4.0, None, length=20)
     return jnp.sum(v ** 2)
@@ -756,7 +756,7 @@ import jax, jax.numpy as jnp, numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from eagle.frameworks import jax as eagle_jax
 assert len(jax.devices()) == 4
-step = eagle_jax.function(drag_step, wrt=("v", "cd"))
+step = eagle_jax.function(drag_step, wrt=("v", "cd"), lowering="ffi")
 mesh = Mesh(np.array(jax.devices()), ("s",))
 sh = NamedSharding(mesh, P(None, "s"))
 v = jax.device_put(jnp.asarray(np.random.default_rng(0).normal(size=(3, 1024))), sh)

@@ -252,7 +252,7 @@ def test_auto_on_both_sides_of_the_threshold(monkeypatch):
     ops = call_for(fall_steps, np.float64).ops()
     assert _jax_lowering.choose(ops, small // 12, "cpu") == "xla"
     assert _jax_lowering.choose(ops, small // 12 + 1, "cpu") == "ffi"
-    assert _jax_lowering.choose(ops, 16, "gpu") == "ffi"
+    assert _jax_lowering.choose(ops, 16, "cuda") == "ffi"
     # both sides give the same numbers
     v = jnp.asarray(rng.normal(size=(3, big)))
     ref = eagle_jax.function(drag_step, lowering="xla")

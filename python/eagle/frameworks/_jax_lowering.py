@@ -2,7 +2,8 @@
 operations, eagle/frameworks/_jax_xla.py). Start at ``choose``.
 
 ``eagle.frameworks.jax.function(kernel, lowering=...)`` takes "ffi", "xla" or "auto"; "auto"
-is resolved here, per call, from what the call is (docs/jax.md "Two lowerings"):
+is resolved here when a call is lowered (the primitive's lowering rule, with the platform it
+is lowered for and the operands' shapes), per call (docs/jax.md "Two lowerings"):
 
 - "ffi" when the XLA lowering does not implement one of the kernel's ops (``_jax_xla.supported``);
 - "ffi" when the kernel reads a Table: an index out of range stays an error (the FFI path's
@@ -45,7 +46,7 @@ def forced() -> str | None:
 
 def choose(ops: Any, n: int, platform: str) -> str:
     """The lowering "auto" picks for a call of the kernel ``ops`` (a ``_jax_xla.OpList``) on
-    ``n`` samples on ``platform`` ("cpu", "gpu", ...)."""
+    ``n`` samples on ``platform`` ("cpu", "cuda", ...)."""
     from eagle.frameworks import _jax_xla
 
     if not _jax_xla.supported(ops) or ops.reads_tables or platform != "cpu" or len(ops.values) > MAX_XLA_VALUES:

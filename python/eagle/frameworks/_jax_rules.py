@@ -8,6 +8,7 @@ The primitive is parameterized by a ``KernelCall`` (a kernel in one dtype). Its 
   "raptor_kernel" whose one attribute is the digest (the handler, cpp/ffi/xla_handler.cpp,
   finds the compiled kernel by digest); "xla", the kernel's optimized IR as jax.numpy
   operations (eagle/frameworks/_jax_xla.py), which XLA fuses with the program around it;
+  "auto", one of the two chosen when the call is lowered (eagle/frameworks/_jax_lowering.py);
 - JVP (every rule keeps the call's ``lowering`` for the calls it makes): the primal call, plus a call of the kernel's tangent kernel (tangents only, linear
   in the tangent inputs) with respect to exactly the inputs whose tangents are not zero;
 - transpose: a call linear in its undefined inputs U is transposed by a call of its
@@ -30,14 +31,16 @@ from jax.interpreters import ad, batching, mlir
 
 from raptor_core import _core
 
-from eagle.frameworks import _jax_compat, _jax_xla
+from eagle.frameworks import _jax_compat, _jax_lowering, _jax_xla
 from eagle.frameworks._jax_call import KernelCall
 from eagle.frameworks._jax_sharding import partitioned
 
 __all__ = ["kernel_p", "bind_call", "LOWERINGS"]
 
 TARGET = "raptor_kernel"
-LOWERINGS = ("ffi", "xla")  # the values of the primitive's static parameter ``lowering``
+# The values of the primitive's static parameter ``lowering``; "auto" is resolved when the
+# call is lowered, from the platform and the operands' shapes (eagle/frameworks/_jax_lowering.py).
+LOWERINGS = ("ffi", "xla", "auto")
 
 kernel_p = Primitive("raptor_kernel")
 kernel_p.multiple_results = True
@@ -68,7 +71,7 @@ def register_targets() -> None:
 
 
 def bind_call(call: KernelCall, args: Sequence[Any], lowering: str = "ffi") -> list[Any]:
-    """Binds the primitive: ``call`` on ``args``, lowered as ``lowering`` ("ffi" or "xla")."""
+    """Binds the primitive: ``call`` on ``args``, lowered as ``lowering`` ("ffi", "xla" or "auto")."""
     if lowering not in LOWERINGS:
         raise ValueError(f"eagle.frameworks.jax: lowering must be one of {LOWERINGS}, got {lowering!r}")
     return kernel_p.bind(*args, call=call, lowering=lowering)
@@ -128,7 +131,16 @@ def _xla_function(*operands: Any, call: KernelCall) -> list[Any]:
     return _jax_xla.evaluate(call.ops(), call.input_slots, operands, call.sample_count(shapes), call.output_slots, call.output_shapes(shapes), call.dtype)
 
 
+def _resolve(ctx: Any, call: KernelCall, lowering: str, platform: str) -> str:
+    """``lowering``, with "auto" resolved for this call on ``platform``."""
+    if lowering != "auto":
+        return lowering
+    n = call.sample_count([tuple(a.shape) for a in ctx.avals_in])
+    return _jax_lowering.choose(call.ops(), n, platform)
+
+
 def _lowering(ctx: Any, *operands: Any, call: KernelCall, lowering: str = "ffi") -> Any:
+    lowering = _resolve(ctx, call, lowering, "cpu")
     if lowering == "xla":  # XLA's own operations: XLA partitions them itself under sharding
         return mlir.lower_fun(partial(_xla_function, call=call), multiple_results=True)(ctx, *operands)
     # Through custom partitioning, so that under jit with inputs sharded along the sample
@@ -159,6 +171,7 @@ def _several_devices(ctx: Any) -> bool:
 
 
 def _lowering_cuda(ctx: Any, *operands: Any, call: KernelCall, lowering: str = "ffi") -> Any:
+    lowering = _resolve(ctx, call, lowering, "cuda")
     if lowering != "xla":
         call.ensure_cuda()
     return _lowering(ctx, *operands, call=call, lowering=lowering)

@@ -173,19 +173,23 @@ class KernelFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         dtype, ops = self._prepare(self._arguments(args, kwargs))
         call = call_for(self.kernel, dtype)
-        outs = _jax_rules.bind_call(call, ops, self.lowering_for(call, ops))
+        lowering = self.lowering if self.lowering != "auto" else (_jax_lowering.forced() or "auto")
+        # "auto" travels as such: it is resolved where the call is lowered, from the platform
+        # lowered for and the operands' shapes then (after vmap folded its batch into N).
+        outs = _jax_rules.bind_call(call, ops, lowering)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def lowering_for(self, call: Any, ops: Sequence[Any]) -> str:
-        """The lowering ("ffi" or "xla") a call of ``call`` on ``ops`` gets: the function's own,
-        else ``$RAPTOR_JAX_LOWERING``, else what "auto" picks (eagle/frameworks/_jax_lowering.py)."""
+    def lowering_for(self, call: Any, ops: Sequence[Any], platform: str | None = None) -> str:
+        """The lowering ("ffi" or "xla") a call of ``call`` on ``ops`` gets when lowered for
+        ``platform`` (default: JAX's default backend): the function's own, else
+        ``$RAPTOR_JAX_LOWERING``, else what "auto" picks (eagle/frameworks/_jax_lowering.py)."""
         if self.lowering != "auto":
             return self.lowering
         forced = _jax_lowering.forced()
         if forced is not None:
             return forced
         n = call.sample_count([tuple(np.shape(o)) for o in ops])
-        return _jax_lowering.choose(call.ops(), n, jax.default_backend())
+        return _jax_lowering.choose(call.ops(), n, platform or jax.default_backend())
 
 
 def function(kernel: Kernel, wrt: Sequence[str] = (), lowering: str = "auto") -> KernelFunction:
