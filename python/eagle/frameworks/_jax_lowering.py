@@ -30,7 +30,7 @@ __all__ = ["ENV", "MAX_XLA_VALUES", "XLA_MAX_WORK", "choose", "forced"]
 ENV = "RAPTOR_JAX_LOWERING"
 # Samples x steps at which "auto" switches from "xla" to "ffi"; measured with
 # benchmarks/jax_bridge.py --crossover on the 2-core build machine (docs/jax.md).
-XLA_MAX_WORK = 512
+XLA_MAX_WORK = 256
 MAX_XLA_VALUES = 4000
 
 
