@@ -172,21 +172,26 @@ Y = planes(N)
 U = planes(3, N)
 
 
-@pytest.fixture(scope="module")
-def fns():
+@pytest.fixture(scope="module", params=["ffi", "xla"])
+def fns(request):
+    """Every kernel as a JAX function, once per lowering: each test taking ``fns`` runs on the
+    C++ custom call and on XLA's own operations (docs/jax.md "Two lowerings")."""
+    lw = request.param
     return {
-        "drag": eagle_jax.function(drag_step, wrt=("v", "cd")),
-        "mixed": eagle_jax.function(mixed, wrt=("x", "y", "u", "a")),
-        "accumulate": eagle_jax.function(accumulate, wrt=("k", "x", "acc")),
-        "flight": eagle_jax.function(flight, wrt=("r", "v", "cd")),
-        "fall": eagle_jax.function(fall, wrt=("h", "u")),
-        "lookup": eagle_jax.function(lookup, wrt=("w", "wv", "x")),
-        "branchy": eagle_jax.function(branchy, wrt=("x", "y", "s")),
+        "drag": eagle_jax.function(drag_step, wrt=("v", "cd"), lowering=lw),
+        "mixed": eagle_jax.function(mixed, wrt=("x", "y", "u", "a"), lowering=lw),
+        "accumulate": eagle_jax.function(accumulate, wrt=("k", "x", "acc"), lowering=lw),
+        "flight": eagle_jax.function(flight, wrt=("r", "v", "cd"), lowering=lw),
+        "fall": eagle_jax.function(fall, wrt=("h", "u"), lowering=lw),
+        "lookup": eagle_jax.function(lookup, wrt=("w", "wv", "x"), lowering=lw),
+        "branchy": eagle_jax.function(branchy, wrt=("x", "y", "s"), lowering=lw),
     }
 
 
 def test_signatures(fns):
-    assert repr(fns["drag"]) == "KernelFunction('drag_step', inputs=['v', 'cd', 'dt', 'g'], outputs=['v_next'], wrt=['v', 'cd'])"
+    lw = fns["drag"].lowering
+    assert repr(fns["drag"]) == f"KernelFunction('drag_step', inputs=['v', 'cd', 'dt', 'g'], outputs=['v_next'], wrt=['v', 'cd'], lowering='{lw}')"
+    assert repr(eagle_jax.function(drag_step)) == "KernelFunction('drag_step', inputs=['v', 'cd', 'dt', 'g'], outputs=['v_next'], wrt=[])"
     assert fns["accumulate"].inputs == ["k", "x", "acc"]
     assert fns["accumulate"].outputs == ["acc", "pure"]
     assert fns["fall"].inputs == ["dt", "terminated", "h", "u"]
@@ -673,7 +678,7 @@ def test_export_round_trip_with_preload(tmp_path):
 import jax, jax.numpy as jnp
 from jax import export
 from eagle.frameworks import jax as eagle_jax
-step = eagle_jax.function(drag_step, wrt=("v", "cd"))
+step = eagle_jax.function(drag_step, wrt=("v", "cd"), lowering="ffi")
 v = jnp.ones((3, 64))
 exp = export.export(jax.jit(step))(v, 0.07, 0.05, 9.81)
 data = exp.serialize()
@@ -716,7 +721,7 @@ def test_export_of_grad_through_scan_with_preload(tmp_path):
 import jax, jax.numpy as jnp
 from jax import export
 from eagle.frameworks import jax as eagle_jax
-step = eagle_jax.function(drag_step, wrt=("v", "cd"))
+step = eagle_jax.function(drag_step, wrt=("v", "cd"), lowering="ffi")
 def loss(cd):
     v, _ = jax.lax.scan(lambda v, _: (step(v, cd, 0.01, 9.81), None), jnp.ones((3, 16)) * 4.0, None, length=20)
     return jnp.sum(v ** 2)
@@ -751,7 +756,7 @@ import jax, jax.numpy as jnp, numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from eagle.frameworks import jax as eagle_jax
 assert len(jax.devices()) == 4
-step = eagle_jax.function(drag_step, wrt=("v", "cd"))
+step = eagle_jax.function(drag_step, wrt=("v", "cd"), lowering="ffi")
 mesh = Mesh(np.array(jax.devices()), ("s",))
 sh = NamedSharding(mesh, P(None, "s"))
 v = jax.device_put(jnp.asarray(np.random.default_rng(0).normal(size=(3, 1024))), sh)

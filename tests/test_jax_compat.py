@@ -74,7 +74,7 @@ def test_this_jax_is_in_the_tested_range_and_the_bridge_used_both_internals():
 
 @pytest.mark.parametrize("checks", ["none", "export_checks"])
 def test_export_round_trips_value_and_grad(checks):
-    f = eagle_jax.function(drag, wrt=("v", "cd"))
+    f = eagle_jax.function(drag, wrt=("v", "cd"), lowering="ffi")
     v = _velocities()
     kwargs = {} if checks == "none" else {"disabled_checks": eagle_jax.export_checks()}
     exported = jax.export.export(jax.jit(f), **kwargs)(v, 0.3, 0.05)
@@ -230,7 +230,7 @@ def jnp_drag(v, cd, dt):
     a = -cd * jnp.linalg.norm(v, axis=0) * v + jnp.array([0.0, 0.0, -9.81])[:, None]
     return v + dt * a
 
-f = eagle_jax.function(drag, wrt=("v", "cd"))
+f = eagle_jax.function(drag, wrt=("v", "cd"), lowering="ffi")
 v = jnp.asarray(np.random.default_rng(3).normal(size=(3, 16)))
 want = jnp_drag(v, 0.3, 0.05)
 st = _jax_compat.status()

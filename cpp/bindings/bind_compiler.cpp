@@ -201,6 +201,34 @@ InterpResult interpret(const KernelHandle& h, int64_t n,
           {b.error[0], b.error[1], b.error[2], b.error[3]}};
 }
 
+// The optimized IR as plain tuples, for lowerings written outside C++ (the JAX bridge's XLA
+// lowering, eagle/frameworks/_jax_xla.py): everything `ir::Kernel` says about one step, by
+// op and slot-kind name so that a reader refuses what it does not know (docs/jax.md).
+nb::dict op_list(const KernelHandle& h) {
+  const ir::Kernel& k = *h.kernel;
+  static const char* const type_names[] = {"F", "B", "I"};
+  nb::list values, stores, slot_list;
+  for (const ir::Value& v : k.values) {
+    nb::list args;
+    for (int a = 0; a < ir::op_arity(v.op); ++a) args.append(v.args[a]);
+    values.append(nb::make_tuple(ir::op_name(v.op), type_names[static_cast<int>(v.type)],
+                                 nb::tuple(args), v.slot, v.comp, v.imm, v.iimm, v.pred));
+  }
+  for (const ir::Store& s : k.stores)
+    stores.append(nb::make_tuple(s.slot, s.comp, s.value, s.index, s.pred));
+  for (const ir::Slot& s : k.slots)
+    slot_list.append(
+        nb::make_tuple(s.name, ir::slot_kind_name(s.kind), s.width, s.inout, s.table_of));
+  nb::dict d;
+  d["name"] = k.name;
+  d["steps"] = k.steps;
+  d["slots"] = slot_list;
+  d["values"] = values;
+  d["stores"] = stores;
+  d["terminate"] = k.terminate;
+  return d;
+}
+
 KernelHandle derived(ir::Kernel k) {
   passes::optimize(k);
   ir::verify(k);
@@ -236,6 +264,10 @@ void bind_compiler(nb::module_& m) {
             return out;
           },
           "(role, primal name) per slot: 'p' primal, 't' tangent, 'c' cotangent of that slot.")
+      .def("op_list", &op_list,
+           "The optimized IR as plain data: {name, steps, slots: (name, kind, width, inout, "
+           "table_of), values: (op, type 'F'|'B'|'I', args, slot, comp, imm, iimm, pred), "
+           "stores: (slot, comp, value, index, pred), terminate}.")
       .def("num_values", [](const KernelHandle& h) { return h.kernel->values.size(); })
       .def("digest",
            [](const KernelHandle& h, const std::string& dtype) {

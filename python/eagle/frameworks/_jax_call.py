@@ -53,6 +53,7 @@ class KernelCall:
         self.roles = kernel._core.slot_roles()  # per slot: (role, primal name)
         self._derived_calls: dict[tuple, KernelCall] = {}
         self._cuda_built = False
+        self._ops: Any = None
 
     # --- identity (a primitive parameter)
     def __hash__(self) -> int:
@@ -101,6 +102,15 @@ class KernelCall:
             if self.kernel.slots[slot].kind == "table":
                 sizes[slot] = int(shape[0]) if shape else -1
         return [self.interface.expected_shape(slot, n, sizes, True) for slot in self.output_slots]
+
+    def ops(self) -> Any:
+        """The kernel's optimized IR as an op list (``_jax_xla.OpList``), for the "xla"
+        lowering; read from the C++ core once."""
+        if self._ops is None:
+            from eagle.frameworks import _jax_xla
+
+            self._ops = _jax_xla.op_list(self.kernel._core)
+        return self._ops
 
     def ensure_cuda(self) -> None:
         """Builds this kernel for CUDA (NVRTC to PTX, cached on disk) and registers it for the

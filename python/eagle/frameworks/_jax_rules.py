@@ -4,9 +4,12 @@ The primitive is parameterized by a ``KernelCall`` (a kernel in one dtype). Its 
 
 - abstract eval: output shapes and dtypes from the kernel's interface (``KernelCall.output_shapes``:
   cpp/runtime/interface.hpp's shape rules) and the sample count N;
-- lowering: an XLA FFI custom call "raptor_kernel" whose one attribute is the digest; the
-  handler (cpp/ffi/xla_handler.cpp) finds the compiled kernel by digest;
-- JVP: the primal call, plus a call of the kernel's tangent kernel (tangents only, linear
+- lowering, by the static parameter ``lowering``: "ffi", an XLA FFI custom call
+  "raptor_kernel" whose one attribute is the digest (the handler, cpp/ffi/xla_handler.cpp,
+  finds the compiled kernel by digest); "xla", the kernel's optimized IR as jax.numpy
+  operations (eagle/frameworks/_jax_xla.py), which XLA fuses with the program around it;
+  "auto", one of the two chosen when the call is lowered (eagle/frameworks/_jax_lowering.py);
+- JVP (every rule keeps the call's ``lowering`` for the calls it makes): the primal call, plus a call of the kernel's tangent kernel (tangents only, linear
   in the tangent inputs) with respect to exactly the inputs whose tangents are not zero;
 - transpose: a call linear in its undefined inputs U is transposed by a call of its
   adjoint kernel with respect to U (a tangent kernel is linear in its tangents; an adjoint
@@ -19,6 +22,7 @@ The primitive is parameterized by a ``KernelCall`` (a kernel in one dtype). Its 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Sequence
 
 import jax
@@ -28,13 +32,16 @@ from jax.interpreters import ad, batching, mlir
 
 from raptor_core import _core
 
-from eagle.frameworks import _jax_compat
+from eagle.frameworks import _jax_compat, _jax_lowering, _jax_xla
 from eagle.frameworks._jax_call import KernelCall
 from eagle.frameworks._jax_sharding import partitioned
 
-__all__ = ["kernel_p", "bind_call"]
+__all__ = ["kernel_p", "bind_call", "LOWERINGS"]
 
 TARGET = "raptor_kernel"
+# The values of the primitive's static parameter ``lowering``; "auto" is resolved when the
+# call is lowered, from the platform and the operands' shapes (eagle/frameworks/_jax_lowering.py).
+LOWERINGS = ("ffi", "xla", "auto")
 
 kernel_p = Primitive("raptor_kernel")
 kernel_p.multiple_results = True
@@ -64,8 +71,11 @@ def register_targets() -> None:
     _registered = True
 
 
-def bind_call(call: KernelCall, args: Sequence[Any]) -> list[Any]:
-    return kernel_p.bind(*args, call=call)
+def bind_call(call: KernelCall, args: Sequence[Any], lowering: str = "ffi") -> list[Any]:
+    """Binds the primitive: ``call`` on ``args``, lowered as ``lowering`` ("ffi", "xla" or "auto")."""
+    if lowering not in LOWERINGS:
+        raise ValueError(f"eagle.frameworks.jax: lowering must be one of {LOWERINGS}, got {lowering!r}")
+    return kernel_p.bind(*args, call=call, lowering=lowering)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -81,7 +91,7 @@ def _varying(aval: Any) -> frozenset:
     return frozenset(axes or ())
 
 
-def _abstract_eval(*avals: Any, call: KernelCall) -> list[jax.core.ShapedArray]:
+def _abstract_eval(*avals: Any, call: KernelCall, lowering: str = "ffi") -> list[jax.core.ShapedArray]:
     # Inside shard_map, outputs vary over the axes the planes vary over: derive them from the
     # most varying input, which carries those axes.
     ref = max(avals, key=lambda a: len(_varying(a)), default=None)
@@ -116,7 +126,24 @@ def _ffi_lowering_cuda(ctx: Any, *operands: Any, call: KernelCall) -> Any:
 mlir.register_lowering(kernel_local_p, _ffi_lowering_cuda, platform="cuda")
 
 
-def _lowering(ctx: Any, *operands: Any, call: KernelCall) -> Any:
+def _xla_function(*operands: Any, call: KernelCall) -> list[Any]:
+    """The call as jax.numpy operations over its operands (the "xla" lowering)."""
+    shapes = [tuple(o.shape) for o in operands]
+    return _jax_xla.evaluate(call.ops(), call.input_slots, operands, call.sample_count(shapes), call.output_slots, call.output_shapes(shapes), call.dtype)
+
+
+def _resolve(ctx: Any, call: KernelCall, lowering: str, platform: str) -> str:
+    """``lowering``, with "auto" resolved for this call on ``platform``."""
+    if lowering != "auto":
+        return lowering
+    n = call.sample_count([tuple(a.shape) for a in ctx.avals_in])
+    return _jax_lowering.choose(call.ops(), n, platform)
+
+
+def _lowering(ctx: Any, *operands: Any, call: KernelCall, lowering: str = "ffi") -> Any:
+    lowering = _resolve(ctx, call, lowering, "cpu")
+    if lowering == "xla":  # XLA's own operations: XLA partitions them itself under sharding
+        return mlir.lower_fun(partial(_xla_function, call=call), multiple_results=True)(ctx, *operands)
     # Through custom partitioning, so that under jit with inputs sharded along the sample
     # axis every device runs its own shard (no all-gather); on one device it is inlined to
     # the plain custom call (and so survives jax.export).
@@ -144,9 +171,11 @@ def _several_devices(ctx: Any) -> bool:
     return mesh is not None and mesh.size > 1
 
 
-def _lowering_cuda(ctx: Any, *operands: Any, call: KernelCall) -> Any:
-    call.ensure_cuda()
-    return _lowering(ctx, *operands, call=call)
+def _lowering_cuda(ctx: Any, *operands: Any, call: KernelCall, lowering: str = "ffi") -> Any:
+    lowering = _resolve(ctx, call, lowering, "cuda")
+    if lowering != "xla":
+        call.ensure_cuda()
+    return _lowering(ctx, *operands, call=call, lowering=lowering)
 
 
 # Not cacheable: JAX's lowering cache would lower the call once without the device
@@ -161,13 +190,13 @@ for _platform, _rule in (("cpu", _lowering), ("cuda", _lowering_cuda)):
 # guarded (_jax_compat): outside the guard, sharded calls are gathered (the same results).
 _jax_compat.require_devices_at_lowering(kernel_p)
 
-_eager: dict[KernelCall, Any] = {}
+_eager: dict[tuple[KernelCall, str], Any] = {}
 
 
-def _impl(*args: Any, call: KernelCall) -> Any:
-    fn = _eager.get(call)
+def _impl(*args: Any, call: KernelCall, lowering: str = "ffi") -> Any:
+    fn = _eager.get((call, lowering))
     if fn is None:
-        fn = _eager[call] = jax.jit(lambda *a: kernel_p.bind(*a, call=call))
+        fn = _eager[(call, lowering)] = jax.jit(lambda *a: kernel_p.bind(*a, call=call, lowering=lowering))
     return fn(*args)
 
 
@@ -177,8 +206,8 @@ kernel_p.def_impl(_impl)
 # forward mode
 
 
-def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall) -> tuple[list, list]:
-    outs = kernel_p.bind(*primals, call=call)
+def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall, lowering: str = "ffi") -> tuple[list, list]:
+    outs = kernel_p.bind(*primals, call=call, lowering=lowering)
     nz = [i for i, t in enumerate(tangents) if type(t) is not ad.Zero and call.inputs[i].kind not in ("terminated", "random")]
     zeros = [ad.Zero(jax.typeof(o).to_tangent_aval()) for o in outs]
     if not nz:
@@ -190,7 +219,7 @@ def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall) -
     for s in tcall.inputs:
         role, primal = tcall.role(s)
         t_args.append(by_name_tangent[primal] if role == "t" else by_name_primal[primal])
-    t_outs = kernel_p.bind(*t_args, call=tcall)
+    t_outs = kernel_p.bind(*t_args, call=tcall, lowering=lowering)
     out_tangents = list(zeros)
     for s, t in zip(tcall.outputs, t_outs):
         role, primal = tcall.role(s)
@@ -209,7 +238,7 @@ def _zeros(aval: Any) -> Any:
     return jnp.zeros(aval.shape, aval.dtype)
 
 
-def _transpose(cts: Sequence[Any], *args: Any, call: KernelCall) -> list[Any]:
+def _transpose(cts: Sequence[Any], *args: Any, call: KernelCall, lowering: str = "ffi") -> list[Any]:
     undefined = [i for i, a in enumerate(args) if ad.is_undefined_primal(a)]
     acall = call.adjoint([call.inputs[i].name for i in undefined])
     values = {}
@@ -230,7 +259,7 @@ def _transpose(cts: Sequence[Any], *args: Any, call: KernelCall) -> list[Any]:
             a_args.append(ct)
         else:
             a_args.append(values[primal])
-    a_outs = kernel_p.bind(*a_args, call=acall)
+    a_outs = kernel_p.bind(*a_args, call=acall, lowering=lowering)
     result: list[Any] = [None] * len(args)
     for s, v in zip(acall.outputs, a_outs):
         role, primal = acall.role(s)
@@ -255,7 +284,7 @@ ad.primitive_transposes[kernel_p] = _transpose
 # vmap
 
 
-def _batch(args: Sequence[Any], dims: Sequence[Any], *, call: KernelCall) -> tuple[list, list]:
+def _batch(args: Sequence[Any], dims: Sequence[Any], *, call: KernelCall, lowering: str = "ffi") -> tuple[list, list]:
     size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
     uniform_batched = any(d is not None and s.kind in ("param", "table") for s, d in zip(call.inputs, dims))
     has_sums = any(s.kind in ("param_sum", "table_sum") for s in call.outputs)
@@ -263,7 +292,7 @@ def _batch(args: Sequence[Any], dims: Sequence[Any], *, call: KernelCall) -> tup
     # would renumber the samples, so vmap of a kernel with a Random key runs per entry.
     draws = any(s.kind == "random" for s in call.inputs)
     if uniform_batched or has_sums or draws:
-        return _batch_by_entry(args, dims, call, size)
+        return _batch_by_entry(args, dims, call, size, lowering)
     folded = []
     for s, a, d in zip(call.inputs, args, dims):
         if s.kind in ("param", "table"):
@@ -274,20 +303,23 @@ def _batch(args: Sequence[Any], dims: Sequence[Any], *, call: KernelCall) -> tup
         else:
             a = jnp.moveaxis(a, d, -1)
         folded.append(a.reshape(a.shape[:-2] + (a.shape[-2] * size,)))
-    outs = kernel_p.bind(*folded, call=call)
+    outs = kernel_p.bind(*folded, call=call, lowering=lowering)
     result = [o.reshape(o.shape[:-1] + (o.shape[-1] // size, size)) for o in outs]
     return result, [r.ndim - 1 for r in result]
 
 
-def _batch_by_entry(args: Sequence[Any], dims: Sequence[Any], call: KernelCall, size: int) -> tuple[list, list]:
+def _batch_by_entry(args: Sequence[Any], dims: Sequence[Any], call: KernelCall, size: int, lowering: str) -> tuple[list, list]:
     moved = [a if d is None else jnp.moveaxis(a, d, 0) for a, d in zip(args, dims)]
     mapped = [i for i, d in enumerate(dims) if d is not None]
+    if size == 1:  # one entry (jacfwd with respect to one number): one call, no loop around it
+        full = [a[0] if i in mapped else a for i, a in enumerate(moved)]
+        return [o[None] for o in kernel_p.bind(*full, call=call, lowering=lowering)], [0] * len(call.outputs)
 
     def one(xs: Sequence[Any]) -> list[Any]:
         full = list(moved)
         for i, x in zip(mapped, xs):
             full[i] = x
-        return kernel_p.bind(*full, call=call)
+        return kernel_p.bind(*full, call=call, lowering=lowering)
 
     outs = jax.lax.map(one, [moved[i] for i in mapped])
     return list(outs), [0] * len(outs)

@@ -17,7 +17,7 @@ import numpy as np
 
 from eagle.binding import param_number
 from eagle.errors import ModeError
-from eagle.frameworks import _jax_rules
+from eagle.frameworks import _jax_lowering, _jax_rules
 from eagle.frameworks._jax_call import call_for, no_plane_message
 from eagle.nodes import copy_results
 from eagle.rng import is_typed_key, key_words
@@ -31,7 +31,10 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 class KernelFunction:
     """A hawk kernel as a JAX-callable function. Made by ``function(kernel, wrt=...)``."""
 
-    def __init__(self, kernel: Kernel, wrt: Sequence[str]) -> None:
+    def __init__(self, kernel: Kernel, wrt: Sequence[str], lowering: str = "auto") -> None:
+        if lowering not in ("auto", "ffi", "xla"):
+            raise ValueError(f"eagle.frameworks.jax.function: {kernel.name}: lowering must be 'auto', 'ffi' or 'xla', got {lowering!r}")
+        self.lowering = lowering
         self.kernel = kernel
         iface = kernel.interface()  # the layout (shapes, order) is the same in both dtypes
         self._interface = iface
@@ -53,7 +56,8 @@ class KernelFunction:
         _jax_rules.register_targets()
 
     def __repr__(self) -> str:
-        return f"KernelFunction({self.kernel.name!r}, inputs={self.inputs}, outputs={self.outputs}, wrt={self.wrt})"
+        extra = "" if self.lowering == "auto" else f", lowering={self.lowering!r}"
+        return f"KernelFunction({self.kernel.name!r}, inputs={self.inputs}, outputs={self.outputs}, wrt={self.wrt}{extra})"
 
     # --- calling convention
     def _arguments(self, args: tuple, kwargs: dict) -> list[Any]:
@@ -195,14 +199,32 @@ class KernelFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         dtype, ops = self._prepare(self._arguments(args, kwargs))
         call = call_for(self.kernel, dtype)
-        outs = _jax_rules.bind_call(call, ops)
+        lowering = self.lowering if self.lowering != "auto" else (_jax_lowering.forced() or "auto")
+        # "auto" travels as such: it is resolved where the call is lowered, from the platform
+        # lowered for and the operands' shapes then (after vmap folded its batch into N).
+        outs = _jax_rules.bind_call(call, ops, lowering)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def lowering_for(self, call: Any, ops: Sequence[Any], platform: str | None = None) -> str:
+        """The lowering ("ffi" or "xla") a call of ``call`` on ``ops`` gets when lowered for
+        ``platform`` (default: JAX's default backend): the function's own, else
+        ``$RAPTOR_JAX_LOWERING``, else what "auto" picks (eagle/frameworks/_jax_lowering.py)."""
+        if self.lowering != "auto":
+            return self.lowering
+        forced = _jax_lowering.forced()
+        if forced is not None:
+            return forced
+        n = call.sample_count([tuple(np.shape(o)) for o in ops])
+        return _jax_lowering.choose(call.ops(), n, platform or jax.default_backend())
 
-def function(kernel: Kernel, wrt: Sequence[str] = ()) -> KernelFunction:
+
+def function(kernel: Kernel, wrt: Sequence[str] = (), lowering: str = "auto") -> KernelFunction:
     """A hawk kernel as a JAX function (works under jit, grad, vmap, scan, jacfwd, jacrev,
     hessian). ``wrt`` names the inputs you mean to differentiate; their derived kernels are
-    built now, others on first use. Kernels built with ``Guard(active_set=True)`` are refused:
+    built now, others on first use. ``lowering``: "ffi" (the C++ kernel as an XLA custom
+    call), "xla" (the kernel's IR as XLA's own operations, fused with the program around it)
+    or "auto" (per call, from N, the steps, the platform and the kernel; docs/jax.md "Two
+    lowerings"). Kernels built with ``Guard(active_set=True)`` are refused:
     their index map belongs to eagle's launcher; so are kernels with no plane input, since a
     call takes its sample count N from its planes."""
     if not isinstance(kernel, Kernel):
@@ -214,7 +236,7 @@ def function(kernel: Kernel, wrt: Sequence[str] = ()) -> KernelFunction:
         )
     if kernel.interface().n_operand_slot < 0:
         raise ModeError(no_plane_message(kernel.name))
-    return KernelFunction(kernel, wrt)
+    return KernelFunction(kernel, wrt, lowering)
 
 
 class JaxNode:

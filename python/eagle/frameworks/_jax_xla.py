@@ -1,0 +1,292 @@
+"""The JAX bridge's second lowering: a kernel's optimized IR as XLA's own operations.
+
+The C++ core hands over the IR of a kernel after its passes as plain data
+(``raptor_core._core.Kernel.op_list``: values, stores, the terminate value, the steps); this
+module evaluates that op list with ``jax.numpy`` / ``jax.lax`` over arrays of shape (N,), one
+per component plane, so that XLA fuses the kernel into the surrounding program and its loops
+and an exported module holds no custom call. Nothing here reads kernel source.
+
+Start at ``evaluate``: it runs ``steps`` steps (``_step`` evaluates the values and applies the
+stores), with the mask semantics of the FFI path (cpp/ir/interp.hpp with ``zero_finished``):
+
+- a sample whose mask is set on entry is skipped: an in-out Mutable keeps its value, a pure
+  Mutable gets 0, it adds nothing to a sum;
+- a sample whose ``terminate`` value is true at the end of a step sets its mask and runs no
+  further steps (the stores of that step are kept);
+- a table index out of range under a holding predicate is an error on the FFI path; here the
+  sample's Mutable outputs become NaN and every sum of the call becomes NaN (no silent
+  number; docs/jax.md "Two lowerings").
+
+Ops are looked up in ``_UNARY`` / ``_BINARY`` / ``_SPECIAL``: an op this module does not know
+raises ``UnsupportedOp`` naming it (``supported`` says so without raising), which is where
+ops added to the IR later (random draws, int planes, matrices, loops) get their lowering.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+__all__ = ["OpList", "UnsupportedOp", "evaluate", "op_list", "supported"]
+
+
+class UnsupportedOp(NotImplementedError):
+    """The kernel's IR holds an op (or slot kind) the XLA lowering does not implement."""
+
+
+_UNARY: dict[str, Callable[[Any], Any]] = {
+    "neg": lambda a: -a,
+    "sqrt": jnp.sqrt,
+    "exp": jnp.exp,
+    "log": jnp.log,
+    "sin": jnp.sin,
+    "cos": jnp.cos,
+    "tan": jnp.tan,
+    "tanh": jnp.tanh,
+    "abs": jnp.abs,
+    "floor": jnp.floor,
+    "sign": jnp.sign,
+    "not": jnp.logical_not,
+}
+
+_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "pow": jnp.power,
+    "atan2": jnp.arctan2,
+    "min": jnp.minimum,  # propagates NaN, min(-0, +0) = -0: as the IR's Min
+    "max": jnp.maximum,
+    "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b,
+    "gt": lambda a, b: a > b,
+    "ge": lambda a, b: a >= b,
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "and": jnp.logical_and,
+    "or": jnp.logical_or,
+}
+
+# Evaluated in `_step` itself (they read slots, indices or the immediate).
+_SPECIAL = frozenset({"const", "load_param", "load_plane", "load_state", "load_mask", "load_table", "select", "to_index", "powi"})
+
+_SLOT_KINDS = frozenset({"param", "plane", "mutable", "terminated", "table", "param_sum", "table_sum"})
+
+
+class OpList:
+    """One kernel's IR as ``Kernel.op_list`` gives it, with the names resolved once."""
+
+    def __init__(self, data: dict) -> None:
+        self.name: str = data["name"]
+        self.steps: int = int(data["steps"])
+        self.slots: list[tuple[str, str, int, bool, int]] = [tuple(s) for s in data["slots"]]
+        self.values: list[tuple] = [tuple(v) for v in data["values"]]
+        self.stores: list[tuple[int, int, int, int, int]] = [tuple(s) for s in data["stores"]]
+        self.terminate: int = int(data["terminate"])
+        self.unsupported: str = self._first_unsupported()
+
+    def _first_unsupported(self) -> str:
+        for name, kind, *_ in self.slots:
+            if kind not in _SLOT_KINDS:
+                return f"slot '{name}' of kind '{kind}'"
+        for i, v in enumerate(self.values):
+            op, typ = v[0], v[1]
+            if op not in _UNARY and op not in _BINARY and op not in _SPECIAL:
+                return f"op '{op}' (value %{i})"
+            if typ not in ("F", "B", "I"):
+                return f"value type '{typ}' (value %{i}, op '{op}')"
+        return ""
+
+    @property
+    def has_mask(self) -> bool:
+        return any(kind == "terminated" for _, kind, *_ in self.slots)
+
+    @property
+    def reads_tables(self) -> bool:
+        return any(v[0] == "load_table" for v in self.values) or any(self.slots[s[0]][1] == "table_sum" for s in self.stores)
+
+
+def op_list(core: Any) -> OpList:
+    """The ``OpList`` of a ``raptor_core._core.Kernel`` (the IR after its passes)."""
+    return OpList(core.op_list())
+
+
+def supported(ops: OpList) -> bool:
+    """Whether ``evaluate`` implements every op and slot kind of ``ops``."""
+    return not ops.unsupported
+
+
+def _refuse(ops: OpList) -> None:
+    if ops.unsupported:
+        raise UnsupportedOp(
+            f"eagle.frameworks.jax: kernel '{ops.name}' has {ops.unsupported}, which the \"xla\" lowering does not implement yet; "
+            "use lowering=\"ffi\" (or \"auto\", which picks it for this kernel), or add the op to eagle/frameworks/_jax_xla.py"
+        )
+
+
+def _to_index(x: Any) -> Any:
+    """A float table index as the IR's ToIndex makes it, kept as a float of the dtype: rounded
+    down; NaN, infinities and values beyond +-9e18 become -1 (out of range)."""
+    f = jnp.floor(x)
+    return jnp.where((f >= -9.0e18) & (f <= 9.0e18), f, -1.0).astype(x.dtype)
+
+
+class _Run:
+    """What every step of one call reads: the operands by slot, N, the dtype."""
+
+    def __init__(self, ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any], n: int, dtype: np.dtype) -> None:
+        self.ops = ops
+        self.n = n
+        self.dtype = np.dtype(dtype)
+        self.arg: dict[int, Any] = dict(zip(slot_of_operand, operands))
+        self.table_size: dict[int, int] = {}
+        for s, a in self.arg.items():
+            if ops.slots[s][1] == "table":
+                self.table_size[s] = int(a.shape[0])
+
+    def plane(self, slot: int, comp: int) -> Any:
+        a = self.arg[slot]
+        return a if a.ndim == 1 else a[comp]
+
+    def table_column(self, slot: int, comp: int) -> Any:
+        a = self.arg[slot]
+        return a if a.ndim == 1 else a[:, comp]
+
+    def entries(self, slot: int) -> int:
+        name, kind, _, _, table_of = self.ops.slots[slot]
+        return self.table_size[table_of if kind == "table_sum" else slot]
+
+
+def _step(run: _Run, state: dict[tuple[int, int], Any]) -> tuple[list[Any], Any]:
+    """Evaluates every value of one step over all samples; returns them and the per-sample
+    flag of a table read out of range under a holding predicate."""
+    dt = run.dtype
+    vals: list[Any] = []
+    bad = jnp.zeros((), bool)
+    for op, typ, args, slot, comp, imm, iimm, pred in run.ops.values:
+        a = [vals[j] for j in args]
+        if op == "const":
+            x = jnp.asarray(imm != 0.0) if typ == "B" else jnp.asarray(float(iimm) if typ == "I" else imm, dt)
+        elif op == "load_param":
+            x = jnp.asarray(run.arg[slot], dt).reshape(())
+        elif op == "load_plane":
+            x = run.plane(slot, comp)
+        elif op == "load_state":
+            x = state[(slot, comp)]
+        elif op == "load_mask":
+            x = jnp.zeros((), bool)  # only live samples' results are kept
+        elif op == "load_table":
+            m = run.entries(slot)
+            idx = a[0]
+            out = (idx < 0) | (idx >= m)
+            if pred != -1:
+                out = out & vals[pred]
+            bad = bad | out
+            col = run.table_column(slot, comp)
+            x = col[jnp.clip(idx, 0, max(m - 1, 0)).astype(jnp.int32)] if m > 0 else jnp.zeros_like(idx)
+        elif op == "select":
+            x = jnp.where(a[0], a[1], a[2])
+        elif op == "to_index":
+            x = _to_index(a[0])
+        elif op == "powi":
+            x = lax.integer_pow(a[0], int(iimm))
+        elif op in _UNARY:
+            x = _UNARY[op](a[0])
+        else:
+            x = _BINARY[op](a[0], a[1])
+        vals.append(x)
+    return vals, bad
+
+
+def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any], n: int, result_slots: Sequence[int], result_shapes: Sequence[tuple], dtype: Any) -> list[Any]:
+    """The kernel's results (in ``result_slots`` order, of ``result_shapes``) for
+    ``operands`` (of ``slot_of_operand``, the bridge's layout: planes (width, N) or (N,),
+    Params (), tables (M, width) or (M,), the mask (N,) bool) on ``n`` samples, as jax.numpy
+    operations."""
+    _refuse(ops)
+    dt = np.dtype(dtype)
+    run = _Run(ops, slot_of_operand, operands, n, dt)
+
+    # state: each Mutable component, (N,); sums: each sum slot, (entries, width) or (width,)
+    state: dict[tuple[int, int], Any] = {}
+    sums: dict[int, Any] = {}
+    for s, (name, kind, width, inout, table_of) in enumerate(ops.slots):
+        if kind == "mutable":
+            for c in range(width):
+                state[(s, c)] = jnp.asarray(run.plane(s, c), dt) if inout else jnp.zeros((n,), dt)
+        elif kind == "param_sum":
+            sums[s] = jnp.zeros((width,), dt)
+        elif kind == "table_sum":
+            sums[s] = jnp.zeros((run.entries(s), width), dt)
+    mask_slot = next((s for s, sl in enumerate(ops.slots) if sl[1] == "terminated"), -1)
+    mask_in = jnp.asarray(run.arg[mask_slot], bool) if mask_slot >= 0 else jnp.zeros((n,), bool)
+    live = ~mask_in
+    bad = jnp.zeros((n,), bool)
+
+    def one_step(carry: tuple) -> tuple:
+        state, sums, live, bad = carry
+        vals, step_bad = _step(run, state)
+        bad = bad | (step_bad & live)
+        nxt = dict(state)
+        sums = dict(sums)
+        for slot, comp, value, index, pred in ops.stores:
+            kind = ops.slots[slot][1]
+            x = vals[value]
+            if kind == "mutable":
+                nxt[(slot, comp)] = jnp.where(live, x, state[(slot, comp)]) if ops.has_mask else jnp.broadcast_to(x, (n,)).astype(dt)
+                continue
+            on = live if pred == -1 else live & vals[pred]
+            contrib = jnp.where(on, x, jnp.zeros((), dt))
+            contrib = jnp.broadcast_to(contrib, (n,))
+            if kind == "param_sum":
+                sums[slot] = sums[slot].at[comp].add(jnp.sum(contrib))
+            else:  # table_sum: scatter-add into entry idx
+                m = run.entries(slot)
+                idx = jnp.broadcast_to(vals[index], (n,))
+                out = on & ((idx < 0) | (idx >= m))
+                bad = bad | out
+                keep = jnp.where(out, jnp.zeros((), dt), contrib)
+                sums[slot] = sums[slot].at[jnp.clip(idx, 0, max(m - 1, 0)).astype(jnp.int32), comp].add(keep)
+        if ops.terminate >= 0:
+            done = live & vals[ops.terminate]
+            live = live & ~done
+        return nxt, sums, live, bad
+
+    carry = (state, sums, live, bad)
+    if ops.steps == 1:
+        carry = one_step(carry)
+    elif ops.terminate >= 0:
+        # Stop as soon as every sample has finished: finished samples do not change.
+        def cond(c: tuple) -> Any:
+            return (c[0] < ops.steps) & jnp.any(c[1][2])
+
+        def body(c: tuple) -> tuple:
+            return c[0] + 1, one_step(c[1])
+
+        carry = lax.while_loop(cond, body, (jnp.int32(0), carry))[1]
+    else:
+        carry = lax.fori_loop(0, ops.steps, lambda _, c: one_step(c), carry)
+    state, sums, live, bad = carry
+
+    checked = ops.reads_tables  # only table reads and table sums can be out of range
+    any_bad = jnp.any(bad)
+    nan = jnp.asarray(np.nan, dt)
+    results = []
+    for s, shape in zip(result_slots, result_shapes):
+        name, kind, width, inout, table_of = ops.slots[s]
+        if kind == "mutable":
+            comps = [jnp.where(bad, nan, state[(s, c)]) if checked else state[(s, c)] for c in range(width)]
+            r = jnp.stack(comps) if len(shape) == 2 else comps[0]
+        elif kind in ("param_sum", "table_sum"):
+            r = jnp.where(any_bad, nan, sums[s]) if checked else sums[s]
+        elif kind == "terminated":
+            r = ~live  # the mask on entry, and the samples that finished in this call
+        else:
+            raise UnsupportedOp(f"eagle.frameworks.jax: kernel '{ops.name}': result slot '{name}' of kind '{kind}'")
+        results.append(jnp.reshape(r, shape))
+    return results

@@ -1,0 +1,362 @@
+"""The JAX bridge's two lowerings side by side (docs/jax.md "Two lowerings"): "ffi" (the C++
+custom call) and "xla" (the kernel's optimized IR as XLA's own operations,
+eagle/frameworks/_jax_xla.py). test_jax_bridge.py runs every bridge test on both; here:
+
+  1. the op list the C++ core exports, and the refusal of ops the XLA lowering lacks
+  2. the same numbers on both paths (float64 <= 1e-12 relative, float32 <= 1e-5), stepping
+     kernels with a mask, sums of derived kernels, derivatives
+  3. a table index out of range: an error on "ffi", NaN for that sample on "xla"
+  4. "auto" on both sides of its threshold, and RAPTOR_JAX_LOWERING
+  5. an "xla" export holds no custom call and runs in a fresh process that never imports raptor
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+
+import hawk  # noqa: E402
+from eagle.frameworks import _jax_lowering, _jax_xla  # noqa: E402
+from eagle.frameworks import jax as eagle_jax  # noqa: E402
+from eagle.frameworks._jax_call import call_for  # noqa: E402
+from hawk import Mutable, Param, Scalar, Table, Terminated, Vector  # noqa: E402
+from hawk.math import atan2, exp, floor, log, norm, sin, sqrt, tanh, vec  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+N = 24
+DT, G = 0.05, 9.81
+rng = np.random.default_rng(12)
+
+
+@hawk.kernel
+def drag_step(v: Vector[3], cd: Param, dt: Param, g: Param, v_next: Mutable[Vector[3]]):
+    a = vec(0.0, 0.0, -g) - cd * norm(v) * v
+    v_next = v + dt * a
+
+
+@hawk.kernel
+def many_ops(x: Scalar, y: Scalar, p: Param, out: Mutable[Scalar], sel: Mutable[Scalar]):
+    a = exp(-x * x) + log(1.0 + y * y) + sin(x * p) + tanh(y) + atan2(y, x)
+    b = floor(x * 3.0) + abs(y) ** 3 + x ** -2 + min(x, y) - max(x, p) + sqrt(abs(x) + 1.0)
+    out = a * b / (1.0 + p * p) + (x ** y if x > 0.0 else -y)
+    sel = 1.0 if (x > 0.2 and y < 0.5) or not (x < -0.7) else -1.0
+
+
+@hawk.kernel(steps=12)
+def fall_steps(dt: Param, terminated: Terminated, h: Mutable[Scalar], u: Mutable[Scalar], t: Mutable[Scalar]):
+    u = u - dt * 9.81
+    h = h + dt * u
+    t = t + dt
+    terminated = h < 0.0
+
+
+@hawk.kernel(steps=5)
+def leaky(k: Param, x: Scalar, acc: Mutable[Scalar], pure: Mutable[Scalar]):
+    acc = acc * k + x
+    pure = acc * x
+
+
+@hawk.kernel
+def lookup(w: Table[Scalar], wv: Table[Vector[3]], idx: Scalar, x: Scalar, out: Mutable[Scalar], outv: Mutable[Vector[3]]):
+    out = w.at(idx) * x + w.at(0) * w.at(idx + 1.0)
+    outv = wv.at(idx) * x + wv.at(1)
+
+
+@hawk.kernel
+def guarded_lookup(w: Table[Scalar], idx: Scalar, out: Mutable[Scalar]):
+    # the read past the end is under a false predicate for idx >= 4: clamped, no error
+    out = w.at(idx + 1.0) if idx < 4.0 else -1.0
+
+
+def both(kernel, wrt=()):
+    return [eagle_jax.function(kernel, wrt=wrt, lowering=lw) for lw in ("ffi", "xla")]
+
+
+def assert_same(a, b, rtol):
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape and x.dtype == y.dtype, (x.shape, y.shape, x.dtype, y.dtype)
+        if x.dtype == bool:
+            assert (x == y).all()
+        else:
+            np.testing.assert_allclose(y, x, rtol=rtol, atol=rtol * max(1.0, float(np.abs(x).max(initial=0.0))))
+
+
+# ================================================================================================
+# 1. the op list and refusals
+
+
+def test_op_list_is_the_ir_after_passes():
+    data = drag_step._core.op_list()
+    assert data["name"] == "drag_step" and data["steps"] == 1 and data["terminate"] == -1
+    assert [s[:3] for s in data["slots"]] == [("v", "plane", 3), ("cd", "param", 1), ("dt", "param", 1), ("g", "param", 1), ("v_next", "mutable", 3)]
+    assert len(data["values"]) == drag_step._core.num_values()
+    ir_lines = [ln for ln in drag_step._core.ir().splitlines() if ln.lstrip().startswith("%")]
+    assert len(ir_lines) == len(data["values"])
+    for line, (op, typ, args, *_rest) in zip(ir_lines, data["values"]):
+        assert f"= {op}" in line, (line, op)  # the same op, in the same order, as ir()
+        for a in args:
+            assert a < len(data["values"])
+    assert sorted((s[0], s[1]) for s in data["stores"]) == [(4, 0), (4, 1), (4, 2)]
+    ops = fall_steps._core.op_list()
+    assert ops["steps"] == 12 and ops["values"][ops["terminate"]][1] == "B"
+
+
+def test_unknown_op_is_refused_by_name_and_auto_falls_back():
+    data = drag_step._core.op_list()
+    data["values"] = list(data["values"]) + [("random_normal", "F", (), -1, 0, 0.0, 0, -1)]
+    ops = _jax_xla.OpList(data)
+    assert not _jax_xla.supported(ops)
+    with pytest.raises(_jax_xla.UnsupportedOp, match=r"kernel 'drag_step' has op 'random_normal' \(value %\d+\), which the \"xla\" lowering does not implement"):
+        _jax_xla.evaluate(ops, [0, 1, 2, 3], [jnp.ones((3, 4)), 0.1, 0.1, 0.1], 4, [4], [(3, 4)], np.float64)
+    assert issubclass(_jax_xla.UnsupportedOp, NotImplementedError)
+    assert _jax_lowering.choose(ops, 16, "cpu") == "ffi"
+    assert _jax_lowering.choose(_jax_xla.OpList(drag_step._core.op_list()), 16, "cpu") == "xla"
+
+
+def test_lowering_argument_is_checked():
+    with pytest.raises(ValueError, match="lowering must be 'auto', 'ffi' or 'xla', got 'mlir'"):
+        eagle_jax.function(drag_step, lowering="mlir")
+
+
+# ================================================================================================
+# 2. the same numbers on both paths
+
+
+def _inputs(dtype):
+    x = jnp.asarray(np.linspace(-1.3, 1.4, N) + 0.013, dtype)
+    y = jnp.asarray(rng.normal(size=N), dtype)
+    v = jnp.asarray(rng.normal(size=(3, N)) * 4.0, dtype)
+    return x, y, v
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-12), (np.float32, 1e-5)])
+def test_same_numbers_every_op(dtype, rtol):
+    x, y, v = _inputs(dtype)
+    f, g = both(drag_step)
+    assert_same(jax.jit(f)(v, 0.07, DT, G), jax.jit(g)(v, 0.07, DT, G), rtol)
+    f, g = both(many_ops)
+    assert_same(f(x, y, 0.3), g(x, y, 0.3), rtol)
+    assert_same(jax.jit(f)(x, y, -1.1), jax.jit(g)(x, y, -1.1), rtol)
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-12), (np.float32, 1e-5)])
+def test_same_numbers_stepping_with_mask(dtype, rtol):
+    f, g = both(fall_steps, wrt=("h", "u"))
+    h = jnp.asarray(0.2 + np.abs(rng.normal(size=N)), dtype)
+    u = jnp.asarray(rng.normal(size=N), dtype)
+    t = jnp.zeros(N, dtype)
+    mask = jnp.arange(N) % 5 == 0
+    out_f, out_g = f(DT, mask, h, u, t), g(DT, mask, h, u, t)
+    assert_same(out_f, out_g, rtol)
+    done = np.asarray(out_g[3])
+    assert done[::5].all() and 0 < done.sum() < N  # some finished in this call, some did not
+    np.testing.assert_array_equal(np.asarray(out_g[0])[::5], np.asarray(h)[::5])  # a finished sample keeps its value
+    a, b = both(leaky, wrt=("k", "x", "acc"))
+    x, y, _ = _inputs(dtype)
+    assert_same(a(0.9, x, y), b(0.9, x, y), rtol)
+
+
+def test_same_derivatives_and_sums():
+    x, y, v = _inputs(np.float64)
+    f, g = both(fall_steps, wrt=("h", "u"))
+    h, u, t = 0.3 + jnp.abs(x), y, jnp.zeros(N)
+    mask = jnp.arange(N) % 4 == 0
+    for tr in (jax.jacfwd, jax.jacrev):
+        assert_same(tr(lambda h, u: f(DT, mask, h, u, t)[:3], argnums=(0, 1))(h, u),
+                    tr(lambda h, u: g(DT, mask, h, u, t)[:3], argnums=(0, 1))(h, u), 1e-12)
+    # the cotangents of Params and Tables are sums over samples (ParamSum, TableSum slots)
+    a, b = both(lookup, wrt=("w", "wv", "x"))
+    w, wv = jnp.arange(1.0, 7.0) ** 0.5, jnp.asarray(rng.normal(size=(6, 3)))
+    idx = jnp.asarray(rng.integers(0, 5, N), dtype=jnp.float64)
+    loss = lambda fn: (lambda w, wv, x: sum(jnp.sum(o ** 2) for o in fn(w, wv, idx, x)))
+    assert_same(jax.grad(loss(a), argnums=(0, 1, 2))(w, wv, x), jax.grad(loss(b), argnums=(0, 1, 2))(w, wv, x), 1e-12)
+    p, q = both(leaky, wrt=("k", "x", "acc"))
+    assert_same(jax.hessian(lambda k: jnp.sum(p(k, x, y)[1] ** 2))(0.9), jax.hessian(lambda k: jnp.sum(q(k, x, y)[1] ** 2))(0.9), 1e-12)
+    assert_same(jax.vmap(lambda k: p(k, x, y), in_axes=0)(jnp.linspace(0.5, 1.0, 3)), jax.vmap(lambda k: q(k, x, y))(jnp.linspace(0.5, 1.0, 3)), 1e-12)
+
+
+def test_check_grads_order_2_on_xla_stepping_kernel():
+    from jax.test_util import check_grads
+
+    g = eagle_jax.function(leaky, wrt=("k", "x", "acc"), lowering="xla")
+    x, y, _ = _inputs(np.float64)
+    check_grads(lambda k, x, acc: g(k, x, acc), (0.9, x, y), order=2, modes=("fwd", "rev"))
+    h = eagle_jax.function(fall_steps, wrt=("h", "u"), lowering="xla")
+    mask = jnp.arange(N) % 4 == 0
+    check_grads(lambda hh, u: h(DT, mask, hh, u, jnp.zeros(N))[:2], (5.0 + jnp.abs(x), y), order=2, modes=("fwd", "rev"))
+
+
+# ================================================================================================
+# 3. a table index out of range
+
+
+def test_table_index_out_of_range_never_a_silent_number():
+    f, g = both(lookup, wrt=("w", "wv", "x"))
+    w, wv = jnp.arange(1.0, 7.0), jnp.ones((6, 3))
+    x = jnp.ones(N)
+    idx = jnp.asarray(np.arange(N) % 5, dtype=jnp.float64).at[3].set(5.0).at[7].set(-1.0).at[9].set(jnp.nan)
+    with pytest.raises(Exception, match=r"kernel 'lookup': table 'w' index \S+ is out of range \[0, 6\)"):
+        jax.block_until_ready(f(w, wv, idx, x))
+    out, outv = g(w, wv, idx, x)
+    bad = np.zeros(N, bool)
+    bad[[3, 7, 9]] = True  # idx 5 reads w.at(6); -1 and NaN are out of range themselves
+    assert np.isnan(np.asarray(out))[bad].all() and np.isnan(np.asarray(outv))[:, bad].all()
+    assert np.isfinite(np.asarray(out))[~bad].all() and np.isfinite(np.asarray(outv))[:, ~bad].all()
+    ok = jnp.asarray(np.arange(N) % 5, dtype=jnp.float64)
+    np.testing.assert_allclose(np.asarray(out)[~bad], np.asarray(f(w, wv, ok, x)[0])[~bad], rtol=1e-12)
+    # a sum any such sample contributes to is NaN as a whole
+    gw = jax.grad(lambda w: jnp.sum(g(w, wv, idx, x)[0]))(w)
+    assert np.isnan(np.asarray(gw)).all()
+    # under a false predicate the read is clamped, as on the FFI path: no error, no NaN
+    a, b = both(guarded_lookup)
+    i = jnp.asarray(np.arange(N) % 6, dtype=jnp.float64)
+    assert_same(a(w[:5], i), b(w[:5], i), 1e-12)
+    # "auto" keeps the error for kernels that read tables, whatever N
+    auto = eagle_jax.function(lookup)
+    assert auto.lowering_for(call_for(lookup, np.float64), [w, wv, idx, x]) == "ffi"
+
+
+# ================================================================================================
+# 4. "auto" and RAPTOR_JAX_LOWERING
+
+
+def _custom_calls(fn, *args):
+    return jax.jit(fn).lower(*args).as_text().count("raptor_kernel")
+
+
+def test_auto_on_both_sides_of_the_threshold(monkeypatch):
+    monkeypatch.delenv(_jax_lowering.ENV, raising=False)
+    step = eagle_jax.function(drag_step)
+    small = _jax_lowering.XLA_MAX_WORK
+    big = _jax_lowering.XLA_MAX_WORK + 1
+    lo = jnp.ones((3, small))
+    hi = jnp.ones((3, big))
+    call = call_for(drag_step, np.float64)
+    assert step.lowering_for(call, [lo, 0.1, 0.1, 0.1]) == "xla"
+    assert step.lowering_for(call, [hi, 0.1, 0.1, 0.1]) == "ffi"
+    assert _custom_calls(lambda v: step(v, 0.07, DT, G), lo) == 0
+    assert _custom_calls(lambda v: step(v, 0.07, DT, G), hi) == 1
+    # the work is N x steps: a 12-step kernel switches at a twelfth of the samples
+    ops = call_for(fall_steps, np.float64).ops()
+    assert _jax_lowering.choose(ops, small // 12, "cpu") == "xla"
+    assert _jax_lowering.choose(ops, small // 12 + 1, "cpu") == "ffi"
+    assert _jax_lowering.choose(ops, 16, "cuda") == "ffi"
+    # both sides give the same numbers
+    v = jnp.asarray(rng.normal(size=(3, big)))
+    ref = eagle_jax.function(drag_step, lowering="xla")
+    assert_same(step(v, 0.07, DT, G), ref(v, 0.07, DT, G), 1e-12)
+    assert_same(step(v[:, :small], 0.07, DT, G), eagle_jax.function(drag_step, lowering="ffi")(v[:, :small], 0.07, DT, G), 1e-12)
+
+
+def test_environment_forces_auto(monkeypatch):
+    step = eagle_jax.function(drag_step)
+    lo = jnp.ones((3, 8))
+    monkeypatch.setenv(_jax_lowering.ENV, "ffi")
+    assert _custom_calls(lambda v: step(v, 0.07, DT, G), lo) == 1
+    monkeypatch.setenv(_jax_lowering.ENV, "xla")
+    assert _custom_calls(lambda v: step(v, 0.07, DT, G), jnp.ones((3, 1 << 16))) == 0
+    assert _custom_calls(lambda v: eagle_jax.function(drag_step, lowering="ffi")(v, 0.07, DT, G), lo) == 1  # an explicit lowering wins
+    monkeypatch.setenv(_jax_lowering.ENV, "fast")
+    with pytest.raises(ValueError, match="RAPTOR_JAX_LOWERING='fast'; set it to 'ffi', 'xla' or 'auto'"):
+        step(lo, 0.07, DT, G)
+
+
+# ================================================================================================
+# 5. export
+
+
+def test_xla_export_runs_in_a_process_without_raptor(tmp_path):
+    step = eagle_jax.function(drag_step, wrt=("v", "cd"), lowering="xla")
+    v = jnp.asarray(rng.normal(size=(3, 32)))
+
+    def loss(v, cd):
+        out, _ = jax.lax.scan(lambda v, _: (step(v, cd, 0.01, 9.81), None), v, None, length=20)
+        return jnp.sum(out ** 2)
+
+    f = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))
+    exp = jax.export.export(f)(v, 0.05)
+    text = exp.mlir_module()
+    assert "stablehlo.custom_call" not in text and "@raptor_kernel" not in text and '"raptor_kernel"' not in text
+    blob = tmp_path / "xla.jaxexport"
+    blob.write_bytes(exp.serialize())
+    np.save(tmp_path / "v.npy", np.asarray(v))
+    value, (gv, gcd) = f(v, 0.05)
+    np.save(tmp_path / "want.npy", np.concatenate([[float(value), float(gcd)], np.asarray(gv).ravel()]))
+    script = textwrap.dedent(f'''
+        import sys
+        import jax, numpy as np
+        jax.config.update("jax_enable_x64", True)
+        from jax import export
+        exp = export.deserialize(bytearray(open({str(blob)!r}, "rb").read()))
+        v = np.load({str(tmp_path / "v.npy")!r})
+        value, (gv, gcd) = exp.call(v, 0.05)
+        got = np.concatenate([[float(value), float(gcd)], np.asarray(gv).ravel()])
+        np.testing.assert_allclose(got, np.load({str(tmp_path / "want.npy")!r}), rtol=1e-12)
+        loaded = [m for m in sys.modules if m.split(".")[0] in ("raptor_core", "hawk", "eagle")]
+        assert not loaded, loaded
+        print("ran without raptor")
+    ''')
+    env = {k: val for k, val in os.environ.items() if k != "PYTHONPATH"}  # raptor is not even importable there
+    env.update(JAX_PLATFORMS="cpu")
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "ran without raptor" in p.stdout
+
+
+def test_xla_sharded_jit_runs_per_shard(tmp_path):
+    """Under jit with planes sharded along the sample axis, XLA partitions the "xla" operations
+    itself: no gather, the output keeps the sharding, the cotangent of a Param is summed."""
+    src = textwrap.dedent('''
+        import jax, jax.numpy as jnp, numpy as np
+        jax.config.update("jax_enable_x64", True)
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        import hawk
+        from hawk import Mutable, Param, Vector
+        from hawk.math import norm, vec
+        from eagle.frameworks import jax as eagle_jax
+
+        @hawk.kernel
+        def drag_step(v: Vector[3], cd: Param, dt: Param, g: Param, v_next: Mutable[Vector[3]]):
+            a = vec(0.0, 0.0, -g) - cd * norm(v) * v
+            v_next = v + dt * a
+
+        def jnp_drag(v, cd, dt, g):
+            a = -cd * jnp.linalg.norm(v, axis=0) * v + jnp.array([0.0, 0.0, -g])[:, None]
+            return v + dt * a
+
+        assert len(jax.devices()) == 4
+        step = eagle_jax.function(drag_step, wrt=("v", "cd"), lowering="xla")
+        sh = NamedSharding(Mesh(np.array(jax.devices()), ("s",)), P(None, "s"))
+        v = jax.device_put(jnp.asarray(np.random.default_rng(0).normal(size=(3, 1024))), sh)
+        f = jax.jit(lambda v: step(v, 0.07, 0.05, 9.81), in_shardings=sh, out_shardings=sh)
+        hlo = f.lower(v).compile().as_text()
+        assert "all-gather" not in hlo and "custom-call" not in hlo, "a gather or a custom call in the compiled HLO"
+        out = f(v)
+        assert out.sharding.is_equivalent_to(sh, 2)
+        np.testing.assert_allclose(out, jnp_drag(v, 0.07, 0.05, 9.81), rtol=1e-12)
+        loss = lambda fn: (lambda v, cd: jnp.sum(fn(v, cd, 0.05, 9.81) ** 2))
+        g = jax.jit(jax.grad(loss(step), argnums=(0, 1)), in_shardings=(sh, None))
+        assert "all-gather" not in g.lower(v, 0.07).compile().as_text()
+        got, want = g(v, 0.07), jax.grad(loss(jnp_drag), argnums=(0, 1))(v, 0.07)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+        print("ok")
+    ''')
+    path = tmp_path / "sharded.py"  # hawk reads a kernel's source from its file
+    path.write_text(src)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=180)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "ok" in p.stdout
