@@ -293,6 +293,9 @@ std::string StepWriter::expr(int i) const {
       return a(0) + " ? " + a(1) + " : " + a(2);
     case Op::ToIndex:
       return "rp_index(" + a(0) + ")";
+    case Op::StopGrad:
+    case Op::CustomJvp:  // derivatives only: the value is args[0]
+      return a(0);
   }
   return "/* ? */";
 }
