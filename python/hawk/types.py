@@ -148,7 +148,7 @@ def param_kind(annotation: Any) -> tuple[str, int, bool] | str:
             return ("mutable", inner.k, True)
         if isinstance(inner, MatrixType):
             return ("mutable", inner.r * inner.c, True)
-        return f"Mutable[...] takes Scalar, Vector[k] or Matrix[r, c], got {_name(inner)}"
+        return f"Mutable[...] takes Scalar or Vector[k] (or Matrix[r, c]), got {_name(inner)}"
     if isinstance(annotation, TableType):
         inner = annotation.of
         if inner is Scalar:
@@ -157,7 +157,7 @@ def param_kind(annotation: Any) -> tuple[str, int, bool] | str:
             return ("table", inner.k, True)
         if isinstance(inner, MatrixType):
             return ("table", inner.r * inner.c, True)
-        return f"Table[...] takes Scalar, Vector[k] or Matrix[r, c], got {_name(inner)}"
+        return f"Table[...] takes Scalar or Vector[k] (or Matrix[r, c]), got {_name(inner)}"
     if annotation is Vector:
         return "Vector needs its size: Vector[k]"
     if annotation is Matrix:
