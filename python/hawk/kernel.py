@@ -228,7 +228,7 @@ class Helper:
         differentiates the rule. Kernels defined after this call see it. Returns ``rule``."""
         if not callable(rule):
             raise TypeError(f"{self.__name__}.defjvp takes a function (primals, tangents) -> (primal_out, tangent_out)")
-        self.jvp_rule = rule
+        self.jvp_rule = rule.fn if isinstance(rule, Helper) else rule  # a @hawk.func rule: its function
         return rule
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
