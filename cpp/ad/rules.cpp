@@ -27,6 +27,9 @@
 //                  NaN operands get 0)
 //   select(c,a,b)  a where c, b elsewhere (handled by the transforms, not here); the
 //                  condition has no derivative
+//   stop_grad x    0 (hawk.math.stop_gradient)
+//   custom_jvp(a, x, c)  1 for a, c for x, none for c: a @helper.defjvp rule's term
+//                  c * dx (c is the rule's tangent_out at tangent e_x; lower.cpp)
 //   comparisons, and/or/not, to_index, load_mask, constants: no derivative
 //   load_table     the index has no derivative; the entry's tangent is the tangent table's
 //                  entry, its cotangent a TableSum at the same index (in the transforms)
@@ -63,6 +66,8 @@ bool has_partials(Op op) {
     case Op::Min:
     case Op::Max:
     case Op::PowI:
+    case Op::StopGrad:
+    case Op::CustomJvp:
       return true;
     default:
       return false;
@@ -164,6 +169,12 @@ std::vector<Partial> partials(Builder& b, int v, const std::function<bool(int)>&
         mul(0, op(Op::Mul, {c(static_cast<double>(n)), b.powi(x, n - 1, p)}));
       break;
     }
+    case Op::StopGrad:  // no derivative
+      break;
+    case Op::CustomJvp:  // d args[0] + args[2] * d args[1]; args[2] is the rule's coefficient
+      if (n0) one(0);
+      if (n1) mul(1, val.args[2]);
+      break;
     default:
       throw std::logic_error(std::string("raptor AD: no partials for ") + ir::op_name(val.op));
   }

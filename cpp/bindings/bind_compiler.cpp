@@ -76,6 +76,8 @@ ir::FunctionSource function_from(nb::handle d) {
     }
     f.globals[name] = s;
   }
+  if (nb::cast<nb::dict>(d).contains("jvp"))
+    f.jvp = nb::cast<int>(d["jvp"]);  // @helper.defjvp rule
   return f;
 }
 
@@ -90,6 +92,7 @@ KernelHandle lower(nb::dict spec_dict) {
     ps.width = nb::cast<int>(t[2]);
     ps.is_vector = nb::cast<bool>(t[3]);
     ps.error = nb::cast<std::string>(t[4]);
+    if (t.size() > 5) ps.rows = nb::cast<int>(t[5]);  // Matrix[rows, width / rows]
     spec.params.push_back(ps);
   }
   spec.steps = nb::cast<int>(spec_dict["steps"]);

@@ -48,6 +48,7 @@ void bind_interface(nb::module_& m) {
           "'table_sum'")
       .def_ro("width", &SlotInterface::width)
       .def_ro("is_vector", &SlotInterface::is_vector)
+      .def_ro("rows", &SlotInterface::rows)
       .def_ro("table_of", &SlotInterface::table_of, "a TableSum's Table slot; else -1")
       .def_prop_ro(
           "dtype",

@@ -318,6 +318,9 @@ std::string StepWriter::expr(int i) const {
              dtype_suffix(dtype_) + "(rp_subkey(key_" + nm + ", " + step +
              ", static_cast<uint32_t>(base_" + nm + " + s), " + std::to_string(v.comp) + "u))";
     }
+    case Op::StopGrad:
+    case Op::CustomJvp:  // derivatives only: the value is args[0]
+      return a(0);
   }
   return "/* ? */";
 }

@@ -97,6 +97,10 @@ OpInfo info(Op op) {
       return {"rand_uniform", 0};
     case Op::RandNormal:
       return {"rand_normal", 0};
+    case Op::StopGrad:
+      return {"stop_grad", 1};
+    case Op::CustomJvp:
+      return {"custom_jvp", 3};
   }
   return {"?", 0};
 }
@@ -391,7 +395,8 @@ std::string canonical(const Kernel& k) {
   os << "raptor-ir-1 " << k.name << " steps=" << k.steps << " active=" << k.active_set << "\n";
   for (const Slot& slot : k.slots)
     os << static_cast<int>(slot.kind) << " " << slot.name << " " << slot.width << " "
-       << slot.is_vector << " " << slot.inout << " " << slot.table_of << "\n";
+       << slot.is_vector << " " << slot.inout << " " << slot.table_of
+       << (slot.rows ? " rows=" + std::to_string(slot.rows) : std::string()) << "\n";
   for (size_t i = 0; i < k.values.size(); ++i) {
     std::ostringstream line;
     print_value(line, k, static_cast<int>(i), false);

@@ -84,6 +84,11 @@ enum class Op : uint8_t {
   //    (runtime/random.h). Pure: two draws are equal exactly when (slot, comp, iimm) are.
   RandUniform,
   RandNormal,
+  // Custom derivatives (hawk.math.stop_gradient, @helper.defjvp; docs/language.md "Custom
+  // derivatives"). Both are the identity on args[0] in every evaluation; only AD sees them.
+  StopGrad,   // F -> F: args[0], derivative 0
+  CustomJvp,  // F, F, F -> F: args[0], derivative d args[0] + args[2] * d args[1] (args[2]
+              //  an ordinary value: a higher order differentiates it)
 };
 
 const char* op_name(Op op);
@@ -131,6 +136,8 @@ struct Slot {
   SlotKind kind = SlotKind::Plane;
   int width = 1;           // components: 1 for Scalar/Param, k for Vector[k]
   bool is_vector = false;  // written as Vector[k] (a (k, N) plane) rather than Scalar
+  int rows = 0;            // Matrix[rows, width / rows] (a (r, c, N) plane, row-major components
+                           //  comp = i * c + j); 0: not a matrix
   bool inout = false;      // Mutable: the kernel reads its old value
   int table_of = -1;       // TableSum: the Table slot whose size it has
   // Derived kernels (ad/): what this slot is relative to the kernel it was derived from:

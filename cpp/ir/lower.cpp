@@ -40,6 +40,8 @@ std::string describe(const TV& v) {
       return "a Scalar";
     case TV::Kind::Vector:
       return "a Vector[" + std::to_string(v.comps.size()) + "]";
+    case TV::Kind::Matrix:
+      return "a Matrix[" + std::to_string(v.rows) + ", " + std::to_string(v.cols()) + "]";
     case TV::Kind::Bool:
       return "a bool";
     case TV::Kind::Int:
@@ -105,6 +107,7 @@ Kernel Lowerer::run() {
     slot.kind = ps.kind;
     slot.width = ps.width;
     slot.is_vector = ps.is_vector;
+    slot.rows = ps.rows;
     k.slots.push_back(slot);
     const int s = static_cast<int>(k.slots.size()) - 1;
     Var var;
@@ -115,7 +118,9 @@ Kernel Lowerer::run() {
         break;
       case SlotKind::Plane:
       case SlotKind::Mutable:
-        var.value = ps.is_vector ? TV::vec(std::vector<int>(ps.width, -1)) : TV::f(-1);
+        var.value = ps.rows > 0    ? TV::mat(std::vector<int>(ps.width, -1), ps.rows)
+                    : ps.is_vector ? TV::vec(std::vector<int>(ps.width, -1))
+                                   : TV::f(-1);
         has_output |= ps.kind == SlotKind::Mutable;
         break;
       case SlotKind::Terminated:
@@ -302,9 +307,30 @@ void Lowerer::assign(const parse::Expr& target, const TV& value, parse::Loc loc)
       TV vec = it != vars.end() && it->second.param_slot >= 0 && !it->second.maybe_undefined
                    ? it->second.value
                    : read_var(base.name, base.loc);
+      if (vec.kind == TV::Kind::Matrix) {  // m[i, j] = x, or a row: m[i] = v
+        const TV index = expr(*target.args[1]);
+        const TV part = matrix_index(vec, index, *target.args[1]);  // checks the indices
+        const int c = vec.cols();
+        const auto row_of = [&](const TV& i) {
+          const int64_t r = const_int(i, target.args[1]->loc, "a matrix index");
+          return static_cast<int>(r < 0 ? r + vec.rows : r);
+        };
+        if (index.kind == TV::Kind::Tuple) {
+          const int64_t j = const_int(index.items[1], target.args[1]->loc, "a matrix index");
+          vec.comps[row_of(index.items[0]) * c + static_cast<int>(j < 0 ? j + c : j)] =
+              to_float(value, loc, "a matrix component");
+        } else {
+          if (value.kind != TV::Kind::Vector || value.width() != part.width())
+            error(loc, "a row of " + describe(vec) + " is a Vector[" + std::to_string(c) +
+                           "], but the value assigned is " + describe(value));
+          for (int j = 0; j < c; ++j) vec.comps[row_of(index) * c + j] = value.comps[j];
+        }
+        assign_name(base.name, vec, loc);
+        return;
+      }
       if (vec.kind != TV::Kind::Vector)
         error(loc, "'" + base.name + "' is " + describe(vec) +
-                       "; only a Vector's components can "
+                       "; only a Vector's or a Matrix's components can "
                        "be assigned with [i]");
       const int64_t written =
           const_int(expr(*target.args[1]), target.args[1]->loc, "a vector index");
@@ -351,9 +377,13 @@ void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
         break;
       case SlotKind::Mutable: {
         if (value.kind == TV::Kind::Int) value = TV::f(to_float(value, loc, "a value"));
-        const std::string want =
-            slot.is_vector ? "Vector[" + std::to_string(slot.width) + "]" : "Scalar";
-        const bool ok = slot.is_vector
+        const std::string want = slot.rows > 0 ? "Matrix[" + std::to_string(slot.rows) + ", " +
+                                                     std::to_string(slot.width / slot.rows) + "]"
+                                 : slot.is_vector ? "Vector[" + std::to_string(slot.width) + "]"
+                                                  : "Scalar";
+        const bool ok = slot.rows > 0 ? value.kind == TV::Kind::Matrix &&
+                                            value.width() == slot.width && value.rows == slot.rows
+                        : slot.is_vector
                             ? value.kind == TV::Kind::Vector && value.width() == slot.width
                             : value.kind == TV::Kind::Float;
         if (!ok)
@@ -365,14 +395,17 @@ void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
         break;
     }
   }
-  if (value.kind == TV::Kind::Float || value.kind == TV::Kind::Vector) {
+  if (value.kind == TV::Kind::Float || value.shaped()) {
     for (size_t c = 0; c < value.comps.size(); ++c) {
       const int v = value.comps[c];
       if (v < 0) continue;
       Value& val = k.values[v];
       if (val.name.empty() && val.op != Op::Const && val.op != Op::LoadParam &&
           val.op != Op::LoadPlane && val.op != Op::LoadState)
-        val.name = value.kind == TV::Kind::Vector ? name + "[" + std::to_string(c) + "]" : name;
+        val.name = value.kind == TV::Kind::Matrix ? name + "[" + std::to_string(c / value.cols()) +
+                                                        "," + std::to_string(c % value.cols()) + "]"
+                   : value.kind == TV::Kind::Vector ? name + "[" + std::to_string(c) + "]"
+                                                    : name;
     }
   }
   Var& var = vars[name];
@@ -395,7 +428,10 @@ int Lowerer::materialize(int slot, int comp) {
   v.type = Type::F;
   v.slot = slot;
   v.comp = comp;
-  v.name = s.is_vector ? s.name + "[" + std::to_string(comp) + "]" : s.name;
+  v.name = s.rows > 0 ? s.name + "[" + std::to_string(comp / (s.width / s.rows)) + "," +
+                            std::to_string(comp % (s.width / s.rows)) + "]"
+           : s.is_vector ? s.name + "[" + std::to_string(comp) + "]"
+                         : s.name;
   const int id = k.add(v);
   load_cache_[key] = id;
   return id;
@@ -533,8 +569,9 @@ void Lowerer::merge(const std::map<std::string, Var>& before, std::map<std::stri
       y = TV::f(to_float(y, loc, "a value"));
     }
     const bool numeric_or_bool =
-        x.kind == TV::Kind::Float || x.kind == TV::Kind::Vector || x.kind == TV::Kind::Bool;
-    if (x.kind != y.kind || x.comps.size() != y.comps.size() || !numeric_or_bool)
+        x.kind == TV::Kind::Float || x.shaped() || x.kind == TV::Kind::Bool;
+    if (x.kind != y.kind || x.comps.size() != y.comps.size() || x.rows != y.rows ||
+        !numeric_or_bool)
       error(loc, "'" + n + "' is " + describe(x) + " in one branch of this `if` and " +
                      describe(y) + " in the other; give it the same type in every branch");
     for (size_t c = 0; c < x.comps.size(); ++c) {
@@ -546,7 +583,7 @@ void Lowerer::merge(const std::map<std::string, Var>& before, std::map<std::stri
       const Type ty = x.kind == TV::Kind::Bool ? Type::B : Type::F;
       const int sel = emit(Op::Select, ty, cond, x.comps[c], y.comps[c]);
       if (k.values[sel].name.empty())
-        k.values[sel].name = x.kind == TV::Kind::Vector ? n + "[" + std::to_string(c) + "]" : n;
+        k.values[sel].name = x.shaped() ? n + "[" + std::to_string(c) + "]" : n;
       x.comps[c] = sel;
     }
     merged[n] = a;
@@ -580,6 +617,16 @@ void Lowerer::for_stmt(const parse::Stmt& s) {
 TV Lowerer::call_helper(int helper, std::vector<TV> args, parse::Loc loc) {
   if (helper < 0 || helper >= static_cast<int>(spec_.helpers.size()))
     error(loc, "unknown helper (internal error)");
+  // A helper with a @defjvp rule takes the rule's derivative, except inside its own rule,
+  // where it is its plain body (lower_jvp.cpp).
+  const int rule = spec_.helpers[helper].jvp;
+  bool in_own_rule = false;
+  for (int h : rules_active_) in_own_rule |= h == helper;
+  if (rule >= 0 && !in_own_rule) return call_custom_jvp(helper, args, loc);
+  return inline_helper(helper, std::move(args), loc);
+}
+
+TV Lowerer::inline_helper(int helper, std::vector<TV> args, parse::Loc loc) {
   for (const Frame& f : frames_)
     if (f.helper == helper)
       error(loc, "recursive call to helper '" + spec_.helpers[helper].name +

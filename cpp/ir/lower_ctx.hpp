@@ -20,6 +20,7 @@ struct TV {
   enum class Kind {
     Float,   // comps[0]: an F value
     Vector,  // comps: k F values
+    Matrix,  // comps: rows * cols F values, row-major (comp = i * cols + j)
     Bool,    // comps[0]: a B value
     Int,     // a compile-time integer (loop variables, integer literals): `ival`, exact
     Tuple,   // `items`
@@ -35,6 +36,7 @@ struct TV {
   std::vector<TV> items;
   int slot = -1;
   int helper = -1;
+  int rows = 0;  // Matrix: its rows (cols = comps.size() / rows)
   std::string name;
 
   static TV f(int v) {
@@ -55,17 +57,41 @@ struct TV {
     t.comps = std::move(c);
     return t;
   }
+  static TV mat(std::vector<int> c, int r) {
+    TV t;
+    t.kind = Kind::Matrix;
+    t.comps = std::move(c);
+    t.rows = r;
+    return t;
+  }
   static TV i(BigInt v) {
     TV t;
     t.kind = Kind::Int;
     t.ival = std::move(v);
     return t;
   }
-  bool numeric() const { return kind == Kind::Float || kind == Kind::Vector || kind == Kind::Int; }
-  int width() const { return kind == Kind::Vector ? static_cast<int>(comps.size()) : 1; }
+  bool numeric() const {
+    return kind == Kind::Float || kind == Kind::Vector || kind == Kind::Matrix || kind == Kind::Int;
+  }
+  // A Vector or a Matrix: components that arithmetic maps over.
+  bool shaped() const { return kind == Kind::Vector || kind == Kind::Matrix; }
+  int width() const { return shaped() ? static_cast<int>(comps.size()) : 1; }
+  int cols() const { return rows > 0 ? static_cast<int>(comps.size()) / rows : 0; }
+  // The same shape (kind, size, rows) with other components.
+  TV like(std::vector<int> c) const {
+    TV t;
+    t.kind = kind;
+    t.comps = std::move(c);
+    t.rows = rows;
+    return t;
+  }
 };
 
 std::string describe(const TV& v);
+// Whether two shaped values (Vector or Matrix) have the same shape.
+inline bool same_shape(const TV& a, const TV& b) {
+  return a.kind == b.kind && a.comps.size() == b.comps.size() && a.rows == b.rows;
+}
 
 // A variable of the body: its value, and for kernel parameters what it is bound to.
 struct Var {
@@ -87,6 +113,18 @@ class Lowerer {
   TV call_helper(int helper, std::vector<TV> args, parse::Loc loc);
   // rng.uniform() / rng.normal(): the next draw of Random slot `slot`.
   TV draw(int slot, const std::string& method, size_t nargs, parse::Loc loc);
+  // Matrices and quaternions (lower_matrix.cpp): `a @ b`, and the hawk.math functions on them;
+  // nullopt when `name` is not one of them.
+  TV matmul(const TV& a, const TV& b, parse::Loc loc);
+  TV matrix_index(const TV& m, const TV& idx, const parse::Expr& at);
+  std::optional<TV> call_matrix_math(const std::string& name, const std::vector<TV>& args,
+                                     parse::Loc loc);
+  // A helper with a @defjvp rule (lower_jvp.cpp): its body's value with the rule's derivative.
+  TV call_custom_jvp(int helper, const std::vector<TV>& args, parse::Loc loc);
+  // Inlines helper `helper`'s body (spec().helpers index) at a call with `args`.
+  TV inline_helper(int helper, std::vector<TV> args, parse::Loc loc);
+  const KernelSpec& spec() const { return spec_; }
+  std::vector<int> rules_active_;  // helpers whose @defjvp rule is being lowered
 
   // Emitting IR values (with constant folding of constant operands).
   int konst(double v);

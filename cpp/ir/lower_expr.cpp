@@ -119,28 +119,28 @@ int64_t Lowerer::const_int(const TV& v, Loc loc, const char* what) {
 }
 
 TV Lowerer::unary_map(Op op, const TV& a, Loc loc, const char* fname) {
-  if (a.kind == TV::Kind::Vector) {
+  if (a.shaped()) {
     std::vector<int> out;
     for (int c : a.comps) out.push_back(emit(op, Type::F, c));
-    return TV::vec(out);
+    return a.like(out);
   }
   if (a.kind == TV::Kind::Float || a.kind == TV::Kind::Int)
     return TV::f(emit(op, Type::F, to_float(a, loc, fname)));
-  error(loc, std::string(fname) + " takes a Scalar or a Vector, got " + describe(a));
+  error(loc, std::string(fname) + " takes a Scalar, a Vector or a Matrix, got " + describe(a));
 }
 
 TV Lowerer::arith(const std::string& op, const TV& a, const TV& b, Loc loc) {
   const bool a_bool = a.kind == TV::Kind::Bool, b_bool = b.kind == TV::Kind::Bool;
   if (a_bool || b_bool) {
-    if (a.kind == TV::Kind::Vector || b.kind == TV::Kind::Vector)
-      error(loc, "cannot mix a Vector and a bool with '" + op +
+    if (a.shaped() || b.shaped())
+      error(loc, "cannot mix " + describe(a.shaped() ? a : b) + " and a bool with '" + op +
                      "'; choose between vectors with "
                      "where(cond, a, b)");
     error(loc, "bools cannot be used in arithmetic ('" + op + "'); use where(cond, a, b)");
   }
   if (!a.numeric() || !b.numeric())
     error(loc, "'" + op + "' needs numbers, got " + describe(a) + " and " + describe(b));
-  if (op == "@") error(loc, "'@' is not supported; use dot(a, b)");
+  if (op == "@") return matmul(a, b, loc);
   static const char* const kOps[] = {"+", "-", "*", "/", "**", "//", "%"};
   bool known = false;
   for (const char* o : kOps) known |= op == o;
@@ -150,21 +150,23 @@ TV Lowerer::arith(const std::string& op, const TV& a, const TV& b, Loc loc) {
   const auto small_exponent = b.kind == TV::Kind::Int ? b.ival.to_int64() : std::nullopt;
   if (op == "**" && small_exponent && *small_exponent >= -64 && *small_exponent <= 64) {
     const int64_t n = *small_exponent;
-    if (a.kind == TV::Kind::Vector) {
+    if (a.shaped()) {
       std::vector<int> out;
       for (int c : a.comps) out.push_back(emit(Op::PowI, Type::F, c, -1, -1, n));
-      return TV::vec(out);
+      return a.like(out);
     }
     return TV::f(emit(Op::PowI, Type::F, to_float(a, loc, "the base"), -1, -1, n));
   }
   const int wa = a.width(), wb = b.width();
-  const bool va = a.kind == TV::Kind::Vector, vb = b.kind == TV::Kind::Vector;
-  if (va && vb && wa != wb)
-    error(loc, "cannot combine a Vector[" + std::to_string(wa) + "] and a Vector[" +
-                   std::to_string(wb) + "] with '" + op + "'");
+  const bool va = a.shaped(), vb = b.shaped();
+  if (va && vb && !same_shape(a, b))
+    error(loc, "cannot combine " + describe(a) + " and " + describe(b) + " with '" + op + "'" +
+                   (a.kind == TV::Kind::Matrix || b.kind == TV::Kind::Matrix
+                        ? " (elementwise needs equal shapes; write a @ b for a matrix product)"
+                        : ""));
   const int w = va ? wa : wb;
   auto comp = [&](const TV& t, int c) {
-    return t.kind == TV::Kind::Vector ? t.comps[c] : to_float(t, loc, "an operand");
+    return t.shaped() ? t.comps[c] : to_float(t, loc, "an operand");
   };
   std::vector<int> out;
   for (int c = 0; c < w; ++c) {
@@ -188,7 +190,7 @@ TV Lowerer::arith(const std::string& op, const TV& a, const TV& b, Loc loc) {
     }
     out.push_back(r);
   }
-  if (va || vb) return TV::vec(out);
+  if (va || vb) return (va ? a : b).like(out);
   return TV::f(out[0]);
 }
 
@@ -259,9 +261,9 @@ TV Lowerer::select(int cond, const TV& a, const TV& b, Loc loc) {
                    describe(b));
   if (!a.numeric() || !b.numeric())
     error(loc, "choices must be numbers, got " + describe(a) + " and " + describe(b));
-  const bool va = a.kind == TV::Kind::Vector, vb = b.kind == TV::Kind::Vector;
-  if (va && vb && a.width() != b.width())
-    error(loc, "choices have different sizes: " + describe(a) + " and " + describe(b));
+  const bool va = a.shaped(), vb = b.shaped();
+  if (va && vb && !same_shape(a, b))
+    error(loc, "choices have different shapes: " + describe(a) + " and " + describe(b));
   const int w = va ? a.width() : b.width();
   std::vector<int> out;
   for (int c = 0; c < w; ++c) {
@@ -269,7 +271,7 @@ TV Lowerer::select(int cond, const TV& a, const TV& b, Loc loc) {
     const int y = vb ? b.comps[c] : to_float(b, loc, "a choice");
     out.push_back(emit(Op::Select, Type::F, cond, x, y));
   }
-  return (va || vb) ? TV::vec(out) : TV::f(out[0]);
+  return (va || vb) ? (va ? a : b).like(out) : TV::f(out[0]);
 }
 
 namespace {
@@ -351,7 +353,7 @@ TV Lowerer::expr(const Expr& e) {
         const TV& x = operands[i];
         const TV& y = operands[i + 1];
         const Loc loc = e.args[i]->loc;
-        if (x.kind == TV::Kind::Vector || y.kind == TV::Kind::Vector)
+        if (x.shaped() || y.shaped())
           error(loc, "cannot compare " + describe(x) + " with " + describe(y) +
                          "; compare a "
                          "component v[i] or a length norm(v)");
@@ -423,6 +425,7 @@ TV Lowerer::expr(const Expr& e) {
             v.loc = cur_loc_;
             comps.push_back(k.add(v));
           }
+          if (slot.rows > 0) return TV::mat(comps, slot.rows);
           return slot.is_vector ? TV::vec(comps) : TV::f(comps[0]);
         }
       }
@@ -439,6 +442,7 @@ TV Lowerer::expr(const Expr& e) {
       const TV base = expr(*e.args[0]);
       if (base.kind == TV::Kind::Table) error(e.loc, "read a Table entry with w.at(i), not w[i]");
       const TV idx = expr(*e.args[1]);
+      if (base.kind == TV::Kind::Matrix) return matrix_index(base, idx, *e.args[1]);
       if (base.kind == TV::Kind::Vector || base.kind == TV::Kind::Tuple) {
         const int64_t n = base.kind == TV::Kind::Vector ? static_cast<int64_t>(base.comps.size())
                                                         : static_cast<int64_t>(base.items.size());
@@ -450,7 +454,7 @@ TV Lowerer::expr(const Expr& e) {
                                     std::to_string(n - 1) + ")");
         return base.kind == TV::Kind::Vector ? TV::f(base.comps[i]) : base.items[i];
       }
-      error(e.loc, "only vectors can be indexed, and this is " + describe(base));
+      error(e.loc, "only vectors and matrices can be indexed, and this is " + describe(base));
     }
     case ExprKind::Attribute: {
       const TV base = expr(*e.args[0]);

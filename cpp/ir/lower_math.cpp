@@ -7,9 +7,13 @@ namespace raptor::ir {
 
 const std::vector<std::string>& math_function_names() {
   static const std::vector<std::string> names = {
-      "vec",     "norm",    "dot",   "cross", "normalize", "sqrt",  "exp",
-      "log",     "sin",     "cos",   "tan",   "tanh",      "atan2", "abs",
-      "minimum", "maximum", "clamp", "floor", "where",     "sign",  "float"};
+      "vec", "norm", "dot", "cross", "normalize", "sqrt", "exp", "log", "sin", "cos", "tan", "tanh",
+      "atan2", "abs", "minimum", "maximum", "clamp", "floor", "where", "sign", "float",
+      // matrices and quaternions (lower_matrix.cpp)
+      "mat", "transpose", "det", "inverse", "outer", "trace", "identity", "quat_mul", "quat_conj",
+      "quat_rotate", "quat_to_matrix", "quat_from_axis_angle",
+      // custom derivatives
+      "stop_gradient"};
   return names;
 }
 
@@ -36,6 +40,12 @@ TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, pars
       arity(*this, name, args, 1, loc);
       return unary_map(op, args[0], loc, n);
     }
+  if (auto m = call_matrix_math(name, args, loc)) return *m;
+  if (name == "stop_gradient") {
+    arity(*this, name, args, 1, loc);
+    if (args[0].kind == TV::Kind::Int) return args[0];  // a constant: no derivative anyway
+    return unary_map(Op::StopGrad, args[0], loc, "stop_gradient()");
+  }
   auto vector_arg = [&](const TV& v, const char* what) {
     if (v.kind != TV::Kind::Vector) error(loc, name + "() takes " + what + ", got " + describe(v));
     return v.comps;
@@ -87,15 +97,15 @@ TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, pars
     const TV& b = args[1];
     if (!a.numeric() || !b.numeric())
       error(loc, name + "() takes numbers, got " + describe(a) + " and " + describe(b));
-    const bool va = a.kind == TV::Kind::Vector, vb = b.kind == TV::Kind::Vector;
-    if (va && vb && a.width() != b.width())
+    const bool va = a.shaped(), vb = b.shaped();
+    if (va && vb && !same_shape(a, b))
       error(loc, name + "() of " + describe(a) + " and " + describe(b));
     const int w = va ? a.width() : b.width();
     std::vector<int> out;
     for (int c = 0; c < w; ++c)
       out.push_back(emit(op, Type::F, va ? a.comps[c] : to_float(a, loc, "an argument"),
                          vb ? b.comps[c] : to_float(b, loc, "an argument")));
-    return (va || vb) ? TV::vec(out) : TV::f(out[0]);
+    return (va || vb) ? (va ? a : b).like(out) : TV::f(out[0]);
   }
   if (name == "clamp") {
     arity(*this, name, args, 3, loc);
@@ -104,8 +114,9 @@ TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, pars
   }
   if (name == "where") {
     arity(*this, name, args, 3, loc);
-    if (args[0].kind == TV::Kind::Vector)
-      error(loc, "where() takes one condition per sample, not a Vector; compare components");
+    if (args[0].shaped())
+      error(loc, "where() takes one condition per sample, not " + describe(args[0]) +
+                     "; compare components");
     const int cond = to_bool(args[0], loc, "where()'s first argument");
     if (const auto cv = const_value(cond)) return *cv != 0.0 ? args[1] : args[2];
     return select(cond, args[1], args[2], loc);

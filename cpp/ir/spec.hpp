@@ -37,6 +37,7 @@ struct FunctionSource {
   int first_line = 1;  // file line of the first line of `source`
   std::string source;  // the whole def, decorators included
   std::map<std::string, Symbol> globals;
+  int jvp = -1;  // a helper's custom derivative rule (@helper.defjvp): KernelSpec::helpers index
 };
 
 // One parameter of the kernel, with its annotation resolved.
@@ -45,6 +46,7 @@ struct ParamSpec {
   SlotKind kind = SlotKind::Plane;  // Param, Plane, Mutable, Terminated, Table or Random
   int width = 1;                    // k of Vector[k], 1 for Scalar
   bool is_vector = false;
+  int rows = 0;       // Matrix[rows, width / rows]; 0: not a matrix
   std::string error;  // non-empty: the annotation is wrong; this says why
 };
 

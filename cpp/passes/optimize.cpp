@@ -50,6 +50,10 @@ int identity(const Kernel& k, int i) {
       return k.values[a].op == Op::Not ? k.values[a].args[0] : -1;
     case Op::PowI:
       return v.iimm == 1 ? a : -1;
+    case Op::StopGrad:  // a constant has no derivative to stop
+      return k.values[a].op == Op::Const ? a : -1;
+    case Op::CustomJvp:  // no derivative term: d args[1] is 0 or its factor is
+      return k.values[b].op == Op::Const || is_const(k, v.args[2], 0.0) ? a : -1;
     case Op::Select:
       if (v.args[1] == v.args[2]) return v.args[1];
       if (const_bool(k, a, c)) return c ? v.args[1] : v.args[2];

@@ -138,6 +138,7 @@ KernelInterface KernelInterface::of(const ir::Kernel& k, ElemType float_dtype, s
     si.role = role_of(s);
     si.width = s.width;
     si.is_vector = s.is_vector;
+    si.rows = s.rows;
     si.table_of = s.table_of;
     si.dtype = si.role == SlotRole::Mask     ? ElemType::Bool
                : si.role == SlotRole::Random ? ElemType::U32
@@ -177,6 +178,7 @@ Shape KernelInterface::shape(int slot, int64_t n, int64_t m, Layout layout) cons
     case SlotRole::Plane:
     case SlotRole::Mutable:
     case SlotRole::InOut:
+      if (s.rows > 0) return Shape{3, {s.rows, k / s.rows, n}};
       return s.is_vector ? Shape{2, {k, n}} : Shape{1, {n}};
     case SlotRole::Mask:
       return Shape{1, {n}};
@@ -185,6 +187,7 @@ Shape KernelInterface::shape(int slot, int64_t n, int64_t m, Layout layout) cons
       return Shape{1, {k}};
     case SlotRole::Table:
     case SlotRole::TableSum:
+      if (s.rows > 0) return Shape{3, {m, s.rows, k / s.rows}};
       return s.is_vector ? Shape{2, {m, k}} : Shape{1, {m}};
     case SlotRole::Random:
       return Shape{1, {kRandomWords}};
@@ -206,6 +209,7 @@ std::string slot_line(const SlotInterface& s) {
   std::ostringstream os;
   os << "slot " << role_name(s.role) << " " << s.width << " " << (s.is_vector ? 1 : 0) << " "
      << s.table_of << " " << elem_type_name(s.dtype) << " " << s.name;
+  if (s.rows > 0) os << " " << s.rows;  // a Matrix's rows (absent: not a matrix)
   return os.str();
 }
 
@@ -215,8 +219,13 @@ std::optional<SlotInterface> parse_slot_line(std::string_view line) {
   SlotInterface s;
   int is_vector = 0;
   if (!(in >> word >> role >> s.width >> is_vector >> s.table_of >> dtype >> s.name) ||
-      word != "slot" || (in >> extra))
+      word != "slot")
     return std::nullopt;
+  if (in >> s.rows) {  // a Matrix's rows, dividing its width
+    if (s.rows < 1 || s.width % s.rows != 0 || (in >> extra)) return std::nullopt;
+  } else if (!in.eof()) {
+    return std::nullopt;
+  }
   const auto r = role_from_name(role);
   const auto t = elem_type_from_name(dtype);
   if (!r || !t || s.width < 1 || (is_vector != 0 && is_vector != 1)) return std::nullopt;

@@ -5,8 +5,9 @@
 // raptor_core._core's Interface, bindings/bind_interface.cpp). Start at `KernelInterface::of`.
 //
 // Layouts (docs/language.md "Parameters"), N the samples of a launch and M a table's entries:
-//   Param ()                 Plane / Mutable / InOut: Scalar (N,), Vector[k] (k, N)
-//   Mask bool (N,)           Table: Scalar (M,), Vector[k] (M, k)
+//   Param ()                 Plane / Mutable / InOut: Scalar (N,), Vector[k] (k, N),
+//                              Matrix[r, c] (r, c, N)
+//   Mask bool (N,)           Table: Scalar (M,), Vector[k] (M, k), Matrix[r, c] (M, r, c)
 //   ParamSum (k,) (in JAX, a sum of width 1 is 0-d like its Param)   TableSum: as its Table
 //   Random uint32 (4,) (see SlotRole)
 // Bridge order (docs/jax.md): operands are the input slots in signature order (Params, planes,
@@ -79,6 +80,8 @@ struct SlotInterface {
   SlotRole role = SlotRole::Plane;
   int width = 1;           // components: 1 for Param/Mask, k for Vector[k]
   bool is_vector = false;  // declared Vector[k] (a (k, N) plane, (M, k) table)
+  int rows = 0;            // declared Matrix[rows, width / rows]: (r, c, N) plane, (M, r, c)
+                           //  table; 0: not a matrix
   int table_of = -1;       // TableSum: the Table slot whose M it has; else -1
   ElemType dtype = ElemType::F64;
   int operand = -1;  // position among the JAX operands; -1: not an operand
@@ -158,7 +161,7 @@ class KernelInterface {
 // "(3, 16)", "(16,)" and "()", as Python writes shapes.
 std::string shape_text(const std::vector<int64_t>& shape);
 
-// A manifest's slot lines, "slot <role> <width> <is_vector> <table_of> <dtype> <name>", and
+// A manifest's slot lines, "slot <role> <width> <is_vector> <table_of> <dtype> <name> <rows>", and
 // back. parse_slot_line returns nullopt for a line that is not one.
 std::string slot_line(const SlotInterface& s);
 std::optional<SlotInterface> parse_slot_line(std::string_view line);

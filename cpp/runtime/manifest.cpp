@@ -1,7 +1,7 @@
 // Kernel manifests (see manifest.hpp). Format, one item per line:
 //   raptor-kernel 2 / digest D / name N / symbol S / so K / dtype float32|float64 /
-//   active_set 0|1 / slot <role> <width> <is_vector> <table_of> <dtype> <name> (one line per
-//   slot, in order: runtime/interface.hpp's slot_line)
+//   active_set 0|1 / slot <role> <width> <is_vector> <table_of> <dtype> <name> [<rows>] (one line
+//   per slot, in order: runtime/interface.hpp's slot_line)
 // A manifest of another version is skipped (version 1 had no is_vector, so it could not give
 // the shapes the XLA handlers check).
 #include "runtime/manifest.hpp"

@@ -90,6 +90,21 @@ def stepped(i: Scalar, w: Table[Scalar], rate: Param, y: Mutable[Scalar]):
                  "examples/stepped.py", 30);
 }
 
+// Matrices and quaternions (docs/language.md): a rigid-body pose, Matrix planes (r, c, N).
+ir::Kernel rigid_pose_kernel() {
+  return lowered(R"(@hawk.kernel
+def rigid_pose(q: Vector[4], w: Vector[3], p: Vector[3], inertia: Matrix[3, 3], dt: Param,
+               q_next: Mutable[Vector[4]], x: Mutable[Vector[3]], iw: Mutable[Matrix[3, 3]]):
+    q_next = normalize(q + (0.5 * dt) * quat_mul(vec(w[0], w[1], w[2], 0.0), q))
+    x = quat_rotate(q_next, p)
+    R = quat_to_matrix(q_next)
+    iw = R @ inertia @ transpose(R)
+)",
+                 {Vector("q", 4), Vector("w", 3), Vector("p", 3), Matrix("inertia", 3, 3),
+                  Param("dt"), MutVector("q_next", 4), MutVector("x", 3), MutMatrix("iw", 3, 3)},
+                 1, "examples/rigid_pose.py", 40);
+}
+
 // Operators whose conventions differ between C and jax.numpy, for the compile-and-run tests.
 ir::Kernel conventions_kernel() {
   return lowered(
@@ -151,6 +166,7 @@ void check_golden(const std::string& name, const ir::Kernel& k) {
 TEST(CodegenGolden, Drag) { check_golden("drag", drag_kernel()); }
 TEST(CodegenGolden, Oscillator) { check_golden("oscillator", oscillator_kernel()); }
 TEST(CodegenGolden, SteppedTable) { check_golden("stepped_table", stepped_table_kernel()); }
+TEST(CodegenGolden, RigidPose) { check_golden("rigid_pose", rigid_pose_kernel()); }
 
 TEST(CodegenEmit, SymbolNameAndComments) {
   const ir::Kernel k = drag_kernel();

@@ -52,6 +52,15 @@ inline ir::ParamSpec TableScalar(std::string n) {
 inline ir::ParamSpec TableVector(std::string n, int k) {
   return param_spec(std::move(n), ir::SlotKind::Table, k, true);
 }
+// Matrix[r, c] as a plane, a Mutable or a Table entry (kind).
+inline ir::ParamSpec Matrix(std::string n, int r, int c, ir::SlotKind kind = ir::SlotKind::Plane) {
+  ir::ParamSpec p = param_spec(std::move(n), kind, r * c, true);
+  p.rows = r;
+  return p;
+}
+inline ir::ParamSpec MutMatrix(std::string n, int r, int c) {
+  return Matrix(std::move(n), r, c, ir::SlotKind::Mutable);
+}
 
 // ---- resolved globals
 

@@ -53,11 +53,12 @@ class SlotInfo:
     inout: bool
     table_of: int
     role: str = ""
+    rows: int = 0  # a Matrix[rows, width // rows]; 0: not a matrix
 
     @classmethod
     def of(cls, s: Any) -> "SlotInfo":
         """The SlotInfo of one ``_core.SlotInterface``."""
-        return cls(s.name, _KIND_OF_ROLE[s.role], s.width, s.is_vector, s.role == "inout", s.table_of, s.role)
+        return cls(s.name, _KIND_OF_ROLE[s.role], s.width, s.is_vector, s.role == "inout", s.table_of, s.role, s.rows)
 
     @property
     def is_input(self) -> bool:
@@ -72,6 +73,8 @@ class SlotInfo:
 
     def annotation(self) -> str:
         inner = f"Vector[{self.width}]" if self.is_vector else "Scalar"
+        if self.rows:
+            inner = f"Matrix[{self.rows}, {self.width // self.rows}]"
         return {
             "param": "Param",
             "plane": inner,
@@ -209,12 +212,26 @@ def _dtype(dtype: Any) -> str:
 
 
 class Helper:
-    """A ``@hawk.func`` helper: inlined into the kernels that call it."""
+    """A ``@hawk.func`` helper: inlined into the kernels that call it.
+
+    ``@helper.defjvp`` gives it its own derivative, with ``jax.custom_jvp``'s convention
+    (docs/language.md "Custom derivatives")."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
+        self.jvp_rule: Callable[..., Any] | None = None
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
+
+    def defjvp(self, rule: Callable[..., Any]) -> Callable[..., Any]:
+        """Sets the helper's derivative rule, ``rule(primals, tangents) -> (primal_out,
+        tangent_out)`` with tangent_out linear in the tangents, as ``jax.custom_jvp.defjvp``.
+        Tangent kernels use it and adjoint kernels transpose it; a second derivative
+        differentiates the rule. Kernels defined after this call see it. Returns ``rule``."""
+        if not callable(rule):
+            raise TypeError(f"{self.__name__}.defjvp takes a function (primals, tangents) -> (primal_out, tangent_out)")
+        self.jvp_rule = rule.fn if isinstance(rule, Helper) else rule  # a @hawk.func rule: its function
+        return rule
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"hawk helper '{self.__name__}' can only be called inside a kernel or another helper")

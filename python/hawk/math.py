@@ -12,6 +12,9 @@ from typing import Any, Callable
 __all__ = [
     "vec", "norm", "dot", "cross", "normalize", "sqrt", "exp", "log", "sin", "cos", "tan",
     "tanh", "atan2", "abs", "minimum", "maximum", "clamp", "floor", "where", "sign",
+    "mat", "transpose", "det", "inverse", "outer", "trace", "identity",
+    "quat_mul", "quat_conj", "quat_rotate", "quat_to_matrix", "quat_from_axis_angle",
+    "stop_gradient",
 ]
 
 _DOCS = {
@@ -35,6 +38,19 @@ _DOCS = {
     "floor": "floor(x): the largest integer <= x, as a float.",
     "where": "where(cond, a, b): a where cond holds, else b (both are computed).",
     "sign": "sign(x): -1, 0 or 1 (NaN for NaN).",
+    "mat": "mat(row, row, ...): a Matrix[r, c] from r rows, each a Vector[c] or a tuple of c numbers.",
+    "transpose": "transpose(m): the transpose of a Matrix.",
+    "det": "det(m): the determinant of a square Matrix (1x1 to 4x4).",
+    "inverse": "inverse(m): the inverse of a square Matrix (1x1 to 4x4), adjugate over determinant.",
+    "outer": "outer(a, b): the Matrix a[i] * b[j] of two Vectors.",
+    "trace": "trace(m): the sum of a square Matrix's diagonal.",
+    "identity": "identity(n): the n x n identity Matrix (n known when the kernel is defined).",
+    "quat_mul": "quat_mul(a, b): the Hamilton product of quaternions (x, y, z, w).",
+    "quat_conj": "quat_conj(q): (-x, -y, -z, w).",
+    "quat_rotate": "quat_rotate(q, v): Vector[3] v rotated by the unit quaternion q.",
+    "quat_to_matrix": "quat_to_matrix(q): the 3x3 rotation Matrix of the unit quaternion q.",
+    "quat_from_axis_angle": "quat_from_axis_angle(axis, angle): the unit quaternion turning by angle about axis.",
+    "stop_gradient": "stop_gradient(x): x, with derivative 0 (as jax.lax.stop_gradient).",
 }
 
 
@@ -72,3 +88,16 @@ clamp = _make("clamp")
 floor = _make("floor")
 where = _make("where")
 sign = _make("sign")
+mat = _make("mat")
+transpose = _make("transpose")
+det = _make("det")
+inverse = _make("inverse")
+outer = _make("outer")
+trace = _make("trace")
+identity = _make("identity")
+quat_mul = _make("quat_mul")
+quat_conj = _make("quat_conj")
+quat_rotate = _make("quat_rotate")
+quat_to_matrix = _make("quat_to_matrix")
+quat_from_axis_angle = _make("quat_from_axis_angle")
+stop_gradient = _make("stop_gradient")

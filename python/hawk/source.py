@@ -19,7 +19,7 @@ import types
 from typing import Any, Callable
 
 from hawk import math as hmath
-from hawk.types import param_kind
+from hawk.types import matrix_rows, param_kind
 
 __all__ = ["kernel_spec", "function_source"]
 
@@ -186,6 +186,12 @@ class _Resolver:
         self._index[key] = index
         self.helpers.append({})  # reserve the slot before resolving (recursion)
         self.helpers[index] = self.function(h.fn)
+        rule = getattr(h, "jvp_rule", None)
+        if rule is not None:  # @h.defjvp: the rule is lowered like a helper (cpp/ir/lower_jvp.cpp)
+            at = len(self.helpers)
+            self.helpers.append({})
+            self.helpers[index]["jvp"] = at
+            self.helpers[at] = self.function(rule)
         return index
 
     def function(self, fn: Callable[..., Any]) -> dict[str, Any]:
@@ -246,5 +252,5 @@ def kernel_spec(fn: Callable[..., Any], steps: int, active_set: bool) -> dict[st
         if isinstance(kind, str):
             params.append((name, "plane", 1, False, f"parameter '{name}' {kind}" if kind.startswith("is ") else f"parameter '{name}': {kind}"))
         else:
-            params.append((name, kind[0], kind[1], kind[2], ""))
+            params.append((name, kind[0], kind[1], kind[2], "", matrix_rows(annotations[name])))
     return {"fn": main, "params": params, "steps": int(steps), "active_set": bool(active_set), "helpers": resolver.helpers}

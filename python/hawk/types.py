@@ -1,9 +1,10 @@
 """The annotation types of hawk kernel parameters (docs/language.md, "Parameters").
 
-``Param``, ``Scalar``, ``Vector[k]``, ``Mutable[T]``, ``Terminated``, ``Table[T]`` and
+``Param``, ``Scalar``, ``Vector[k]``, ``Matrix[r, c]``, ``Mutable[T]``, ``Terminated``, ``Table[T]`` and
 ``Random`` are markers: hawk reads them from a kernel's signature and never instantiates them. ``Guard``
 configures how eagle launches a kernel. ``param_kind`` turns one annotation into the
-``(kind, width, is_vector)`` triple the compiler takes, or an error message.
+``(kind, width, is_vector)`` triple the compiler takes, or an error message; ``matrix_rows``
+gives a Matrix's rows (0 for anything else).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Param", "Scalar", "Vector", "Mutable", "Terminated", "Table", "Random", "Guard", "param_kind"]
+__all__ = ["Param", "Scalar", "Vector", "Matrix", "Mutable", "Terminated", "Table", "Random", "Guard", "param_kind", "matrix_rows"]
 
 
 class _Marker:
@@ -60,6 +61,29 @@ class Vector(_Marker):
 
 
 @dataclass(frozen=True)
+class MatrixType:
+    """``Matrix[r, c]``: a plane of shape ``(r, c, N)``, r x c floats per sample (row-major)."""
+
+    r: int
+    c: int
+
+    def __repr__(self) -> str:
+        return f"Matrix[{self.r}, {self.c}]"
+
+
+class Matrix(_Marker):
+    """``Matrix[r, c]``: a plane of shape ``(r, c, N)`` (rows, columns, then samples)."""
+
+    def __class_getitem__(cls, rc: Any) -> MatrixType:
+        if not isinstance(rc, tuple) or len(rc) != 2:
+            raise TypeError(f"Matrix[r, c] needs two sizes, rows and columns, got {rc!r}")
+        for k in rc:
+            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+                raise TypeError(f"Matrix[r, c] needs positive integers r and c, got {rc!r}")
+        return MatrixType(rc[0], rc[1])
+
+
+@dataclass(frozen=True)
 class MutableType:
     """``Mutable[T]``: a plane of type T the kernel writes."""
 
@@ -101,7 +125,7 @@ class Guard:
     active_set: bool = False
 
 
-ALLOWED = "Param, Scalar, Vector[k], Mutable[Scalar], Mutable[Vector[k]], Terminated, Table[Scalar], Table[Vector[k]] or Random"
+ALLOWED = "Param, Scalar, Vector[k], Matrix[r, c], Mutable[Scalar], Mutable[Vector[k]], Mutable[Matrix[r, c]], Terminated, Table[Scalar], Table[Vector[k]], Table[Matrix[r, c]] or Random"
 
 
 def _name(t: Any) -> str:
@@ -121,6 +145,8 @@ def param_kind(annotation: Any) -> tuple[str, int, bool] | str:
         return ("plane", 1, False)
     if isinstance(annotation, VectorType):
         return ("plane", annotation.k, True)
+    if isinstance(annotation, MatrixType):
+        return ("plane", annotation.r * annotation.c, True)
     if annotation is Terminated:
         return ("terminated", 1, False)
     if isinstance(annotation, MutableType):
@@ -129,18 +155,31 @@ def param_kind(annotation: Any) -> tuple[str, int, bool] | str:
             return ("mutable", 1, False)
         if isinstance(inner, VectorType):
             return ("mutable", inner.k, True)
-        return f"Mutable[...] takes Scalar or Vector[k], got {_name(inner)}"
+        if isinstance(inner, MatrixType):
+            return ("mutable", inner.r * inner.c, True)
+        return f"Mutable[...] takes Scalar or Vector[k] (or Matrix[r, c]), got {_name(inner)}"
     if isinstance(annotation, TableType):
         inner = annotation.of
         if inner is Scalar:
             return ("table", 1, False)
         if isinstance(inner, VectorType):
             return ("table", inner.k, True)
-        return f"Table[...] takes Scalar or Vector[k], got {_name(inner)}"
+        if isinstance(inner, MatrixType):
+            return ("table", inner.r * inner.c, True)
+        return f"Table[...] takes Scalar or Vector[k] (or Matrix[r, c]), got {_name(inner)}"
     if annotation is Vector:
         return "Vector needs its size: Vector[k]"
+    if annotation is Matrix:
+        return "Matrix needs its shape: Matrix[r, c]"
     if annotation is Mutable:
         return "Mutable needs its type: Mutable[Scalar] or Mutable[Vector[k]]"
     if annotation is Table:
         return "Table needs its entry type: Table[Scalar] or Table[Vector[k]]"
     return f"is annotated {_name(annotation)}; use {ALLOWED}"
+
+
+def matrix_rows(annotation: Any) -> int:
+    """The rows of a ``Matrix[r, c]`` annotation (also inside ``Mutable``/``Table``); 0 otherwise."""
+    if isinstance(annotation, (MutableType, TableType)):
+        annotation = annotation.of
+    return annotation.r if isinstance(annotation, MatrixType) else 0
