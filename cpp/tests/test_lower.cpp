@@ -648,8 +648,8 @@ TEST(LowerError, IndentedSourceKeepsRealColumns) {
 }
 
 TEST(LowerError, OtherRefusals) {
-  EXPECT_REFUSAL(refuse("    y = x\n    for i in range(3):\n        break\n"), 24, 9,
-                 "`break`/`continue`");
+  EXPECT_REFUSAL(refuse("    y = x\n    break\n"), 23, 5, "`break` outside a loop",
+                 "inside `for i in range(K)`");
   EXPECT_REFUSAL(refuse("    import math\n    y = x\n"), 22, 5, "imports are not allowed",
                  "import at module level");
   EXPECT_REFUSAL(refuse("    y = x\n    for e in v:\n        y = e\n"), 23, 5, "for i in range(K)");
