@@ -355,6 +355,21 @@ def test_check_grads_stepping_kernel_with_a_loop_and_a_mask():
     check_grads(lambda x: f(0.03, mask, x, t)[0], (x,), order=2, modes=("fwd", "rev"))
 
 
+# ---------------------------------------------------------------- CUDA
+
+
+def test_cuda_emission_compiles_with_nvrtc():
+    from raptor_core import _core
+
+    try:
+        _core.nvrtc_check([], "sm_80")
+    except RuntimeError as e:
+        pytest.fail(f"NVRTC is needed for this check: {e}")
+    ks = [newton_sqrt, newton_sqrt.tangent(["a"]), newton_sqrt.adjoint(["a"]), skip_and_stop.adjoint(["w", "x"]),
+          stepped, stepped.adjoint(["x"]), helper_loop.tangent(["v"])]
+    assert _core.nvrtc_check([k._core for k in ks], "sm_80") == 2 * len(ks)
+
+
 # ---------------------------------------------------------------- refusals
 
 _LINES = open(__file__).read().splitlines()

@@ -1,7 +1,8 @@
 // Tests of the host C++ emitter (codegen/cpp_emitter.hpp) and of building its output
 // (runtime/build.hpp):
-// 1. Golden files: emit_cpp() of three kernels (a drag step, an oscillator with a Terminated
-//    mask, and a steps=4 kernel with a Table read and an if/else), float64, with a fixed fake
+// 1. Golden files: emit_cpp() of four kernels (a drag step, an oscillator with a Terminated
+//    mask, a steps=4 kernel with a Table read and an if/else, and Newton's iteration with a
+//    `break`), float64, with a fixed fake
 //    digest, compared with cpp/tests/golden/<name>.cpp.
 //    To regenerate the goldens after an intended change to the emitter, run
 //        RAPTOR_UPDATE_GOLDEN=1 ./raptor_tests --gtest_filter='CodegenGolden*'
@@ -90,6 +91,22 @@ def stepped(i: Scalar, w: Table[Scalar], rate: Param, y: Mutable[Scalar]):
                  "examples/stepped.py", 30);
 }
 
+// Newton's iteration to a tolerance: a loop with a data-dependent `break` (unrolled, the
+// exit a liveness predicate the assignments select on).
+ir::Kernel newton_kernel() {
+  return lowered(R"(@hawk.kernel
+def newton(a: Scalar, tol: Param, root: Mutable[Scalar]):
+    x = a
+    for _ in range(3):
+        dx = (x * x - a) / (2.0 * x)
+        x = x - dx
+        if abs(dx) < tol:
+            break
+    root = x
+)",
+                 {Scalar("a"), Param("tol"), MutScalar("root")}, 1, "examples/newton.py", 10);
+}
+
 // Operators whose conventions differ between C and jax.numpy, for the compile-and-run tests.
 ir::Kernel conventions_kernel() {
   return lowered(
@@ -151,6 +168,7 @@ void check_golden(const std::string& name, const ir::Kernel& k) {
 TEST(CodegenGolden, Drag) { check_golden("drag", drag_kernel()); }
 TEST(CodegenGolden, Oscillator) { check_golden("oscillator", oscillator_kernel()); }
 TEST(CodegenGolden, SteppedTable) { check_golden("stepped_table", stepped_table_kernel()); }
+TEST(CodegenGolden, NewtonWithBreak) { check_golden("newton_break", newton_kernel()); }
 
 TEST(CodegenEmit, SymbolNameAndComments) {
   const ir::Kernel k = drag_kernel();
