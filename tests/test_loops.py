@@ -329,6 +329,29 @@ def test_newton_derivatives_match_jax_numpy():
     np.testing.assert_allclose(jnp.diag(jax.jacrev(lambda a: f(a, 1e-6)[0])(a)), 0.5 / jnp.sqrt(a), rtol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_adjoint_and_tangent_kernels_match_jax_numpy(module_cache_dir, dtype):
+    """eagle's own adjoint and tangent kernels (not through the bridge) of Newton's loop,
+    for samples that stop at different iterations, against jax.vjp / jax.jvp of the twin."""
+    adj, tan = newton_sqrt.adjoint(["a"]), newton_sqrt.tangent(["a"])
+    plans = {p.kernel.name: p for p in eagle.plan.auto([adj, tan], targets=("host",), cache_dir=module_cache_dir)}
+    a = np.random.default_rng(6).uniform(0.5, 9.0, 12).astype(dtype)
+    tol = 1e-6 if dtype == np.float64 else 1e-3
+    bar = np.linspace(0.5, 1.5, 12).astype(dtype)
+    out = outputs_for(adj, 12, dtype)
+    plans[adj.name].bind(a=a, tol=tol, root_bar=bar, iters_bar=np.ones(12, dtype), **out).launch()
+    _, vjp = jax.vjp(lambda a: jnp_newton(a, dtype(tol))[0], jnp.asarray(a))  # in the planes' dtype
+    want = np.asarray(vjp(jnp.asarray(bar))[0])
+    _, jvp = jax.jvp(lambda a: jnp_newton(a, dtype(tol))[0], (jnp.asarray(a),), (jnp.asarray(bar),))
+    rtol = 1e-12 if dtype == np.float64 else 2e-4
+    np.testing.assert_allclose(out["a_bar"], want, rtol=rtol)
+    out = outputs_for(tan, 12, dtype)
+    plans[tan.name].bind(a=a, tol=tol, a_dot=bar, **out).launch()
+    np.testing.assert_allclose(out["root_dot"], np.asarray(jvp), rtol=rtol)
+    iters = ref_newton(a, tol, dtype)[1]
+    assert len(set(iters.tolist())) > 2
+
+
 def test_check_grads_continue_and_break():
     f = eagle_jax.function(skip_and_stop, wrt=("w", "x", "c", "limit"))
     rng = np.random.default_rng(5)

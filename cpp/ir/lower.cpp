@@ -497,7 +497,8 @@ void Lowerer::if_stmt(const parse::Stmt& s) {
     return;
   }
   const std::map<std::string, Var> before = frame().vars;
-  const int outer = pred();
+  // The enclosing conditions without the liveness of loops (pred() adds it to each value).
+  const int outer = pred_stack_.empty() ? -1 : pred_stack_.back();
   ++depth_;
   pred_stack_.push_back(outer < 0 ? cond : emit(Op::And, Type::B, outer, cond));
   block(s.body);

@@ -11,7 +11,10 @@
 //   value is zero for it;
 // - every assignment in the loop's function is `x = select(live, new, old)`: a sample that
 //   left keeps its variables' values (so derivatives are exact for the iterations taken, at
-//   any order: selects are derivable like the `if` merges);
+//   any order: selects are derivable like the `if` merges). These selects, and the merges of
+//   an `if`, are used by the samples that left too, so their predicate has the liveness the
+//   loop started with (`choose`), and an `if`'s branch predicates do not include the
+//   liveness (pred() adds the current one to each value);
 // - when no sample can be alive (an unconditional `break`), the unrolling stops.
 // A local first assigned after an exit is not set for every sample; reading it in a later
 // iteration before assigning it, or after the loop, is refused (Python would raise there).
@@ -175,6 +178,16 @@ TV Lowerer::choose(int cond, TV x, TV y, int param_slot, const std::string& n, p
                     x.slot == y.slot && x.helper == y.helper && x.name == y.name &&
                     x.items.empty() && y.items.empty();
   if (same) return x;
+  // A select that keeps a left sample's value is used by that sample too: its predicate has
+  // the liveness the innermost loop of this function started with, not the current one.
+  const int saved_live = live_;
+  if (!loops_.empty() && loops_.back().frame_depth == frames_.size())
+    live_ = loops_.back().outer_live;
+  struct Restore {
+    int& live;
+    int saved;
+    ~Restore() { live = saved; }
+  } restore{live_, saved_live};
   if (x.kind == TV::Kind::Int && y.kind == TV::Kind::Float) x = TV::f(to_float(x, loc, "a value"));
   if (y.kind == TV::Kind::Int && x.kind == TV::Kind::Float) y = TV::f(to_float(y, loc, "a value"));
   if (x.kind == TV::Kind::Int && y.kind == TV::Kind::Int) {
