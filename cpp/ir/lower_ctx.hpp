@@ -147,6 +147,7 @@ class Lowerer {
   int or_b(int a, int b);
   int not_b(int a);
   bool is_false(int b) const;
+  int unguarded(int b);  // drops the predicate of a liveness value
   void update_live();
   int guard_live() const;  // the liveness assignments of this frame are guarded by, or -1
   int materialize(int slot, int comp);

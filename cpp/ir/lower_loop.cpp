@@ -48,6 +48,13 @@ int Lowerer::pred() {
   return id;
 }
 
+int Lowerer::unguarded(int b) {
+  // The liveness is a condition, never a table read or a derivative: it needs no predicate,
+  // and without one CSE merges it with the same condition made elsewhere.
+  if (b >= 0 && k.values[b].op != Op::Const) k.values[b].pred = -1;
+  return b;
+}
+
 bool Lowerer::is_false(int b) const {
   if (b < 0) return false;
   const auto cv = const_value(b);
@@ -61,7 +68,7 @@ int Lowerer::and_b(int a, int b) {
   if (is_false(a) || is_false(b)) return kbool(false);
   if (const auto cv = const_value(a)) return b;  // true and b
   if (const auto cv = const_value(b)) return a;
-  return emit(Op::And, Type::B, a, b);
+  return unguarded(emit(Op::And, Type::B, a, b));
 }
 
 int Lowerer::or_b(int a, int b) {
@@ -70,12 +77,12 @@ int Lowerer::or_b(int a, int b) {
   if (is_false(a)) return b;
   if (is_false(b)) return a;
   if (const_value(a) || const_value(b)) return kbool(true);
-  return emit(Op::Or, Type::B, a, b);
+  return unguarded(emit(Op::Or, Type::B, a, b));
 }
 
 int Lowerer::not_b(int a) {
   if (a < 0) return kbool(false);
-  return emit(Op::Not, Type::B, a);
+  return unguarded(emit(Op::Not, Type::B, a));
 }
 
 void Lowerer::update_live() {

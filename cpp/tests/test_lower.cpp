@@ -307,6 +307,40 @@ TEST(LowerLoopExits, UnconditionalBreakStopsUnrolling) {
   EXPECT_EQ(count_ops(k, Op::Select), 0);
 }
 
+// kernel.trace's half in C++: lower_traced keeps the locals' end-of-step values, and the
+// interpreter records them per step (NaN for the steps a sample did not run).
+TEST(LowerTrace, LocalsPerStepAndNaNAfterTheSampleFinished) {
+  SpecOptions opt;
+  opt.steps = 3;
+  const ir::TracedKernel t =
+      ir::lower_traced(make_spec(R"(def k(terminated: Terminated, x: Mutable[Scalar]):
+    d = x * 0.5
+    x = x - d
+    big = x > 1.0
+    terminated = x < 1.0
+)",
+                                 {Terminated("terminated"), MutScalar("x")}, math_globals(), opt));
+  ASSERT_EQ(t.locals.size(), 2u);  // by name: big, d
+  EXPECT_EQ(t.locals[0].name, "big");
+  EXPECT_TRUE(t.locals[0].is_bool);
+  EXPECT_EQ(t.locals[1].name, "d");
+  ir::InterpBinding b = ir::make_binding(t.kernel, 2);
+  set_in(t.kernel, b, "x", {8.0, 1.5});
+  for (const ir::TracedLocal& l : t.locals) b.trace_values.push_back(l.values[0]);
+  ir::interpret(t.kernel, b);
+  ASSERT_EQ(b.trace_out.size(), 2u * 3u * 2u);  // (sample, step, value)
+  // sample 0: d = 4, 2, 1; x = 4, 2, 1; big = 1, 1, 0
+  EXPECT_EQ(b.trace_out[0], 1.0);
+  EXPECT_EQ(b.trace_out[1], 4.0);
+  EXPECT_EQ(b.trace_out[3], 2.0);
+  EXPECT_EQ(b.trace_out[4], 0.0);
+  EXPECT_EQ(b.trace_out[5], 1.0);
+  // sample 1: d = 0.75, x = 0.75 < 1: finished after its first step
+  EXPECT_EQ(b.trace_out[6], 0.0);
+  EXPECT_EQ(b.trace_out[7], 0.75);
+  for (int j = 8; j < 12; ++j) EXPECT_TRUE(std::isnan(b.trace_out[j])) << j;
+}
+
 TEST(LowerRun, HelpersAreInlinedAndCallHelpers) {
   SpecOptions opt;
   opt.helpers.push_back(function_source(R"(@hawk.func
