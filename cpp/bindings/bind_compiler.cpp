@@ -81,7 +81,7 @@ ir::FunctionSource function_from(nb::handle d) {
   return f;
 }
 
-KernelHandle lower(nb::dict spec_dict) {
+ir::KernelSpec spec_from(nb::dict spec_dict) {
   ir::KernelSpec spec;
   spec.fn = function_from(spec_dict["fn"]);
   for (nb::handle p : nb::cast<nb::list>(spec_dict["params"])) {
@@ -99,6 +99,11 @@ KernelHandle lower(nb::dict spec_dict) {
   spec.active_set = nb::cast<bool>(spec_dict["active_set"]);
   for (nb::handle h : nb::cast<nb::list>(spec_dict["helpers"]))
     spec.helpers.push_back(function_from(h));
+  return spec;
+}
+
+KernelHandle lower(nb::dict spec_dict) {
+  const ir::KernelSpec spec = spec_from(spec_dict);
   ir::Kernel k;
   {
     nb::gil_scoped_release release;
@@ -125,16 +130,11 @@ using InterpResult = std::tuple<Named, Named, std::vector<uint8_t>, uint32_t,
 // The reference interpreter (ir/interp.hpp) over values given by slot name, flattened in C
 // order as eagle binds them: planes (width, N), tables (M, width). Mutable outs and sums
 // start at 0. Returns (outs by name, sums' |contributions| by name, mask, finished, error).
-InterpResult interpret(const KernelHandle& h, int64_t n,
-                       const std::map<std::string, std::vector<double>>& inputs,
-                       const std::vector<uint8_t>& mask, bool zero_finished, bool float32,
-                       int perturb_ulps) {
-  const ir::Kernel& k = *h.kernel;
+ir::InterpBinding binding_for(const ir::Kernel& k, int64_t n,
+                              const std::map<std::string, std::vector<double>>& inputs,
+                              const std::vector<uint8_t>& mask) {
   ir::InterpBinding b;
   b.n = n;
-  b.zero_finished = zero_finished;
-  b.float32 = float32;
-  b.perturb_ulps = perturb_ulps;
   b.slots.resize(k.slots.size());
   auto input = [&](const ir::Slot& s) -> const std::vector<double>& {
     const auto it = inputs.find(s.name);
@@ -181,6 +181,18 @@ InterpResult interpret(const KernelHandle& h, int64_t n,
       }
     }
   }
+  return b;
+}
+
+InterpResult interpret(const KernelHandle& h, int64_t n,
+                       const std::map<std::string, std::vector<double>>& inputs,
+                       const std::vector<uint8_t>& mask, bool zero_finished, bool float32,
+                       int perturb_ulps) {
+  const ir::Kernel& k = *h.kernel;
+  ir::InterpBinding b = binding_for(k, n, inputs, mask);
+  b.zero_finished = zero_finished;
+  b.float32 = float32;
+  b.perturb_ulps = perturb_ulps;
   {
     nb::gil_scoped_release release;
     ir::interpret(k, b);
@@ -230,6 +242,45 @@ nb::dict op_list(const KernelHandle& h) {
   d["stores"] = stores;
   d["terminate"] = k.terminate;
   return d;
+// kernel.trace: (name, is_vector, is_bool, values (n, steps, width) flattened) per local,
+// in name order, and the mask after the run.
+using TraceResult =
+    std::tuple<std::vector<std::tuple<std::string, bool, bool, int, std::vector<double>>>,
+               std::vector<uint8_t>>;
+
+// Lowers the spec without passes and runs the reference interpreter on n samples (inputs as
+// for `interpret`), recording every named local at the end of each step (ir/interp.hpp).
+TraceResult trace(nb::dict spec_dict, int64_t n,
+                  const std::map<std::string, std::vector<double>>& inputs,
+                  const std::vector<uint8_t>& mask, bool float32) {
+  const ir::KernelSpec spec = spec_from(spec_dict);
+  ir::TracedKernel t;
+  ir::InterpBinding b;
+  {
+    nb::gil_scoped_release release;
+    t = ir::lower_traced(spec);
+  }
+  b = binding_for(t.kernel, n, inputs, mask);
+  b.float32 = float32;
+  for (const ir::TracedLocal& l : t.locals)
+    for (const int32_t v : l.values) b.trace_values.push_back(v);
+  if (!b.trace_values.empty()) {
+    nb::gil_scoped_release release;
+    ir::interpret(t.kernel, b);
+  }
+  std::vector<std::tuple<std::string, bool, bool, int, std::vector<double>>> out;
+  const size_t total = b.trace_values.size();
+  const size_t steps = static_cast<size_t>(t.kernel.steps);
+  size_t at = 0;
+  for (const ir::TracedLocal& l : t.locals) {
+    const size_t w = l.values.size();
+    std::vector<double> data(static_cast<size_t>(n) * steps * w);
+    for (size_t r = 0; r < static_cast<size_t>(n) * steps; ++r)
+      for (size_t c = 0; c < w; ++c) data[r * w + c] = b.trace_out[r * total + at + c];
+    out.emplace_back(l.name, l.is_vector, l.is_bool, static_cast<int>(w), std::move(data));
+    at += w;
+  }
+  return {std::move(out), std::move(b.mask)};
 }
 
 KernelHandle derived(ir::Kernel k) {
@@ -327,6 +378,12 @@ void bind_compiler(nb::module_& m) {
            "sin, cos, tan, tanh, pow, atan2) by that many ulps. Returns (outputs by name, sums' "
            "|contributions| "
            "by name, mask, finished, (error code, slot, index, sample)).");
+
+  m.def("trace", &trace, nb::arg("spec"), nb::arg("n"), nb::arg("inputs"),
+        nb::arg("mask") = std::vector<uint8_t>(), nb::arg("float32") = false,
+        "kernel.trace: lowers `spec` (no passes) and runs the reference interpreter on n "
+        "samples, recording each named local at the end of every step. Returns ([(name, "
+        "is_vector, is_bool, width, values (n, steps, width) flattened)], mask).");
 
   m.def(
       "nvrtc_check",

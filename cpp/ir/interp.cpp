@@ -63,6 +63,11 @@ class SampleRunner {
     }
     for (int step = 0; step < k_.steps; ++step) {
       for (size_t v = 0; v < k_.values.size(); ++v) eval_value(static_cast<int>(v), n, step, state);
+      if (!b_.trace_values.empty()) {
+        const size_t t = b_.trace_values.size();
+        double* row = b_.trace_out.data() + (static_cast<size_t>(n) * k_.steps + step) * t;
+        for (size_t j = 0; j < t; ++j) row[j] = f_[b_.trace_values[j]];
+      }
       std::vector<std::vector<double>> next = state;
       for (const Store& st : k_.stores) {
         const Slot& slot = k_.slots[st.slot];
@@ -298,6 +303,14 @@ void interpret(const Kernel& k, InterpBinding& b) {
       case SlotKind::Random:
         break;
     }
+  }
+  if (!b.trace_values.empty()) {
+    for (const int32_t v : b.trace_values)
+      if (v < 0 || v >= static_cast<int32_t>(k.values.size()) || k.values[v].type == Type::I)
+        throw std::invalid_argument("raptor interpreter: kernel '" + k.name +
+                                    "' cannot trace value %" + std::to_string(v));
+    b.trace_out.assign(N * static_cast<size_t>(k.steps) * b.trace_values.size(),
+                       std::numeric_limits<double>::quiet_NaN());
   }
   SampleRunner runner(k, b);
   for (int64_t n = 0; n < b.n; ++n) runner.run(n);

@@ -66,6 +66,11 @@ struct InterpBinding {
   int64_t sample_base = 0;          // the global index of sample 0 (draws use base + n)
   uint32_t finished = 0;            // out: samples finished by this call (added to)
   int64_t error[4] = {0, 0, 0, 0};  // first error: code, slot, index, sample (runtime/abi.h)
+  // Tracing (kernel.trace): when not empty, the results of these values after each step of
+  // each sample go to trace_out, layout (sample, step, value) over n x steps x size; a step
+  // a sample did not run (finished before, or skipped by its mask) stays NaN. Bools are 0/1.
+  std::vector<int32_t> trace_values;
+  std::vector<double> trace_out;
 };
 
 // A binding with every vector sized for `n` samples and `table_entries` entries per table,

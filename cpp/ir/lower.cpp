@@ -15,8 +15,6 @@ namespace front {
 
 namespace {
 
-constexpr int kMaxUnrolled = 4096;
-
 const char* refusal_for(const std::string& keyword) {
   if (keyword == "while")
     return "`while` loops are not allowed in a kernel; use `for i in range(K)` with K known when "
@@ -27,8 +25,6 @@ const char* refusal_for(const std::string& keyword) {
   if (keyword == "def" || keyword == "lambda")
     return "functions cannot be defined inside a kernel; define a @hawk.func helper at module "
            "level";
-  if (keyword == "break" || keyword == "continue")
-    return "`break`/`continue` are not allowed; loops run a fixed number of times (use an `if`)";
   return nullptr;
 }
 
@@ -160,6 +156,29 @@ Kernel Lowerer::run() {
 
   block(def.body);
 
+  // The locals' end-of-step values, for kernel.trace (compile-time integers as constants).
+  for (const auto& [name, var] : frame().vars) {
+    if (var.param_slot >= 0 || var.maybe_undefined) continue;
+    TracedLocal t;
+    t.name = name;
+    const TV& v = var.value;
+    if (v.kind == TV::Kind::Int) {
+      try {
+        t.values = {konst(v.ival.to_double())};
+      } catch (const IntRangeError&) {
+        continue;
+      }
+    } else if (v.kind == TV::Kind::Float || v.kind == TV::Kind::Vector ||
+               v.kind == TV::Kind::Bool) {
+      t.values.assign(v.comps.begin(), v.comps.end());
+      t.is_vector = v.kind == TV::Kind::Vector;
+      t.is_bool = v.kind == TV::Kind::Bool;
+    } else {
+      continue;
+    }
+    locals.push_back(std::move(t));
+  }
+
   // Final values of the Mutable planes and the mask become the step's stores.
   for (size_t s = 0; s < k.slots.size(); ++s) {
     const Slot& slot = k.slots[s];
@@ -187,6 +206,8 @@ void Lowerer::block(const parse::Block& b) {
   for (size_t i = 0; i < b.size(); ++i) {
     const parse::Stmt& s = *b[i];
     if (return_value_) error(s.loc, "statements after `return` never run; remove them");
+    if (exited_)
+      error(s.loc, "statements after `break`/`continue` in the same block never run; remove them");
     // A docstring: a string as the first statement.
     if (i == 0 && s.kind == parse::StmtKind::ExprStmt && s.value &&
         s.value->kind == parse::ExprKind::String)
@@ -258,7 +279,8 @@ void Lowerer::stmt(const parse::Stmt& s) {
           e.args[0]->kind == parse::ExprKind::Name && e.args[0]->name == "print")
         error(s.loc,
               "`print` is not allowed in a kernel: kernels run compiled, once per sample; "
-              "write the value to a Mutable plane and print it from Python");
+              "see every local's value per step with kernel.trace(samples=[...], **inputs), "
+              "or write the value to a Mutable plane and print it from Python");
       if (e.kind == parse::ExprKind::String)
         error(s.loc,
               "strings are not allowed in a kernel (only a docstring as the first statement)");
@@ -267,6 +289,10 @@ void Lowerer::stmt(const parse::Stmt& s) {
             "`if` and `for range(K)`");
     }
     case parse::StmtKind::Other: {
+      if (s.keyword == "break" || s.keyword == "continue") {
+        exit_stmt(s);
+        return;
+      }
       if (const char* msg = refusal_for(s.keyword)) error(s.loc, msg);
       error(s.loc, "`" + s.keyword +
                        "` is not allowed in a kernel; a kernel body is made of "
@@ -408,9 +434,24 @@ void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
                                                     : name;
     }
   }
+  // In a loop after a `break`/`continue`, a sample that left keeps its value.
+  const int live = guard_live();
+  if (live >= 0 && !const_value(live)) {
+    if (it == vars.end()) {
+      for (LoopCtx& l : loops_)
+        if (l.frame_depth == frames_.size() && (l.brk >= 0 || l.cnt >= 0))
+          l.late_names.insert(name);
+    } else {
+      value = choose(live, std::move(value), it->second.value, it->second.param_slot, name, loc,
+                     "after this assignment",
+                     "before it, and a sample that left the loop by `break`/`continue` keeps "
+                     "the old value; give it the same type everywhere");
+    }
+  }
   Var& var = vars[name];
   var.value = std::move(value);
   var.maybe_undefined = false;
+  var.undefined_why.clear();
 }
 
 int Lowerer::materialize(int slot, int comp) {
@@ -442,6 +483,7 @@ TV Lowerer::read_var(const std::string& name, parse::Loc loc) {
   auto it = vars.find(name);
   if (it != vars.end()) {
     Var& var = it->second;
+    if (var.maybe_undefined && !var.undefined_why.empty()) error(loc, var.undefined_why);
     if (var.maybe_undefined)
       error(loc, "'" + name + "' is assigned in only one branch of the `if` at line " +
                      std::to_string(var.undefined_line) +
@@ -457,7 +499,8 @@ TV Lowerer::read_var(const std::string& name, parse::Loc loc) {
   if (auto g = globals.find(name); g != globals.end()) return symbol(g->second, name, loc);
   if (name == "print")
     error(loc,
-          "`print` is not allowed in a kernel: kernels run compiled, once per sample; write "
+          "`print` is not allowed in a kernel: kernels run compiled, once per sample; see "
+          "every local's value per step with kernel.trace(samples=[...], **inputs), or write "
           "the value to a Mutable plane and print it from Python");
   error(loc, "unknown name '" + name +
                  "'; a kernel can use its parameters, local variables, "
@@ -509,16 +552,19 @@ void Lowerer::if_stmt(const parse::Stmt& s) {
     return;
   }
   const std::map<std::string, Var> before = frame().vars;
-  const int outer = pred();
+  // The enclosing conditions without the liveness of loops (pred() adds it to each value).
+  const int outer = pred_stack_.empty() ? -1 : pred_stack_.back();
   ++depth_;
   pred_stack_.push_back(outer < 0 ? cond : emit(Op::And, Type::B, outer, cond));
   block(s.body);
+  exited_ = false;
   std::map<std::string, Var> then_vars = frame().vars;
   pred_stack_.pop_back();
   frame().vars = before;
   const int not_cond = emit(Op::Not, Type::B, cond);
   pred_stack_.push_back(outer < 0 ? not_cond : emit(Op::And, Type::B, outer, not_cond));
   block(s.orelse);
+  exited_ = false;
   std::map<std::string, Var> else_vars = frame().vars;
   pred_stack_.pop_back();
   --depth_;
@@ -539,6 +585,7 @@ void Lowerer::merge(const std::map<std::string, Var>& before, std::map<std::stri
       if (!before.count(n)) {
         v.maybe_undefined = true;
         v.undefined_line = loc.line;
+        v.undefined_why.clear();
       }
       merged[n] = v;
       continue;
@@ -546,72 +593,19 @@ void Lowerer::merge(const std::map<std::string, Var>& before, std::map<std::stri
     Var a = t->second;
     Var b = e->second;
     if (a.maybe_undefined || b.maybe_undefined) {
-      a.maybe_undefined = true;
-      a.undefined_line = a.undefined_line ? a.undefined_line : b.undefined_line;
-      merged[n] = a;
-      continue;
-    }
-    TV& x = a.value;
-    TV& y = b.value;
-    const bool same = x.kind == y.kind && x.comps == y.comps && x.ival == y.ival &&
-                      x.slot == y.slot && x.helper == y.helper && x.name == y.name &&
-                      x.items.empty() && y.items.empty();
-    if (same) {
-      merged[n] = a;
-      continue;
-    }
-    if (x.kind == TV::Kind::Int && y.kind == TV::Kind::Float)
-      x = TV::f(to_float(x, loc, "a value"));
-    if (y.kind == TV::Kind::Int && x.kind == TV::Kind::Float)
-      y = TV::f(to_float(y, loc, "a value"));
-    if (x.kind == TV::Kind::Int && y.kind == TV::Kind::Int) {
-      x = TV::f(to_float(x, loc, "a value"));
-      y = TV::f(to_float(y, loc, "a value"));
-    }
-    const bool numeric_or_bool =
-        x.kind == TV::Kind::Float || x.shaped() || x.kind == TV::Kind::Bool;
-    if (x.kind != y.kind || x.comps.size() != y.comps.size() || x.rows != y.rows ||
-        !numeric_or_bool)
-      error(loc, "'" + n + "' is " + describe(x) + " in one branch of this `if` and " +
-                     describe(y) + " in the other; give it the same type in every branch");
-    for (size_t c = 0; c < x.comps.size(); ++c) {
-      if (x.comps[c] == y.comps[c]) continue;
-      if (a.param_slot >= 0) {
-        if (x.comps[c] < 0) x.comps[c] = materialize(a.param_slot, static_cast<int>(c));
-        if (y.comps[c] < 0) y.comps[c] = materialize(a.param_slot, static_cast<int>(c));
+      if (!a.maybe_undefined) {
+        a.undefined_line = b.undefined_line;
+        a.undefined_why = b.undefined_why;
       }
-      const Type ty = x.kind == TV::Kind::Bool ? Type::B : Type::F;
-      const int sel = emit(Op::Select, ty, cond, x.comps[c], y.comps[c]);
-      if (k.values[sel].name.empty())
-        k.values[sel].name = x.shaped() ? n + "[" + std::to_string(c) + "]" : n;
-      x.comps[c] = sel;
+      a.maybe_undefined = true;
+      merged[n] = a;
+      continue;
     }
+    a.value = choose(cond, a.value, b.value, a.param_slot, n, loc, "in one branch of this `if`",
+                     "in the other; give it the same type in every branch");
     merged[n] = a;
   }
   frame().vars = std::move(merged);
-}
-
-void Lowerer::for_stmt(const parse::Stmt& s) {
-  if (s.iter || s.range_args.empty() || s.range_args.size() > 3)
-    error(s.loc,
-          "a kernel loops only as `for i in range(K)` (or range(a, b[, step])) with bounds "
-          "known when the kernel is defined");
-  std::vector<int64_t> r;
-  for (const auto& a : s.range_args) r.push_back(const_int(expr(*a), a->loc, "a range bound"));
-  int64_t start = 0, stop = r[0], step = 1;
-  if (r.size() >= 2) start = r[0], stop = r[1];
-  if (r.size() == 3) step = r[2];
-  if (step == 0) error(s.range_args[2]->loc, "range() step must not be zero");
-  ++depth_;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-    if (++unrolled_ > kMaxUnrolled)
-      error(s.loc, "loops unroll to more than " + std::to_string(kMaxUnrolled) +
-                       " iterations in "
-                       "this kernel; use a stepping kernel (@hawk.kernel(steps=k)) for long loops");
-    assign_name(s.var, TV::i(i), s.loc);
-    block(s.body);
-  }
-  --depth_;
 }
 
 TV Lowerer::call_helper(int helper, std::vector<TV> args, parse::Loc loc) {
@@ -678,6 +672,15 @@ Kernel lower(const KernelSpec& spec) {
   Kernel k = l.run();
   verify(k);
   return k;
+}
+
+TracedKernel lower_traced(const KernelSpec& spec) {
+  front::Lowerer l(spec);
+  TracedKernel t;
+  t.kernel = l.run();
+  t.locals = std::move(l.locals);
+  verify(t.kernel);
+  return t;
 }
 
 }  // namespace raptor::ir

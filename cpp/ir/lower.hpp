@@ -14,6 +14,23 @@ namespace raptor::ir {
 
 Kernel lower(const KernelSpec& spec);
 
+// A named local of the kernel body at the end of its step: its IR values, one per component
+// (bools as B values). What `kernel.trace` reports.
+struct TracedLocal {
+  std::string name;
+  bool is_vector = false;
+  bool is_bool = false;
+  std::vector<int32_t> values;
+};
+
+// The kernel as the front end made it, before any pass (values are not renumbered), and its
+// locals' end-of-step values: for the reference interpreter's trace (ir/interp.hpp).
+struct TracedKernel {
+  Kernel kernel;
+  std::vector<TracedLocal> locals;
+};
+TracedKernel lower_traced(const KernelSpec& spec);
+
 // The names of the hawk.math functions the front end knows, for the Python side's checks.
 const std::vector<std::string>& math_function_names();
 

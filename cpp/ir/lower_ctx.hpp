@@ -4,11 +4,13 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/error.hpp"
 #include "ir/ir.hpp"
+#include "ir/lower.hpp"
 #include "ir/lower_int.hpp"
 #include "ir/spec.hpp"
 #include "parse/ast.hpp"
@@ -97,8 +99,21 @@ inline bool same_shape(const TV& a, const TV& b) {
 struct Var {
   TV value;
   int param_slot = -1;           // a kernel parameter's slot, -1 for locals
-  bool maybe_undefined = false;  // assigned in only one branch of an `if`
+  bool maybe_undefined = false;  // assigned in only one branch of an `if`, or after an exit
   int undefined_line = 0;
+  std::string undefined_why;  // the refusal when it is read; empty: the `if` message
+};
+
+// A `for` loop being unrolled, for `break`/`continue` (see lower_loop.cpp). Its samples'
+// liveness is a Bool value: `outer_live` (alive when the loop started) and not broken and not
+// continued in this iteration.
+struct LoopCtx {
+  size_t frame_depth = 0;  // frames_.size() when the loop started: its function's frame
+  int outer_live = -1;     // the liveness when the loop started (-1: every sample)
+  int brk = -1;            // samples that left the loop by `break` (-1: none)
+  int cnt = -1;            // samples that left this iteration by `continue` (-1: none)
+  int line = 0;
+  std::set<std::string> late_names;  // locals first assigned after an exit (not always set)
 };
 
 class Lowerer {
@@ -147,6 +162,7 @@ class Lowerer {
   TV read_var(const std::string& name, parse::Loc loc);
 
   Kernel k;
+  std::vector<TracedLocal> locals;  // filled by run(): the body's locals at its end
 
  private:
   struct Frame {  // one function being lowered: the kernel, or an inlined helper
@@ -161,6 +177,20 @@ class Lowerer {
   void assign_name(const std::string& name, TV value, parse::Loc loc);
   void if_stmt(const parse::Stmt& s);
   void for_stmt(const parse::Stmt& s);
+  void exit_stmt(const parse::Stmt& s);  // `break` / `continue`
+  // The value assigned to a variable that held `old`: `now` where `cond` holds, `old`
+  // elsewhere (per component; ints become floats when they differ). When the kinds differ
+  // the refusal reads "'x' is <now's kind> <what> and <old's kind> <otherwise>".
+  TV choose(int cond, TV now, TV old, int param_slot, const std::string& name, parse::Loc loc,
+            const std::string& what, const std::string& otherwise);
+  // Bool helpers that fold -1 ("always") and constants.
+  int and_b(int a, int b);
+  int or_b(int a, int b);
+  int not_b(int a);
+  bool is_false(int b) const;
+  int unguarded(int b);  // drops the predicate of a liveness value
+  void update_live();
+  int guard_live() const;  // the liveness assignments of this frame are guarded by, or -1
   int materialize(int slot, int comp);
   TV symbol(const Symbol& s, const std::string& name, parse::Loc loc);
   void merge(const std::map<std::string, Var>& before, std::map<std::string, Var>& then_vars,
@@ -169,6 +199,10 @@ class Lowerer {
   const KernelSpec& spec_;
   std::vector<Frame> frames_;
   std::vector<int> pred_stack_;
+  std::vector<LoopCtx> loops_;                     // enclosing loops, innermost last
+  int live_ = -1;                                  // samples still running here (-1: all)
+  bool exited_ = false;                            // a `break`/`continue` ended this block
+  std::map<std::pair<int, int>, int> pred_cache_;  // (if-predicate, live) -> their And
   std::map<std::pair<int, int>, int> load_cache_;  // (op*1000+slot, comp) -> value
   std::map<std::pair<int, uint64_t>, int> const_cache_;
   std::optional<TV> return_value_;
@@ -180,7 +214,8 @@ class Lowerer {
   // Registers a function's file and source lines for comments; returns the file's index.
   int add_source(const FunctionSource& fn);
 
-  int pred() const { return pred_stack_.empty() ? -1 : pred_stack_.back(); }
+  // The predicate of values emitted here: the enclosing conditions and the liveness.
+  int pred();
   Frame& frame() { return frames_.back(); }
   const Frame& frame() const { return frames_.back(); }
   friend Kernel lower_impl(const KernelSpec&);

@@ -1,7 +1,8 @@
 // Tests of the host C++ emitter (codegen/cpp_emitter.hpp) and of building its output
 // (runtime/build.hpp):
-// 1. Golden files: emit_cpp() of three kernels (a drag step, an oscillator with a Terminated
-//    mask, and a steps=4 kernel with a Table read and an if/else), float64, with a fixed fake
+// 1. Golden files: emit_cpp() of four kernels (a drag step, an oscillator with a Terminated
+//    mask, a steps=4 kernel with a Table read and an if/else, and Newton's iteration with a
+//    `break`), float64, with a fixed fake
 //    digest, compared with cpp/tests/golden/<name>.cpp.
 //    To regenerate the goldens after an intended change to the emitter, run
 //        RAPTOR_UPDATE_GOLDEN=1 ./raptor_tests --gtest_filter='CodegenGolden*'
@@ -103,6 +104,20 @@ def rigid_pose(q: Vector[4], w: Vector[3], p: Vector[3], inertia: Matrix[3, 3], 
                  {Vector("q", 4), Vector("w", 3), Vector("p", 3), Matrix("inertia", 3, 3),
                   Param("dt"), MutVector("q_next", 4), MutVector("x", 3), MutMatrix("iw", 3, 3)},
                  1, "examples/rigid_pose.py", 40);
+// Newton's iteration to a tolerance: a loop with a data-dependent `break` (unrolled, the
+// exit a liveness predicate the assignments select on).
+ir::Kernel newton_kernel() {
+  return lowered(R"(@hawk.kernel
+def newton(a: Scalar, tol: Param, root: Mutable[Scalar]):
+    x = a
+    for _ in range(3):
+        dx = (x * x - a) / (2.0 * x)
+        x = x - dx
+        if abs(dx) < tol:
+            break
+    root = x
+)",
+                 {Scalar("a"), Param("tol"), MutScalar("root")}, 1, "examples/newton.py", 10);
 }
 
 // Operators whose conventions differ between C and jax.numpy, for the compile-and-run tests.
@@ -167,6 +182,7 @@ TEST(CodegenGolden, Drag) { check_golden("drag", drag_kernel()); }
 TEST(CodegenGolden, Oscillator) { check_golden("oscillator", oscillator_kernel()); }
 TEST(CodegenGolden, SteppedTable) { check_golden("stepped_table", stepped_table_kernel()); }
 TEST(CodegenGolden, RigidPose) { check_golden("rigid_pose", rigid_pose_kernel()); }
+TEST(CodegenGolden, NewtonWithBreak) { check_golden("newton_break", newton_kernel()); }
 
 TEST(CodegenEmit, SymbolNameAndComments) {
   const ir::Kernel k = drag_kernel();

@@ -5,10 +5,10 @@
 // This checks the logic of the CUDA driver (codegen/cuda_driver.cpp) against the reference
 // interpreter: the deterministic block sums (ParamSum, TableSum with entries hit by many
 // samples, `_finish`), the uniform rounds past the end of the samples, stepping with a mask,
-// finished counts, steps_run and a table index error. Threads race freely here, so equal
-// bits on repeated runs also say the sums do not depend on thread timing. What it does not
-// check: NVRTC's and the GPU's floating-point behaviour (see test_cuda_codegen.cpp and the GPU
-// check of issue 9).
+// finished counts, steps_run, a table index error and a loop with `break`/`continue`. Threads race
+// freely here, so equal bits on repeated runs also say the sums do not depend on thread timing.
+// What it does not check: NVRTC's and the GPU's floating-point behaviour (see test_cuda_codegen.cpp
+// and the GPU check of issue 9).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -328,6 +328,37 @@ TEST_F(CudaEmulated, SteppedMaskedKernelsMatchTheInterpreter) {
     EXPECT_GT(got.finished, 0u) << k->name;
     EXPECT_EQ(status[5], static_cast<unsigned long long>(k->steps))
         << k->name << ": some sample ran all its steps";
+  }
+}
+
+// A loop with data-dependent `break` and `continue` (unrolled, ir/lower_loop.cpp), a table
+// read after the exits, and its adjoint (a TableSum whose contributions stop where a sample
+// left the loop): the CUDA unit agrees with the interpreter.
+TEST_F(CudaEmulated, LoopWithExitsAndItsAdjointMatchTheInterpreter) {
+  const ir::Kernel loop =
+      lowered(R"(def walk(w: Table[Scalar], x: Scalar, c: Param, s: Mutable[Scalar]):
+    s = 0.0
+    for i in range(6):
+        if x * i > c:
+            continue
+        s = s + w.at(i) * x
+        if s > 0.5:
+            break
+)",
+              {TableScalar("w"), Scalar("x"), Param("c"), MutScalar("s")}, 1);
+  const ir::Kernel adjoint = optimized(ad::adjoint(loop, {"w", "x", "c"}));
+  for (const ir::Kernel* k : {&loop, &adjoint}) {
+    Emulated<double> emu(*k, compiler_);
+    const int64_t n = 900, m = 6;
+    ir::InterpBinding want = random_binding(*k, n, m, 17);
+    for (size_t s = 0; s < k->slots.size(); ++s)
+      if (k->slots[s].name == "c") want.slots[s].in[0] = 0.8;
+    ir::InterpBinding got = want;
+    ir::interpret(*k, want);
+    const auto status = emu.run(got, m);
+    EXPECT_EQ(status[1], 0u) << k->name << ": no error";
+    for (size_t s = 0; s < k->slots.size(); ++s)
+      expect_close(got.slots[s].out, want.slots[s].out, 1e-12, k->name + " " + k->slots[s].name);
   }
 }
 

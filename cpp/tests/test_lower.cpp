@@ -240,6 +240,107 @@ TEST(LowerRun, ForRangeIsUnrolled) {
   EXPECT_EQ(out_of(k, b, "w"), (std::vector<double>{3.0, 1.0, 4.0}));
 }
 
+// break/continue (lower_loop.cpp): a liveness predicate per loop, assignments guarded by it.
+TEST(LowerLoopExits, BreakKeepsTheValuesOfTheIterationItLeftAt) {
+  const ir::Kernel k = lower_source(R"(def k(x: Scalar, y: Mutable[Scalar], n: Mutable[Scalar]):
+    y = x
+    n = 0.0
+    for i in range(10):
+        y = y * 2.0
+        n = n + 1.0
+        if y > 20.0:
+            break
+)",
+                                    {Scalar("x"), MutScalar("y"), MutScalar("n")});
+  EXPECT_GT(count_ops(k, Op::Select), 0);
+  ir::InterpBinding b = ir::make_binding(k, 4);
+  set_in(k, b, "x", {1.0, 3.0, 25.0, 0.001});
+  ir::interpret(k, b);
+  // 1 -> 32 after 5; 3 -> 24 after 3; 25 -> 50 after 1; 0.001 -> 1.024 after all 10
+  EXPECT_EQ(out_of(k, b, "y"), (std::vector<double>{32.0, 24.0, 50.0, 1.024}));
+  EXPECT_EQ(out_of(k, b, "n"), (std::vector<double>{5.0, 3.0, 1.0, 10.0}));
+}
+
+TEST(LowerLoopExits, ContinueSkipsTheRestOfTheIterationOnly) {
+  const ir::Kernel k = lower_source(R"(def k(x: Scalar, y: Mutable[Scalar]):
+    y = 0.0
+    for i in range(6):
+        if x * i > 4.0:
+            continue
+        y = y + i
+)",
+                                    {Scalar("x"), MutScalar("y")});
+  ir::InterpBinding b = ir::make_binding(k, 3);
+  set_in(k, b, "x", {0.5, 1.0, 2.0});
+  ir::interpret(k, b);
+  // x=0.5: 0..5 all (2.5 <= 4); x=1: 0..4; x=2: 0..2
+  EXPECT_EQ(out_of(k, b, "y"), (std::vector<double>{15.0, 10.0, 3.0}));
+}
+
+TEST(LowerLoopExits, ValuesAfterAnExitCarryTheLivenessInTheirPredicate) {
+  // A table read after a `break` is not bounds-checked for a sample that left the loop.
+  const ir::Kernel k = lower_source(R"(def k(w: Table[Scalar], x: Scalar, y: Mutable[Scalar]):
+    y = 0.0
+    for i in range(3):
+        if x + i >= 2.0:
+            break
+        y = y + w.at(x + i)
+)",
+                                    {TableScalar("w"), Scalar("x"), MutScalar("y")});
+  ir::InterpBinding b = ir::make_binding(k, 2, 2);
+  set_in(k, b, "w", {10.0, 20.0});
+  set_in(k, b, "x", {0.0, 1.0});
+  ir::interpret(k, b);
+  EXPECT_EQ(b.error[0], RAPTOR_OK);
+  EXPECT_EQ(out_of(k, b, "y"), (std::vector<double>{30.0, 20.0}));
+}
+
+TEST(LowerLoopExits, UnconditionalBreakStopsUnrolling) {
+  const ir::Kernel k = lower_source(R"(def k(x: Scalar, y: Mutable[Scalar]):
+    y = x
+    for i in range(100000):
+        y = y + 1.0
+        break
+)",
+                                    {Scalar("x"), MutScalar("y")});
+  EXPECT_EQ(count_ops(k, Op::Add), 1);
+  EXPECT_EQ(count_ops(k, Op::Select), 0);
+}
+
+// kernel.trace's half in C++: lower_traced keeps the locals' end-of-step values, and the
+// interpreter records them per step (NaN for the steps a sample did not run).
+TEST(LowerTrace, LocalsPerStepAndNaNAfterTheSampleFinished) {
+  SpecOptions opt;
+  opt.steps = 3;
+  const ir::TracedKernel t =
+      ir::lower_traced(make_spec(R"(def k(terminated: Terminated, x: Mutable[Scalar]):
+    d = x * 0.5
+    x = x - d
+    big = x > 1.0
+    terminated = x < 1.0
+)",
+                                 {Terminated("terminated"), MutScalar("x")}, math_globals(), opt));
+  ASSERT_EQ(t.locals.size(), 2u);  // by name: big, d
+  EXPECT_EQ(t.locals[0].name, "big");
+  EXPECT_TRUE(t.locals[0].is_bool);
+  EXPECT_EQ(t.locals[1].name, "d");
+  ir::InterpBinding b = ir::make_binding(t.kernel, 2);
+  set_in(t.kernel, b, "x", {8.0, 1.5});
+  for (const ir::TracedLocal& l : t.locals) b.trace_values.push_back(l.values[0]);
+  ir::interpret(t.kernel, b);
+  ASSERT_EQ(b.trace_out.size(), 2u * 3u * 2u);  // (sample, step, value)
+  // sample 0: d = 4, 2, 1; x = 4, 2, 1; big = 1, 1, 0
+  EXPECT_EQ(b.trace_out[0], 1.0);
+  EXPECT_EQ(b.trace_out[1], 4.0);
+  EXPECT_EQ(b.trace_out[3], 2.0);
+  EXPECT_EQ(b.trace_out[4], 0.0);
+  EXPECT_EQ(b.trace_out[5], 1.0);
+  // sample 1: d = 0.75, x = 0.75 < 1: finished after its first step
+  EXPECT_EQ(b.trace_out[6], 0.0);
+  EXPECT_EQ(b.trace_out[7], 0.75);
+  for (int j = 8; j < 12; ++j) EXPECT_TRUE(std::isnan(b.trace_out[j])) << j;
+}
+
 TEST(LowerRun, HelpersAreInlinedAndCallHelpers) {
   SpecOptions opt;
   opt.helpers.push_back(function_source(R"(@hawk.func
@@ -648,8 +749,8 @@ TEST(LowerError, IndentedSourceKeepsRealColumns) {
 }
 
 TEST(LowerError, OtherRefusals) {
-  EXPECT_REFUSAL(refuse("    y = x\n    for i in range(3):\n        break\n"), 24, 9,
-                 "`break`/`continue`");
+  EXPECT_REFUSAL(refuse("    y = x\n    break\n"), 23, 5, "`break` outside a loop",
+                 "inside `for i in range(K)`");
   EXPECT_REFUSAL(refuse("    import math\n    y = x\n"), 22, 5, "imports are not allowed",
                  "import at module level");
   EXPECT_REFUSAL(refuse("    y = x\n    for e in v:\n        y = e\n"), 23, 5, "for i in range(K)");
@@ -661,6 +762,39 @@ TEST(LowerError, OtherRefusals) {
   EXPECT_REFUSAL(refuse("    y = sqrt(x, x)\n"), 22, 9, "sqrt() takes 1 argument, got 2");
   EXPECT_REFUSAL(refuse("    y = v\n"), 22, 5,
                  "'y' is a Mutable[Scalar] but the value assigned is a Vector[3]");
+}
+
+TEST(LowerLoopExits, Refusals) {
+  EXPECT_REFUSAL(refuse("    y = x\n    if x > 0:\n        continue\n"), 24, 9,
+                 "`continue` outside a loop", "inside `for i in range(K)`");
+  EXPECT_REFUSAL(refuse("    y = x\n    for i in range(3):\n        break\n        y = x\n"), 25, 9,
+                 "statements after `break`/`continue`", "never run");
+  EXPECT_REFUSAL(
+      refuse("    y = x\n    for i in range(3):\n        if y > 1:\n            break\n        y = "
+             "y * 2\n    y = y + i\n"),
+      27, 13, "the loop variable 'i'", "count the iterations");
+  EXPECT_REFUSAL(
+      refuse("    y = x\n    for i in range(3):\n        if y > 1:\n            continue\n        "
+             "z = y\n        y = z * 2\n    y = z\n"),
+      28, 9, "'z' is first assigned after a `break`/`continue`", "assign it before the loop");
+  EXPECT_REFUSAL(refuse("    y = x\n    for i in range(5000):\n        y = y * 0.5\n"), 23, 5,
+                 "more than 4096 iterations", "not compiled as loops yet");
+  // a helper's break leaves only the helper's own loops
+  SpecOptions opt;
+  opt.first_line = 20;
+  opt.file = "user.py";
+  opt.helpers.push_back(
+      function_source("@hawk.func\ndef f(a):\n    if a > 1:\n        break\n    return a\n",
+                      math_globals(), 40, "helpers.py"));
+  const Refusal r = refusal_of([&] {
+    lower_source(
+        "def k(x: Scalar, y: Mutable[Scalar]):\n    y = x\n    for i in range(3):\n        y = "
+        "f(y)\n",
+        {Scalar("x"), MutScalar("y")}, with_math({{"f", helper(0)}}), opt);
+  });
+  EXPECT_REFUSAL(r, 43, 9, "`break` outside a loop", "return a flag from the helper",
+                 "in helper 'f', inlined into the kernel");
+  EXPECT_EQ(r.file, "helpers.py");
 }
 
 }  // namespace

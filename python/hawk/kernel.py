@@ -94,8 +94,9 @@ class Kernel:
     ``eagle.plan.auto([kernel])`` or ``eagle.frameworks.jax.function(kernel)``.
     """
 
-    def __init__(self, core: Any, guard: Guard | None = None, origin: str = "") -> None:
+    def __init__(self, core: Any, guard: Guard | None = None, origin: str = "", spec: dict[str, Any] | None = None) -> None:
         self._core = core
+        self._spec = spec  # the definition (hawk/source.py), for trace; None for derived kernels
         self.guard = guard or Guard()
         self._origin = origin
         self._interfaces: dict[str, Any] = {}
@@ -162,7 +163,7 @@ class Kernel:
     def with_steps(self, steps: int) -> "Kernel":
         """The same kernel running ``steps`` steps per launch (a sample still stops as soon as
         it is terminated). eagle's stepping loops use it to run many steps per pass over memory."""
-        return Kernel(self._core.with_steps(int(steps)), self.guard, f"{self.name} with steps={steps}")
+        return Kernel(self._core.with_steps(int(steps)), self.guard, f"{self.name} with steps={steps}", self._spec)
 
     # --- derivatives
     def tangent(self, wrt: Sequence[str], with_primal: bool = True) -> "Kernel":
@@ -183,6 +184,15 @@ class Kernel:
         calls derived kernels trimmed this way, so a scan saves and slices only what they read.
         Every other slot (outputs, the mask, in-out planes) is kept, in the same order."""
         return Kernel(self._core.without_unread_inputs(), self.guard, self._origin)
+
+    def trace(self, samples: Sequence[int], **inputs: Any) -> dict[str, Any]:
+        """Every named local's value at the end of each step, for the chosen samples:
+        ``{name: array (steps, len(samples))}`` (``(steps, len(samples), k)`` for vectors),
+        computed by the reference interpreter from the inputs ``plan.bind`` would take. See
+        hawk/trace.py and docs/language.md ("Seeing inside a kernel")."""
+        from hawk.trace import trace
+
+        return trace(self, self._spec, samples, inputs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(
@@ -264,7 +274,7 @@ def kernel(fn: Callable[..., Any] | None = None, *, steps: int = 1, guard: Guard
             spec = kernel_spec(f, steps, bool(guard and guard.active_set))
         except SourceUnavailable as err:
             raise _core.KernelError(str(err)) from None
-        return Kernel(_core.lower(spec), guard)
+        return Kernel(_core.lower(spec), guard, "", spec)
 
     if fn is not None:
         return build(fn)

@@ -1,0 +1,225 @@
+// The front end's loops: `for i in range(K)` unrolled, with `break` and `continue` under
+// data-dependent conditions, and the predicate/select bookkeeping they need. Start at
+// `Lowerer::for_stmt`.
+//
+// Model (docs/language.md, "Loops with exits"): each loop being unrolled has a *liveness*, a
+// Bool value saying which samples still run the current point of its body: alive when the
+// loop started, not broken out, not continued in this iteration. A `break` (`continue`) under
+// the predicate P adds P to the loop's broken (continued) samples. Afterwards:
+// - every value emitted has the liveness in its predicate (pred()), so a table read after an
+//   exit is not bounds-checked for a sample that left, and an adjoint contribution of such a
+//   value is zero for it;
+// - every assignment in the loop's function is `x = select(live, new, old)`: a sample that
+//   left keeps its variables' values (so derivatives are exact for the iterations taken, at
+//   any order: selects are derivable like the `if` merges). These selects, and the merges of
+//   an `if`, are used by the samples that left too, so their predicate has the liveness the
+//   loop started with (`choose`), and an `if`'s branch predicates do not include the
+//   liveness (pred() adds the current one to each value);
+// - when no sample can be alive (an unconditional `break`), the unrolling stops.
+// A local first assigned after an exit is not set for every sample; reading it in a later
+// iteration before assigning it, or after the loop, is refused (Python would raise there).
+#include <string>
+
+#include "ir/lower_ctx.hpp"
+
+namespace raptor::ir::front {
+
+namespace {
+
+constexpr int kMaxUnrolled = 4096;
+
+}  // namespace
+
+int Lowerer::pred() {
+  const int top = pred_stack_.empty() ? -1 : pred_stack_.back();
+  if (live_ < 0 || top == live_) return top;
+  if (top < 0) return live_;
+  const auto key = std::make_pair(top, live_);
+  if (auto it = pred_cache_.find(key); it != pred_cache_.end()) return it->second;
+  // Made directly (not through emit, which asks for pred()): a predicate needs none.
+  Value v;
+  v.op = Op::And;
+  v.type = Type::B;
+  v.args[0] = top;
+  v.args[1] = live_;
+  v.loc = cur_loc_;
+  const int id = k.add(v);
+  pred_cache_[key] = id;
+  return id;
+}
+
+int Lowerer::unguarded(int b) {
+  // The liveness is a condition, never a table read or a derivative: it needs no predicate,
+  // and without one CSE merges it with the same condition made elsewhere.
+  if (b >= 0 && k.values[b].op != Op::Const) k.values[b].pred = -1;
+  return b;
+}
+
+bool Lowerer::is_false(int b) const {
+  if (b < 0) return false;
+  const auto cv = const_value(b);
+  return cv && *cv == 0.0;
+}
+
+int Lowerer::and_b(int a, int b) {
+  if (a < 0) return b;
+  if (b < 0) return a;
+  if (a == b) return a;
+  if (is_false(a) || is_false(b)) return kbool(false);
+  if (const auto cv = const_value(a)) return b;  // true and b
+  if (const auto cv = const_value(b)) return a;
+  return unguarded(emit(Op::And, Type::B, a, b));
+}
+
+int Lowerer::or_b(int a, int b) {
+  if (a < 0 || b < 0) return -1;  // "always"
+  if (a == b) return a;
+  if (is_false(a)) return b;
+  if (is_false(b)) return a;
+  if (const_value(a) || const_value(b)) return kbool(true);
+  return unguarded(emit(Op::Or, Type::B, a, b));
+}
+
+int Lowerer::not_b(int a) {
+  if (a < 0) return kbool(false);
+  return unguarded(emit(Op::Not, Type::B, a));
+}
+
+void Lowerer::update_live() {
+  const LoopCtx& l = loops_.back();
+  int left = l.brk;
+  if (l.cnt >= 0) left = left < 0 ? l.cnt : or_b(left, l.cnt);
+  live_ = left < 0 ? l.outer_live : and_b(l.outer_live, not_b(left));
+}
+
+int Lowerer::guard_live() const {
+  if (loops_.empty() || loops_.back().frame_depth != frames_.size()) return -1;
+  return live_;
+}
+
+void Lowerer::exit_stmt(const parse::Stmt& s) {
+  const std::string& kw = s.keyword;
+  if (loops_.empty() || loops_.back().frame_depth != frames_.size()) {
+    if (frame().helper >= 0)
+      error(s.loc, "`" + kw + "` outside a loop: a helper's `" + kw +
+                       "` can only leave a `for` loop of the "
+                       "helper itself; return a flag from the helper and `" +
+                       kw + "` in the caller's loop (`if flag: " + kw + "`)");
+    error(s.loc, "`" + kw +
+                     "` outside a loop: it can only be used inside `for i in range(K)`; use "
+                     "an `if` to skip statements");
+  }
+  LoopCtx& l = loops_.back();
+  int p = pred();
+  if (p < 0) p = kbool(true);
+  int& left = kw == "break" ? l.brk : l.cnt;
+  left = left < 0 ? p : or_b(left, p);
+  update_live();
+  exited_ = true;
+}
+
+void Lowerer::for_stmt(const parse::Stmt& s) {
+  if (s.iter || s.range_args.empty() || s.range_args.size() > 3)
+    error(s.loc,
+          "a kernel loops only as `for i in range(K)` (or range(a, b[, step])) with bounds "
+          "known when the kernel is defined");
+  std::vector<int64_t> r;
+  for (const auto& a : s.range_args) r.push_back(const_int(expr(*a), a->loc, "a range bound"));
+  int64_t start = 0, stop = r[0], step = 1;
+  if (r.size() >= 2) start = r[0], stop = r[1];
+  if (r.size() == 3) step = r[2];
+  if (step == 0) error(s.range_args[2]->loc, "range() step must not be zero");
+  ++depth_;
+  LoopCtx ctx;
+  ctx.frame_depth = frames_.size();
+  ctx.outer_live = live_;
+  ctx.line = s.loc.line;
+  loops_.push_back(ctx);
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    loops_.back().cnt = -1;
+    update_live();
+    if (is_false(live_)) break;  // every sample has left the loop
+    if (++unrolled_ > kMaxUnrolled)
+      error(s.loc, "loops unroll to more than " + std::to_string(kMaxUnrolled) +
+                       " iterations in this kernel, and longer loops are not compiled as "
+                       "loops yet; use fewer iterations, or a stepping kernel "
+                       "(@hawk.kernel(steps=k)) that sets a Terminated mask");
+    Var& loop_var = frame().vars[s.var];
+    loop_var.value = TV::i(i);  // the loop variable: a compile-time integer, not guarded
+    loop_var.maybe_undefined = false;
+    loop_var.undefined_why.clear();
+    block(s.body);
+    exited_ = false;
+    // Locals first assigned after an exit may be unset for some samples from here on.
+    for (const std::string& n : loops_.back().late_names) {
+      auto it = frame().vars.find(n);
+      if (it == frame().vars.end() || it->second.maybe_undefined) continue;
+      it->second.maybe_undefined = true;
+      it->second.undefined_line = s.loc.line;
+      it->second.undefined_why =
+          "'" + n + "' is first assigned after a `break`/`continue` of the loop at line " +
+          std::to_string(s.loc.line) +
+          ", so some samples never assign it; assign it before the loop";
+    }
+  }
+  const LoopCtx done = loops_.back();
+  loops_.pop_back();
+  live_ = done.outer_live;
+  --depth_;
+  if (done.brk >= 0 && !const_value(done.brk)) {
+    auto it = frame().vars.find(s.var);
+    if (it != frame().vars.end()) {
+      it->second.maybe_undefined = true;
+      it->second.undefined_line = s.loc.line;
+      it->second.undefined_why =
+          "the loop variable '" + s.var + "' after the loop at line " + std::to_string(s.loc.line) +
+          " depends on the iteration each sample broke at; count the iterations in a "
+          "variable (n = n + 1 in the body)";
+    }
+  }
+}
+
+TV Lowerer::choose(int cond, TV x, TV y, int param_slot, const std::string& n, parse::Loc loc,
+                   const std::string& what, const std::string& otherwise) {
+  const bool same = x.kind == y.kind && x.comps == y.comps && x.ival == y.ival &&
+                    x.slot == y.slot && x.helper == y.helper && x.name == y.name &&
+                    x.items.empty() && y.items.empty();
+  if (same) return x;
+  // A select that keeps a left sample's value is used by that sample too: its predicate has
+  // the liveness the innermost loop of this function started with, not the current one.
+  const int saved_live = live_;
+  if (!loops_.empty() && loops_.back().frame_depth == frames_.size())
+    live_ = loops_.back().outer_live;
+  struct Restore {
+    int& live;
+    int saved;
+    ~Restore() { live = saved; }
+  } restore{live_, saved_live};
+  if (x.kind == TV::Kind::Int && y.kind == TV::Kind::Float) x = TV::f(to_float(x, loc, "a value"));
+  if (y.kind == TV::Kind::Int && x.kind == TV::Kind::Float) y = TV::f(to_float(y, loc, "a value"));
+  if (x.kind == TV::Kind::Int && y.kind == TV::Kind::Int) {
+    x = TV::f(to_float(x, loc, "a value"));
+    y = TV::f(to_float(y, loc, "a value"));
+  }
+  const bool numeric_or_bool =
+      x.kind == TV::Kind::Float || x.shaped() || x.kind == TV::Kind::Bool;
+  if (x.kind != y.kind || x.comps.size() != y.comps.size() || x.rows != y.rows ||
+      !numeric_or_bool)
+    error(loc,
+          "'" + n + "' is " + describe(x) + " " + what + " and " + describe(y) + " " + otherwise);
+  for (size_t c = 0; c < x.comps.size(); ++c) {
+    if (x.comps[c] == y.comps[c]) continue;
+    if (param_slot >= 0) {
+      if (x.comps[c] < 0) x.comps[c] = materialize(param_slot, static_cast<int>(c));
+      if (y.comps[c] < 0) y.comps[c] = materialize(param_slot, static_cast<int>(c));
+    }
+    const Type ty = x.kind == TV::Kind::Bool ? Type::B : Type::F;
+    const int sel = emit(Op::Select, ty, cond, x.comps[c], y.comps[c]);
+    if (k.values[sel].name.empty())
+      k.values[sel].name = x.shaped() ? n + "[" + std::to_string(c) + "]" : n;
+    x.comps[c] = sel;
+  }
+  return x;
+}
+
+}  // namespace raptor::ir::front
