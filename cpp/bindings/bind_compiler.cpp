@@ -89,6 +89,13 @@ KernelHandle lower(nb::dict spec_dict) {
     ps.width = nb::cast<int>(t[2]);
     ps.is_vector = nb::cast<bool>(t[3]);
     ps.error = nb::cast<std::string>(t[4]);
+    if (t.size() > 5) {  // the element type of an integer or bool plane (hawk.int32, ...)
+      const std::string d = nb::cast<std::string>(t[5]);
+      ps.dtype = d == "int32"   ? ir::Dtype::Int32
+                 : d == "int64" ? ir::Dtype::Int64
+                 : d == "bool"  ? ir::Dtype::Bool
+                                : ir::Dtype::Float;
+    }
     spec.params.push_back(ps);
   }
   spec.steps = nb::cast<int>(spec_dict["steps"]);

@@ -44,6 +44,10 @@ std::string describe(const TV& v) {
       return "a bool";
     case TV::Kind::Int:
       return "an integer";
+    case TV::Kind::IntVal:
+      return "an int";
+    case TV::Kind::IVector:
+      return "a Vector[" + std::to_string(v.comps.size()) + "] of ints";
     case TV::Kind::Tuple:
       return "a tuple of " + std::to_string(v.items.size());
     case TV::Kind::Table:
@@ -102,17 +106,34 @@ Kernel Lowerer::run() {
     slot.kind = ps.kind;
     slot.width = ps.width;
     slot.is_vector = ps.is_vector;
+    slot.dtype = ps.dtype;
+    if (ps.dtype != Dtype::Float && ps.kind != SlotKind::Param && ps.kind != SlotKind::Plane &&
+        ps.kind != SlotKind::Mutable)
+      error(p.loc, "parameter '" + p.name +
+                       "': only Param, Scalar, Vector[k] and Mutable planes "
+                       "can be integer or bool; a " +
+                       slot_kind_name(ps.kind) + " holds floats");
+    if (ps.dtype == Dtype::Bool && ps.is_vector)
+      error(p.loc, "parameter '" + p.name +
+                       "': a bool plane is Scalar[hawk.bool_]; a Vector of "
+                       "bools is not supported (use one Scalar[hawk.bool_] per component)");
     k.slots.push_back(slot);
     const int s = static_cast<int>(k.slots.size()) - 1;
     Var var;
     var.param_slot = s;
+    const Type vt = value_type(ps.dtype);
+    const auto scalar = [&]() {
+      return vt == Type::I ? TV::iv(-1) : vt == Type::B ? TV::b(-1) : TV::f(-1);
+    };
     switch (ps.kind) {
       case SlotKind::Param:
-        var.value = TV::f(-1);
+        var.value = scalar();
         break;
       case SlotKind::Plane:
       case SlotKind::Mutable:
-        var.value = ps.is_vector ? TV::vec(std::vector<int>(ps.width, -1)) : TV::f(-1);
+        var.value = !ps.is_vector   ? scalar()
+                    : vt == Type::I ? TV::ivec(std::vector<int>(ps.width, -1))
+                                    : TV::vec(std::vector<int>(ps.width, -1));
         has_output |= ps.kind == SlotKind::Mutable;
         break;
       case SlotKind::Terminated:
@@ -265,6 +286,8 @@ void Lowerer::assign(const parse::Expr& target, const TV& value, parse::Loc loc)
         parts = value.items;
       else if (value.kind == TV::Kind::Vector)
         for (int c : value.comps) parts.push_back(TV::f(c));
+      else if (value.kind == TV::Kind::IVector)
+        for (int c : value.comps) parts.push_back(TV::iv(c));
       else
         error(loc, "cannot unpack " + describe(value) + " into " +
                        std::to_string(target.args.size()) + " names");
@@ -286,7 +309,7 @@ void Lowerer::assign(const parse::Expr& target, const TV& value, parse::Loc loc)
       TV vec = it != vars.end() && it->second.param_slot >= 0 && !it->second.maybe_undefined
                    ? it->second.value
                    : read_var(base.name, base.loc);
-      if (vec.kind != TV::Kind::Vector)
+      if (!vec.is_vector())
         error(loc, "'" + base.name + "' is " + describe(vec) +
                        "; only a Vector's components can "
                        "be assigned with [i]");
@@ -298,7 +321,18 @@ void Lowerer::assign(const parse::Expr& target, const TV& value, parse::Loc loc)
         error(target.args[1]->loc, "index " + std::to_string(written) +
                                        " is out of range for a Vector[" + std::to_string(n) +
                                        "] (components 0.." + std::to_string(n - 1) + ")");
-      vec.comps[i] = to_float(value, loc, "a vector component");
+      if (vec.kind == TV::Kind::IVector) {
+        if (value.kind == TV::Kind::Float)
+          error(loc, "'" + base.name +
+                         "' is a Vector of ints and the value is a float; write "
+                         "int(x) to truncate it toward zero, as Python does");
+        vec.comps[i] = to_int_value(value, loc, "a component of a Vector of ints");
+      } else {
+        if (value.kind == TV::Kind::IntVal)
+          error(loc,
+                "'" + base.name + "' is a float Vector and the value is an int; write float(i)");
+        vec.comps[i] = to_float(value, loc, "a vector component");
+      }
       assign_name(base.name, vec, loc);
       return;
     }
@@ -331,12 +365,39 @@ void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
                          describe(value));
         break;
       case SlotKind::Mutable: {
-        if (value.kind == TV::Kind::Int) value = TV::f(to_float(value, loc, "a value"));
-        const std::string want =
-            slot.is_vector ? "Vector[" + std::to_string(slot.width) + "]" : "Scalar";
-        const bool ok = slot.is_vector
-                            ? value.kind == TV::Kind::Vector && value.width() == slot.width
-                            : value.kind == TV::Kind::Float;
+        const Type vt = value_type(slot.dtype);
+        const std::string elem =
+            slot.dtype == Dtype::Float
+                ? ""
+                : std::string(", hawk.") +
+                      (slot.dtype == Dtype::Bool ? "bool_" : dtype_name(slot.dtype));
+        const std::string want = slot.is_vector
+                                     ? "Vector[" + std::to_string(slot.width) + elem + "]"
+                                     : "Scalar" + (elem.empty() ? "" : "[" + elem.substr(2) + "]");
+        if (vt == Type::F && value.kind == TV::Kind::Int)
+          value = TV::f(to_float(value, loc, "a value"));
+        if (vt == Type::I && value.kind == TV::Kind::Int)
+          value = TV::iv(to_int_value(value, loc, "the value"));
+        if (vt == Type::F && (value.kind == TV::Kind::IntVal || value.kind == TV::Kind::IVector))
+          error(loc, "'" + name + "' is a float Mutable[" + want + "] but the value assigned is " +
+                         describe(value) +
+                         "; a float plane needs a float: write float(...) "
+                         "(or declare '" +
+                         name + "' Mutable[Scalar[hawk.int64]] to keep an int)");
+        if (vt == Type::I && (value.kind == TV::Kind::Float || value.kind == TV::Kind::Vector))
+          error(loc, "'" + name + "' is an integer Mutable[" + want +
+                         "] but the value assigned is " + describe(value) +
+                         " (a float); write int(x) to truncate it toward zero, "
+                         "as Python does");
+        bool ok;
+        if (vt == Type::B)
+          ok = value.kind == TV::Kind::Bool;
+        else if (vt == Type::I)
+          ok = slot.is_vector ? value.kind == TV::Kind::IVector && value.width() == slot.width
+                              : value.kind == TV::Kind::IntVal;
+        else
+          ok = slot.is_vector ? value.kind == TV::Kind::Vector && value.width() == slot.width
+                              : value.kind == TV::Kind::Float;
         if (!ok)
           error(loc, "'" + name + "' is a Mutable[" + want + "] but the value assigned is " +
                          describe(value));
@@ -346,14 +407,15 @@ void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
         break;
     }
   }
-  if (value.kind == TV::Kind::Float || value.kind == TV::Kind::Vector) {
+  if (value.kind == TV::Kind::Float || value.kind == TV::Kind::Vector ||
+      value.kind == TV::Kind::IntVal || value.kind == TV::Kind::IVector) {
     for (size_t c = 0; c < value.comps.size(); ++c) {
       const int v = value.comps[c];
       if (v < 0) continue;
       Value& val = k.values[v];
       if (val.name.empty() && val.op != Op::Const && val.op != Op::LoadParam &&
           val.op != Op::LoadPlane && val.op != Op::LoadState)
-        val.name = value.kind == TV::Kind::Vector ? name + "[" + std::to_string(c) + "]" : name;
+        val.name = value.is_vector() ? name + "[" + std::to_string(c) + "]" : name;
     }
   }
   Var& var = vars[name];
@@ -373,7 +435,7 @@ int Lowerer::materialize(int slot, int comp) {
   if (s.kind == SlotKind::Mutable) k.slots[slot].inout = true;
   Value v;
   v.op = op;
-  v.type = Type::F;
+  v.type = value_type(s.dtype);
   v.slot = slot;
   v.comp = comp;
   v.name = s.is_vector ? s.name + "[" + std::to_string(comp) + "]" : s.name;
@@ -513,8 +575,15 @@ void Lowerer::merge(const std::map<std::string, Var>& before, std::map<std::stri
       x = TV::f(to_float(x, loc, "a value"));
       y = TV::f(to_float(y, loc, "a value"));
     }
-    const bool numeric_or_bool =
-        x.kind == TV::Kind::Float || x.kind == TV::Kind::Vector || x.kind == TV::Kind::Bool;
+    // A compile-time int meeting a runtime int is that int; an int meeting a float is an
+    // error (name the type: float(i) or int(x)), as the branches of an `if` keep one type.
+    if (x.kind == TV::Kind::Int && y.kind == TV::Kind::IntVal)
+      x = TV::iv(to_int_value(x, loc, "a value"));
+    if (y.kind == TV::Kind::Int && x.kind == TV::Kind::IntVal)
+      y = TV::iv(to_int_value(y, loc, "a value"));
+    const bool numeric_or_bool = x.kind == TV::Kind::Float || x.kind == TV::Kind::Vector ||
+                                 x.kind == TV::Kind::Bool || x.kind == TV::Kind::IntVal ||
+                                 x.kind == TV::Kind::IVector;
     if (x.kind != y.kind || x.comps.size() != y.comps.size() || !numeric_or_bool)
       error(loc, "'" + n + "' is " + describe(x) + " in one branch of this `if` and " +
                      describe(y) + " in the other; give it the same type in every branch");
@@ -524,10 +593,12 @@ void Lowerer::merge(const std::map<std::string, Var>& before, std::map<std::stri
         if (x.comps[c] < 0) x.comps[c] = materialize(a.param_slot, static_cast<int>(c));
         if (y.comps[c] < 0) y.comps[c] = materialize(a.param_slot, static_cast<int>(c));
       }
-      const Type ty = x.kind == TV::Kind::Bool ? Type::B : Type::F;
+      const Type ty = x.kind == TV::Kind::Bool                                      ? Type::B
+                      : (x.kind == TV::Kind::IntVal || x.kind == TV::Kind::IVector) ? Type::I
+                                                                                    : Type::F;
       const int sel = emit(Op::Select, ty, cond, x.comps[c], y.comps[c]);
       if (k.values[sel].name.empty())
-        k.values[sel].name = x.kind == TV::Kind::Vector ? n + "[" + std::to_string(c) + "]" : n;
+        k.values[sel].name = x.is_vector() ? n + "[" + std::to_string(c) + "]" : n;
       x.comps[c] = sel;
     }
     merged[n] = a;

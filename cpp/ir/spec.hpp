@@ -45,7 +45,8 @@ struct ParamSpec {
   SlotKind kind = SlotKind::Plane;  // Param, Plane, Mutable, Terminated or Table
   int width = 1;                    // k of Vector[k], 1 for Scalar
   bool is_vector = false;
-  std::string error;  // non-empty: the annotation is wrong; this says why
+  Dtype dtype = Dtype::Float;  // Scalar[hawk.int32] etc. (Param, Plane, Mutable)
+  std::string error;           // non-empty: the annotation is wrong; this says why
 };
 
 struct KernelSpec {

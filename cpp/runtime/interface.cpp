@@ -132,7 +132,19 @@ KernelInterface KernelInterface::of(const ir::Kernel& k, ElemType float_dtype, s
     si.width = s.width;
     si.is_vector = s.is_vector;
     si.table_of = s.table_of;
-    si.dtype = si.role == SlotRole::Mask ? ElemType::Bool : float_dtype;
+    switch (s.dtype) {  // integer and bool planes keep their declared type in every build
+      case ir::Dtype::Int32:
+        si.dtype = ElemType::I32;
+        break;
+      case ir::Dtype::Int64:
+        si.dtype = ElemType::I64;
+        break;
+      case ir::Dtype::Bool:
+        si.dtype = ElemType::Bool;
+        break;
+      default:
+        si.dtype = si.role == SlotRole::Mask ? ElemType::Bool : float_dtype;
+    }
     slots.push_back(std::move(si));
   }
   return KernelInterface(k.name, std::move(digest), float_dtype, std::move(slots));

@@ -178,7 +178,9 @@ kernel_p.def_impl(_impl)
 
 def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall) -> tuple[list, list]:
     outs = kernel_p.bind(*primals, call=call)
-    nz = [i for i, t in enumerate(tangents) if type(t) is not ad.Zero and call.inputs[i].kind != "terminated"]
+    # Integer and bool inputs carry no derivative (their tangents are float0, as JAX gives ints);
+    # integer outputs keep Zero(float0) tangents: the tangent kernel has none for them.
+    nz = [i for i, t in enumerate(tangents) if type(t) is not ad.Zero and call.inputs[i].kind != "terminated" and call.inputs[i].is_float]
     zeros = [ad.Zero(jax.typeof(o).to_tangent_aval()) for o in outs]
     if not nz:
         return outs, zeros
