@@ -207,14 +207,16 @@ TV Lowerer::arith(const std::string& op, const TV& a, const TV& b, Loc loc) {
   if (!known) error(loc, "operator '" + op + "' is not allowed in a kernel; use + - * / ** // %");
 
   if (a.kind == TV::Kind::Int && b.kind == TV::Kind::Int) return int_arith(op, a.ival, b.ival, loc);
-  const auto small_exponent = b.kind == TV::Kind::Int ? b.ival.to_int64() : std::nullopt;
+  // A compile-time exponent within int64, else a value beyond +-64 (pow below).
+  int64_t n = int64_t{1} << 40;
+  if (b.kind == TV::Kind::Int)
+    if (const auto e = b.ival.to_int64()) n = *e;
   // Runtime integers with integers: Python's int arithmetic (int / int and a negative power
   // are floats, below).
   if (a.integral() && b.integral() && op != "/" &&
-      !(op == "**" && small_exponent && *small_exponent < 0))
+      !(op == "**" && b.kind == TV::Kind::Int && n < 0))
     return int_value_arith(op, a, b, loc);
-  if (op == "**" && small_exponent && *small_exponent >= -64 && *small_exponent <= 64) {
-    const int64_t n = *small_exponent;
+  if (op == "**" && n >= -64 && n <= 64) {
     if (a.is_vector()) {
       std::vector<int> out;
       for (int c = 0; c < a.width(); ++c)

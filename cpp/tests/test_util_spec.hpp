@@ -52,6 +52,11 @@ inline ir::ParamSpec TableScalar(std::string n) {
 inline ir::ParamSpec TableVector(std::string n, int k) {
   return param_spec(std::move(n), ir::SlotKind::Table, k, true);
 }
+// An integer or bool plane (Scalar[hawk.int32] ...): `p` with element type `d`.
+inline ir::ParamSpec with_dtype(ir::ParamSpec p, ir::Dtype d) {
+  p.dtype = d;
+  return p;
+}
 
 // ---- resolved globals
 
