@@ -465,6 +465,12 @@ void StepWriter::value(int i, const std::string& indent, ir::Loc& last) {
     // (its predicate holds), as Python raises; the value is 0.
     const std::string ok = "ok" + std::to_string(i);
     const bool div = v.op != Op::ToInt;
+    const Value& divisor = k_.values[v.args[div ? 1 : 0]];
+    if (div && divisor.op == Op::Const && divisor.iimm != 0) {  // a nonzero constant: no check
+      os_ << indent << "const int64_t " << var(i) << " = "
+          << int_expr(v.op, var(v.args[0]), var(v.args[1])) << ";\n";
+      return;
+    }
     os_ << indent << "const bool " << ok << " = "
         << (div ? var(v.args[1]) + " != 0" : "rp_int_ok(" + var(v.args[0]) + ")") << ";\n";
     os_ << indent << "if (!" << ok << " && " << guard(v.pred) << " && err[0] == 0) "

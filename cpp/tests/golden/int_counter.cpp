@@ -142,8 +142,6 @@ RAPTOR_EXPORT void raptor_int_counter_0123456789abcdef_f64(raptor_args* a) {
     const int64_t v10 = rp_iadd(v8_n, v9);
     const bool v11 = !v7;
     const int64_t v12 = int64_t(2);
-    const bool ok13 = v12 != 0;
-    if (!ok13 && v11 && err[0] == 0) { err[0] = RAPTOR_ERR_INT_DIV_ZERO; err[1] = 33; err[2] = 0; err[3] = s; }
     const int64_t v13 = rp_floordiv(v8_n, v12);
     const int64_t v14_n = v7 ? v10 : v13;
     // int_counter.py:34  y = float(n) * x
