@@ -294,6 +294,35 @@ def test_jax_refuses_wrong_int_dtypes():
 # ------------------------------------------------------------------------------- CUDA
 
 
+class _FakeDevice:
+    """GPU memory as CuPy shows it (``__cuda_array_interface__``, never dereferenced here)."""
+
+    _next = 1 << 24
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        ptr, _FakeDevice._next = _FakeDevice._next, _FakeDevice._next + (1 << 16)
+        self.__cuda_array_interface__ = {"shape": self.shape, "typestr": self.dtype.str, "data": (ptr, False), "strides": None, "version": 3}
+
+
+def test_cuda_binding_checks_int_planes_without_a_gpu():
+    import eagle.cuda
+
+    x, y = _FakeDevice((16,), np.float32), _FakeDevice((16,), np.float32)
+    n = _FakeDevice((16,), np.int32)
+    lay = eagle.cuda.layout(counter, dict(x=x, thr=0.5, n=n, y=y))
+    names = [s.name for s in counter.slots]
+    assert lay.dtype == np.float32 and lay.n == 16
+    assert lay.ins[names.index("n")] == lay.outs[names.index("n")] == n.__cuda_array_interface__["data"][0]
+    with pytest.raises(ModeError, match=r"plane 'n' is declared Mutable\[Scalar\[hawk.int32\]\] and takes int32 arrays, got float32"):
+        eagle.cuda.layout(counter, dict(x=x, thr=0.5, n=_FakeDevice((16,), np.float32), y=y))
+    lay = eagle.cuda.layout(int_ops, dict(a=_FakeDevice((16,), np.int64), b=_FakeDevice((16,), np.int64), k=7, x=x,
+                                          q=_FakeDevice((16,), np.int64), r=_FakeDevice((16,), np.int64),
+                                          s=_FakeDevice((16,), np.int64), t=_FakeDevice((16,), np.int64), f=y,
+                                          ge=_FakeDevice((16,), np.bool_)))
+    assert lay.params[[s.name for s in int_ops.slots].index("k")] == 7.0
+
+
 def _nvrtc_missing() -> bool:
     try:
         _core.nvrtc_check([], "sm_80")

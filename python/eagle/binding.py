@@ -22,7 +22,7 @@ from raptor_core import _core
 from eagle.errors import ModeError
 from hawk.kernel import Kernel
 
-__all__ = ["Bound", "bind", "as_host_array", "param_number"]
+__all__ = ["Bound", "bind", "as_host_array", "int_param_number", "param_number"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
