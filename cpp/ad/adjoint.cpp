@@ -57,6 +57,7 @@ AdjointSlots lay_out(const ir::Kernel& k, const std::vector<int>& wrt, ir::Kerne
   for (int s = 0; s < ns; ++s) {  // b) cotangents of the Mutable outputs
     const ir::Slot& slot = k.slots[s];
     if (slot.kind != SlotKind::Mutable) continue;
+    if (slot.dtype != ir::Dtype::Float) continue;  // integer and bool outputs have none
     ir::Slot copy = slot;
     copy.name = unique_name(slot.name, "_bar", taken);
     if (!(slot.inout && in_wrt[s])) {
@@ -148,7 +149,7 @@ class AdjointPass {
   // The cotangents of the stored values, read from the cotangent slots.
   void seed() {
     for (const ir::Store& st : u_.stores) {
-      if (!active_[st.value]) continue;
+      if (!active_[st.value] || slots_.bar[st.slot] == -1) continue;
       const ir::Slot& slot = u_.slots[st.slot];
       const int bar = slots_.bar[st.slot];
       b_.set_origin(st.loc);

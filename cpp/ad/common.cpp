@@ -104,8 +104,9 @@ std::vector<int> wrt_slots(const ir::Kernel& k, const std::vector<std::string>& 
                            const char* transform) {
   std::string allowed;
   for (const auto& s : k.slots) {
-    const bool ok = s.kind == SlotKind::Param || s.kind == SlotKind::Plane ||
-                    s.kind == SlotKind::Table || (s.kind == SlotKind::Mutable && s.inout);
+    const bool ok = (s.kind == SlotKind::Param || s.kind == SlotKind::Plane ||
+                     s.kind == SlotKind::Table || (s.kind == SlotKind::Mutable && s.inout)) &&
+                    s.dtype == ir::Dtype::Float;
     if (ok) allowed += (allowed.empty() ? "" : ", ") + ("'" + s.name + "'");
   }
   if (allowed.empty()) allowed = "none";
@@ -120,23 +121,28 @@ std::vector<int> wrt_slots(const ir::Kernel& k, const std::vector<std::string>& 
     if (s < 0) throw std::invalid_argument(head + "no parameter named '" + name + "'" + tail);
     const ir::Slot& slot = k.slots[s];
     const char* why = nullptr;
-    switch (slot.kind) {
-      case SlotKind::Mutable:
-        if (!slot.inout) why = "is a pure output (a Mutable that is written but never read)";
-        break;
-      case SlotKind::Terminated:
-        why = "is the Terminated mask, which carries no derivative";
-        break;
-      case SlotKind::ParamSum:
-      case SlotKind::TableSum:
-        why = "is a summed output of a derived kernel";
-        break;
-      case SlotKind::Random:
-        why = "is a Random parameter, whose draws carry no derivative";
-        break;
-      default:
-        break;
-    }
+    if (slot.dtype != ir::Dtype::Float)
+      why = slot.dtype == ir::Dtype::Bool ? "is a bool plane, which carries no derivative"
+                                          : "is an integer plane, which carries no derivative "
+                                            "(its tangent is float0 in JAX)";
+    else
+      switch (slot.kind) {
+        case SlotKind::Mutable:
+          if (!slot.inout) why = "is a pure output (a Mutable that is written but never read)";
+          break;
+        case SlotKind::Terminated:
+          why = "is the Terminated mask, which carries no derivative";
+          break;
+        case SlotKind::ParamSum:
+        case SlotKind::TableSum:
+          why = "is a summed output of a derived kernel";
+          break;
+        case SlotKind::Random:
+          why = "is a Random parameter, whose draws carry no derivative";
+          break;
+        default:
+          break;
+      }
     if (why) throw std::invalid_argument(head + "'" + name + "' " + why + tail);
     for (const int prev : out)
       if (prev == s) throw std::invalid_argument(head + "'" + name + "' is named twice in wrt");

@@ -69,7 +69,8 @@ TangentSlots lay_out(const ir::Kernel& k, const std::vector<int>& wrt, bool with
     ir::Slot slot = k.slots[s];
     const bool out = slot.kind == SlotKind::Mutable || slot.kind == SlotKind::ParamSum ||
                      slot.kind == SlotKind::TableSum;
-    if (!out || m.dot_out[s] != -1) continue;
+    // An integer or bool output has no tangent (float0 in JAX).
+    if (!out || m.dot_out[s] != -1 || slot.dtype != ir::Dtype::Float) continue;
     slot.name = unique_name(slot.name, "_dot", taken);
     slot.inout = false;
     if (slot.kind == SlotKind::TableSum) slot.table_of = m.primal[slot.table_of];
@@ -175,6 +176,7 @@ ir::Kernel tangent(const ir::Kernel& k, const std::vector<std::string>& wrt, boo
     ps.pred = pass.prim(st.pred);
     if (with_primal) t.stores.push_back(ps);
     const bool mutable_out = u.slots[st.slot].kind == SlotKind::Mutable;
+    if (slots.dot_out[st.slot] == -1) continue;  // an integer or bool output: no tangent
     const int d = pass.dot(st.value);
     if (d == -1 && !mutable_out) continue;  // a zero contribution to a sum
     ir::Store ds = ps;

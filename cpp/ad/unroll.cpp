@@ -84,8 +84,14 @@ ir::Kernel unroll(const ir::Kernel& k) {
             Value load = v;
             load.op = Op::LoadPlane;
             map[i] = leaves.get(load);
-          } else {
-            map[i] = b.constant(0.0);
+          } else {  // a pure output starts at 0 of its type
+            const ir::Type t = ir::value_type(k.slots[v.slot].dtype);
+            Value zero;
+            zero.op = Op::Const;
+            zero.type = t;
+            map[i] = t == ir::Type::F   ? b.constant(0.0)
+                     : t == ir::Type::B ? b.boolean(false)
+                                        : leaves.get(zero);
           }
           break;
         default: {

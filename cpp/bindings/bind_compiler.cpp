@@ -93,6 +93,13 @@ ir::KernelSpec spec_from(nb::dict spec_dict) {
     ps.is_vector = nb::cast<bool>(t[3]);
     ps.error = nb::cast<std::string>(t[4]);
     if (t.size() > 5) ps.rows = nb::cast<int>(t[5]);  // Matrix[rows, width / rows]
+    if (t.size() > 6) {  // the element type of an integer or bool plane (hawk.int32, ...)
+      const std::string d = nb::cast<std::string>(t[6]);
+      ps.dtype = d == "int32"   ? ir::Dtype::Int32
+                 : d == "int64" ? ir::Dtype::Int64
+                 : d == "bool"  ? ir::Dtype::Bool
+                                : ir::Dtype::Float;
+    }
     spec.params.push_back(ps);
   }
   spec.steps = nb::cast<int>(spec_dict["steps"]);
@@ -242,6 +249,8 @@ nb::dict op_list(const KernelHandle& h) {
   d["stores"] = stores;
   d["terminate"] = k.terminate;
   return d;
+}
+
 // kernel.trace: (name, is_vector, is_bool, values (n, steps, width) flattened) per local,
 // in name order, and the mask after the run.
 using TraceResult =

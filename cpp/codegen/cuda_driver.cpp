@@ -189,8 +189,11 @@ class CudaWriter : public detail::StepWriter {
   }
   bool guard_with_live() const override { return true; }
   std::string param_declaration(size_t s) const override {  // device memory: traced under XLA
-    return "  const T k_" + name(s) + " = *static_cast<const T*>(a->params[" + std::to_string(s) +
-           "]);\n";
+    const std::string e = elem_ctype(s);  // an integer Param keeps its dtype there
+    const std::string p = "*static_cast<const " + e + "*>(a->params[" + std::to_string(s) + "])";
+    if (k_.slots[s].dtype == ir::Dtype::Bool)
+      return "  const bool k_" + name(s) + " = " + p + " != 0;\n";
+    return "  const " + value_ctype(s) + " k_" + name(s) + " = " + p + ";\n";
   }
   // This block's partials in the scratch buffer (abi_cuda.h).
   std::string sum_declaration(size_t s) const override {
@@ -252,8 +255,8 @@ class CudaWriter : public detail::StepWriter {
       const ir::Slot& sl = k_.slots[s];
       if (sl.kind != SlotKind::Mutable) continue;
       for (int c = 0; c < sl.width; ++c)
-        os_ << "    T " << state(s, c) << " = "
-            << (sl.inout ? plane("in_", s, c) : std::string("T(0)")) << ";\n";
+        os_ << "    " << value_ctype(s) << " " << state(s, c) << " = "
+            << (sl.inout ? plane("in_", s, c) : zero_of(s)) << ";\n";
     }
     os_ << "    int step = 0;\n";
     os_ << "    for (int rp_k = 0; rp_k < " << k_.steps
@@ -333,6 +336,11 @@ std::string emit_cuda(const std::vector<KernelToEmit>& kernels) {
      << runtime::abi_cuda_header_source() << "\n"
      << cuda_helpers() << "\n";
   if (detail::StepWriter::any_random(kernels)) os << runtime::random_device_source() << "\n";
+  bool ints = false;
+  for (const auto& k : kernels) ints |= detail::uses_ints(*k.kernel);
+  if (ints)
+    os << "namespace {\n"
+       << detail::int_helpers("__device__ __forceinline__") << "}  // namespace\n\n";
   for (const auto& k : kernels) CudaWriter(*k.kernel, k.dtype, k.symbol, os).write();
   return os.str();
 }

@@ -115,7 +115,11 @@ class HostWriter : public detail::StepWriter {
     return (parts_ ? "part_" : "acc_") + name(slot) + "_" + std::to_string(comp);
   }
   std::string param_declaration(size_t s) const override {
-    return "  const T k_" + name(s) + " = static_cast<T>(a->params[" + std::to_string(s) + "]);\n";
+    const std::string p = "a->params[" + std::to_string(s) + "]";
+    if (k_.slots[s].dtype == ir::Dtype::Bool)
+      return "  const bool k_" + name(s) + " = " + p + " != 0.0;\n";
+    return "  const " + value_ctype(s) + " k_" + name(s) + " = static_cast<" + value_ctype(s) +
+           ">(" + p + ");\n";
   }
   // The launcher's double partials for this call.
   std::string sum_declaration(size_t s) const override {
@@ -254,7 +258,7 @@ class HostWriter : public detail::StepWriter {
     for (size_t s = 0; s < k_.slots.size(); ++s)
       if (k_.slots[s].kind == SlotKind::Mutable)
         for (int c = 0; c < k_.slots[s].width; ++c)
-          os_ << "    T st_" << name(s) << "_" << c << "[" << bsz << "];\n";
+          os_ << "    " << value_ctype(s) << " st_" << name(s) << "_" << c << "[" << bsz << "];\n";
     os_ << "    int any = 0;\n";
     os_ << "    for (int64_t j = 0; j < count; ++j) {\n";
     os_ << "      const int64_t s = a->index ? a->index[first + j] : first + j;\n";
@@ -267,7 +271,7 @@ class HostWriter : public detail::StepWriter {
       if (sl.kind != SlotKind::Mutable) continue;
       for (int c = 0; c < sl.width; ++c)
         os_ << "      st_" << name(s) << "_" << c
-            << "[j] = " << (sl.inout ? plane("in_", s, c) : std::string("T(0)")) << ";\n";
+            << "[j] = " << (sl.inout ? plane("in_", s, c) : zero_of(s)) << ";\n";
     }
     os_ << "    }\n";
     // The step pass, in two variants: samples contiguous (plain loads, vectorized) or through
@@ -333,6 +337,9 @@ std::string emit_cpp(const std::vector<KernelToEmit>& kernels) {
   for (const auto& n : names) os << " " << n;
   os << "\n\n" << runtime::abi_header_source() << "\n" << prelude() << "\n";
   if (detail::StepWriter::any_random(kernels)) os << runtime::random_header_source() << "\n";
+  bool ints = false;
+  for (const auto& k : kernels) ints |= detail::uses_ints(*k.kernel);
+  if (ints) os << "namespace {\n" << detail::int_helpers("inline") << "}  // namespace\n\n";
   for (const auto& k : kernels) HostWriter(*k.kernel, k.dtype, k.symbol, os).write();
   return os.str();
 }

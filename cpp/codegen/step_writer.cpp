@@ -40,6 +40,60 @@ std::string number(double d) {
 
 const char* ctype_of(DType d) { return d == DType::F32 ? "float" : "double"; }
 
+bool uses_ints(const ir::Kernel& k) {
+  for (const Value& v : k.values) {
+    if (v.op == Op::FloorDiv || v.op == Op::Mod || v.op == Op::ToInt || v.op == Op::ToFloat)
+      return true;
+    if (v.type == Type::I && v.op != Op::Const && v.op != Op::ToIndex && v.op != Op::Select)
+      return true;
+  }
+  return false;
+}
+
+std::string int_helpers(const std::string& q) {
+  return "// Integer planes (docs/language.md): int64 arithmetic wraps around (two's complement),\n"
+         "// `//` and `%` floor as Python's do (0 for a zero divisor, which the step reports), "
+         "int(x)\n"
+         "// truncates toward zero (0 for NaN, infinities and values beyond int64, reported).\n" +
+         q +
+         " int64_t rp_iadd(int64_t a, int64_t b) { return "
+         "static_cast<int64_t>(static_cast<unsigned long long>(a) + static_cast<unsigned long "
+         "long>(b)); }\n" +
+         q +
+         " int64_t rp_isub(int64_t a, int64_t b) { return "
+         "static_cast<int64_t>(static_cast<unsigned long long>(a) - static_cast<unsigned long "
+         "long>(b)); }\n" +
+         q +
+         " int64_t rp_imul(int64_t a, int64_t b) { return "
+         "static_cast<int64_t>(static_cast<unsigned long long>(a) * static_cast<unsigned long "
+         "long>(b)); }\n" +
+         q +
+         " int64_t rp_ineg(int64_t a) { return static_cast<int64_t>(0ULL - static_cast<unsigned "
+         "long long>(a)); }\n" +
+         q + " int64_t rp_iabs(int64_t a) { return a < 0 ? rp_ineg(a) : a; }\n" + q +
+         " int64_t rp_imin(int64_t a, int64_t b) { return a < b ? a : b; }\n" + q +
+         " int64_t rp_imax(int64_t a, int64_t b) { return a > b ? a : b; }\n" + q +
+         " int64_t rp_floordiv(int64_t a, int64_t b) {\n"
+         "  if (b == 0) return 0;\n"
+         "  if (b == -1) return rp_ineg(a);\n"
+         "  const int64_t q = a / b;\n"
+         "  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n"
+         "}\n" +
+         q +
+         " int64_t rp_mod(int64_t a, int64_t b) {\n"
+         "  if (b == 0 || b == -1) return 0;\n"
+         "  const int64_t r = a % b;\n"
+         "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
+         "}\n"
+         "template <class T> " +
+         q +
+         " bool rp_int_ok(T x) { return x >= T(-9223372036854775808.0) && x < "
+         "T(9223372036854775808.0); }\n"
+         "template <class T> " +
+         q +
+         " int64_t rp_toint(T x) { return rp_int_ok(x) ? static_cast<int64_t>(x) : int64_t(0); }\n";
+}
+
 namespace {
 
 // x ** n by binary exponentiation in lax.integer_pow's order (see passes/eval.cpp).
@@ -80,7 +134,61 @@ const char* kind_text(SlotKind kind) {
 
 const char* ctype(Type t) { return t == Type::F ? "T" : t == Type::B ? "bool" : "int64_t"; }
 
+const char* zero(Type t) { return t == Type::F ? "T(0)" : t == Type::B ? "false" : "int64_t(0)"; }
+
+// The spelling of an integer operator (Type::I results).
+std::string int_expr(Op op, const std::string& a, const std::string& b) {
+  switch (op) {
+    case Op::Add:
+      return "rp_iadd(" + a + ", " + b + ")";
+    case Op::Sub:
+      return "rp_isub(" + a + ", " + b + ")";
+    case Op::Mul:
+      return "rp_imul(" + a + ", " + b + ")";
+    case Op::Neg:
+      return "rp_ineg(" + a + ")";
+    case Op::Abs:
+      return "rp_iabs(" + a + ")";
+    case Op::Min:
+      return "rp_imin(" + a + ", " + b + ")";
+    case Op::Max:
+      return "rp_imax(" + a + ", " + b + ")";
+    case Op::FloorDiv:
+      return "rp_floordiv(" + a + ", " + b + ")";
+    case Op::Mod:
+      return "rp_mod(" + a + ", " + b + ")";
+    default:
+      return "";
+  }
+}
+
 }  // namespace
+
+std::string StepWriter::elem_ctype(size_t slot) const {
+  switch (k_.slots[slot].dtype) {
+    case ir::Dtype::Int32:
+      return "int32_t";
+    case ir::Dtype::Int64:
+      return "int64_t";
+    case ir::Dtype::Bool:
+      return "uint8_t";
+    default:
+      return "T";
+  }
+}
+
+std::string StepWriter::value_ctype(size_t slot) const {
+  return ctype(ir::value_type(k_.slots[slot].dtype));
+}
+
+std::string StepWriter::zero_of(size_t slot) const {
+  return zero(ir::value_type(k_.slots[slot].dtype));
+}
+
+std::string StepWriter::int_error(const char* code, int line) const {
+  return std::string("{ err[0] = ") + code + "; err[1] = " + std::to_string(line) +
+         "; err[2] = 0; err[3] = s; }";
+}
 
 std::string StepWriter::param_sum_accumulator(size_t slot, int comp) const {
   return "acc_" + name(slot) + "_" + std::to_string(comp);
@@ -95,6 +203,7 @@ void StepWriter::header_comment() {
     os_ << "//   slot " << s << ": " << sl.name << " (" << kind_text(sl.kind);
     if (sl.width > 1 || sl.is_vector) os_ << ", " << sl.width << " components";
     if (sl.inout) os_ << ", read and written";
+    if (sl.dtype != ir::Dtype::Float) os_ << ", " << ir::dtype_name(sl.dtype);
     os_ << ")\n";
   }
 }
@@ -108,13 +217,16 @@ void StepWriter::declare_slots() {
         os_ << param_declaration(s);
         break;
       case SlotKind::Plane:
-        os_ << "  const T* const in_" << nm << " = static_cast<const T*>(a->in[" << s << "]);\n";
+      case SlotKind::Mutable: {
+        const std::string e = elem_ctype(s);
+        if (sl.kind == SlotKind::Plane || sl.inout)
+          os_ << "  const " << e << "* const in_" << nm << " = static_cast<const " << e
+              << "*>(a->in[" << s << "]);\n";
+        if (sl.kind == SlotKind::Mutable)
+          os_ << "  " << e << "* const out_" << nm << " = static_cast<" << e << "*>(a->out[" << s
+              << "]);\n";
         break;
-      case SlotKind::Mutable:
-        if (sl.inout)
-          os_ << "  const T* const in_" << nm << " = static_cast<const T*>(a->in[" << s << "]);\n";
-        os_ << "  T* const out_" << nm << " = static_cast<T*>(a->out[" << s << "]);\n";
-        break;
+      }
       case SlotKind::Terminated:  // the launcher guarantees both (abi.h)
         os_ << "  const uint8_t* const mask_in = a->mask_in;\n"
                "  uint8_t* const mask_out = a->mask_out;\n"
@@ -192,6 +304,9 @@ std::string StepWriter::kept(size_t slot, int comp, const std::string& value,
                              const std::string& zero) const {
   const ir::Slot& sl = k_.slots[slot];
   if (sl.inout) return "was ? " + plane("in_", slot, comp) + " : " + value;
+  if (sl.dtype != ir::Dtype::Float)  // one integer type throughout: no trip through a float
+    return "was ? (" + zero + " ? " + value_ctype(slot) + "(0) : " + value_ctype(slot) + "(" +
+           plane("out_", slot, comp) + ")) : " + value;
   return "was ? (" + zero + " ? T(0) : " + plane("out_", slot, comp) + ") : " + value;
 }
 
@@ -227,6 +342,9 @@ bool StepWriter::has_slot(SlotKind kind) const {
 std::string StepWriter::expr(int i) const {
   const Value& v = k_.values[i];
   auto a = [&](int j) { return var(v.args[j]); };
+  if (v.type == Type::I && v.op != Op::Const && v.op != Op::Select && v.op != Op::ToIndex &&
+      v.op != Op::LoadParam && v.op != Op::LoadPlane && v.op != Op::LoadState)
+    return int_expr(v.op, a(0), op_arity(v.op) > 1 ? a(1) : "");
   switch (v.op) {
     case Op::Const:
       if (v.type == Type::B) return v.imm != 0.0 ? "true" : "false";
@@ -238,7 +356,7 @@ std::string StepWriter::expr(int i) const {
       return plane("in_", v.slot, v.comp);
     case Op::LoadState:
       if (k_.steps == 1) {
-        if (!k_.slots[v.slot].inout) return "T(0)";
+        if (!k_.slots[v.slot].inout) return zero_of(v.slot);
         return plane("in_", v.slot, v.comp);
       }
       return state(v.slot, v.comp);
@@ -321,6 +439,12 @@ std::string StepWriter::expr(int i) const {
     case Op::StopGrad:
     case Op::CustomJvp:  // derivatives only: the value is args[0]
       return a(0);
+    case Op::ToFloat:
+      return "static_cast<T>(" + a(0) + ")";
+    case Op::FloorDiv:
+    case Op::Mod:
+    case Op::ToInt:
+      return "";  // written as statements (value())
   }
   return "/* ? */";
 }
@@ -362,6 +486,28 @@ void StepWriter::value(int i, const std::string& indent, ir::Loc& last) {
     os_ << indent << "const T " << var(i) << " = ok" << i << " ? tab_" << nm << "["
         << (width == 1 ? ix : ix + " * " + std::to_string(width) + " + " + std::to_string(v.comp))
         << "] : T(0);\n";
+    return;
+  }
+  if (v.op == Op::FloorDiv || v.op == Op::Mod || v.op == Op::ToInt) {
+    // A zero divisor, or int() of NaN/inf/beyond int64: reported where the value is used
+    // (its predicate holds), as Python raises; the value is 0.
+    const std::string ok = "ok" + std::to_string(i);
+    const bool div = v.op != Op::ToInt;
+    const Value& divisor = k_.values[v.args[div ? 1 : 0]];
+    if (div && divisor.op == Op::Const && divisor.iimm != 0) {  // a nonzero constant: no check
+      os_ << indent << "const int64_t " << var(i) << " = "
+          << int_expr(v.op, var(v.args[0]), var(v.args[1])) << ";\n";
+      return;
+    }
+    os_ << indent << "const bool " << ok << " = "
+        << (div ? var(v.args[1]) + " != 0" : "rp_int_ok(" + var(v.args[0]) + ")") << ";\n";
+    os_ << indent << "if (!" << ok << " && " << guard(v.pred) << " && err[0] == 0) "
+        << int_error(div ? "RAPTOR_ERR_INT_DIV_ZERO" : "RAPTOR_ERR_INT_CONVERSION", v.loc.line)
+        << "\n";
+    os_ << indent << "const int64_t " << var(i) << " = "
+        << (div ? int_expr(v.op, var(v.args[0]), var(v.args[1]))
+                : "rp_toint(" + var(v.args[0]) + ")")
+        << ";\n";
     return;
   }
   os_ << indent << "const " << ctype(v.type) << " " << var(i) << " = " << expr(i) << ";\n";

@@ -27,6 +27,14 @@ std::string number(double d);
 // "float" / "double".
 const char* ctype_of(DType d);
 
+// Whether a kernel computes with integers (integer planes' values, int(), float(i)): then its
+// translation unit needs `int_helpers`.
+bool uses_ints(const ir::Kernel& k);
+// The integer operators' helpers (wrapping int64 arithmetic, Python's floor division and
+// modulo, int() of a float), each function declared with `qual` ("inline" on the host,
+// "__device__ __forceinline__" in CUDA). Written once for both targets.
+std::string int_helpers(const std::string& qual);
+
 class StepWriter {
  public:
   StepWriter(const ir::Kernel& k, DType dtype, std::string symbol, std::ostringstream& os)
@@ -71,7 +79,12 @@ class StepWriter {
             const std::function<void(const ir::Store&, const std::string& value)>& store_mutable);
 
   std::string name(size_t slot) const;  // the slot's identifier
-  std::string var(int v) const;         // a value's variable
+  // The C type of a slot's buffer elements ("T", "int32_t", "int64_t", "uint8_t"), of its
+  // values in the step ("T", "int64_t", "bool") and that type's zero.
+  std::string elem_ctype(size_t slot) const;
+  std::string value_ctype(size_t slot) const;
+  std::string zero_of(size_t slot) const;
+  std::string var(int v) const;  // a value's variable
   // A plane's element for sample s: prefix + name + [s] or [comp * n + s].
   std::string plane(const std::string& prefix, size_t slot, int comp) const;
   // A predicate that also holds only for live samples (see guard_with_live).
@@ -82,6 +95,9 @@ class StepWriter {
                    const std::string& zero = "zero_finished") const;
   // The error statement of an out-of-range table index (RAPTOR_ERR_TABLE_INDEX of abi.h).
   std::string table_error(int table_slot, const std::string& ix) const;
+  // The error statement of an integer error (RAPTOR_ERR_INT_DIV_ZERO, RAPTOR_ERR_INT_CONVERSION)
+  // at the user's `line`.
+  std::string int_error(const char* code, int line) const;
   // The sums over samples (ParamSum components) of this kernel, one (slot, comp) each.
   std::vector<std::pair<size_t, int>> sum_components() const;
   std::string sum_name(const std::pair<size_t, int>& sc) const;

@@ -48,9 +48,22 @@ xffi::Error run_kernel(xffi::RemainingArgs args, xffi::RemainingRets rets,
   if (xffi::Error err = map_buffers(e, args, rets, b, t.params, same_kernel); !err.success())
     return err;
   for (size_t s = 0; s < e.num_slots(); ++s)  // on the CPU, XLA's buffers are host memory
-    if (const void* p = t.params[s])
-      b.slots[s].param = e.dtype_size == 4 ? static_cast<double>(*static_cast<const float*>(p))
-                                           : *static_cast<const double*>(p);
+    if (const void* p = t.params[s]) {
+      switch (e.iface.slot(s).dtype) {  // an integer Param's buffer keeps its dtype
+        case runtime::ElemType::I32:
+          b.slots[s].param = static_cast<double>(*static_cast<const int32_t*>(p));
+          break;
+        case runtime::ElemType::I64:
+          b.slots[s].param = static_cast<double>(*static_cast<const int64_t*>(p));
+          break;
+        case runtime::ElemType::Bool:
+          b.slots[s].param = *static_cast<const uint8_t*>(p) != 0 ? 1.0 : 0.0;
+          break;
+        default:
+          b.slots[s].param = e.dtype_size == 4 ? static_cast<double>(*static_cast<const float*>(p))
+                                               : *static_cast<const double*>(p);
+      }
+    }
   try {
     const runtime::LaunchResult r = runtime::launch(e, b, &runtime::shared_pool());
     if (!r.ok()) return xffi::Error::Internal(runtime::describe_error(e, b, r));

@@ -71,7 +71,8 @@ class SampleRunner {
       std::vector<std::vector<double>> next = state;
       for (const Store& st : k_.stores) {
         const Slot& slot = k_.slots[st.slot];
-        const double x = f_[st.value];
+        const double x =
+            value_type(slot.dtype) == Type::I ? stored_int(slot, i_[st.value]) : f_[st.value];
         const bool on = st.pred == -1 || f_[st.pred] != 0.0;
         if (slot.kind == SlotKind::Mutable) {
           next[st.slot][st.comp] = x;
@@ -133,14 +134,61 @@ class SampleRunner {
     return x;
   }
 
+  // An I value stored into an integer plane: int64 as it is, int32 wrapped to its low 32 bits
+  // (as the generated code's conversion and NumPy's astype do).
+  static double stored_int(const Slot& slot, int64_t x) {
+    return slot.dtype == Dtype::Int32 ? static_cast<double>(static_cast<int32_t>(x))
+                                      : static_cast<double>(x);
+  }
+
+  // A loaded value of slot `s` into f_/i_ by the value's type.
+  void load(int i, double x) {
+    const Value& v = k_.values[i];
+    if (v.type == Type::I)
+      i_[i] = static_cast<int64_t>(x);
+    else if (v.type == Type::B)
+      f_[i] = x != 0.0 ? 1.0 : 0.0;
+    else
+      f_[i] = held(x);
+  }
+
+  // The integer operators (passes::eval_int); a zero divisor or a failed int() is an error
+  // when the value's predicate holds, and gives 0.
+  void eval_int_value(int i, int64_t n) {
+    const Value& v = k_.values[i];
+    const bool on = v.pred == -1 || f_[v.pred] != 0.0;
+    if (v.op == Op::ToFloat) {
+      const int64_t x = i_[v.args[0]];
+      f_[i] = b_.float32 ? static_cast<double>(static_cast<float>(x)) : static_cast<double>(x);
+      return;
+    }
+    if (v.op == Op::ToInt) {
+      const auto x = passes::to_int(f_[v.args[0]]);
+      if (!x && on) error(RAPTOR_ERR_INT_CONVERSION, v.loc.line, 0, n);
+      i_[i] = x.value_or(0);
+      return;
+    }
+    int64_t a[3] = {0, 0, 0};
+    for (int j = 0; j < op_arity(v.op); ++j) a[j] = i_[v.args[j]];
+    const auto x = passes::eval_int(v.op, a);
+    if (!x && on) error(RAPTOR_ERR_INT_DIV_ZERO, v.loc.line, 0, n);
+    if (v.type == Type::B)
+      f_[i] = x.value_or(0) != 0 ? 1.0 : 0.0;
+    else
+      i_[i] = x.value_or(0);
+  }
+
   // A loaded or constant value as the build's dtype holds it.
   double held(double x) const {
     return b_.float32 ? static_cast<double>(static_cast<float>(x)) : x;
   }
 
   void error(int slot, int64_t index, int64_t sample) {
+    error(RAPTOR_ERR_TABLE_INDEX, slot, index, sample);
+  }
+  void error(int64_t code, int64_t slot, int64_t index, int64_t sample) {
     if (b_.error[0] != RAPTOR_OK) return;
-    b_.error[0] = RAPTOR_ERR_TABLE_INDEX;
+    b_.error[0] = code;
     b_.error[1] = slot;
     b_.error[2] = index;
     b_.error[3] = sample;
@@ -155,13 +203,13 @@ class SampleRunner {
         i_[i] = v.iimm;
         return;
       case Op::LoadParam:
-        f_[i] = held(b_.slots[v.slot].in[v.comp]);
+        load(i, b_.slots[v.slot].in[v.comp]);
         return;
       case Op::LoadPlane:
-        f_[i] = held(b_.slots[v.slot].in[v.comp * N + n]);
+        load(i, b_.slots[v.slot].in[v.comp * N + n]);
         return;
       case Op::LoadState:
-        f_[i] = held(state[v.slot][v.comp]);
+        load(i, state[v.slot][v.comp]);
         return;
       case Op::LoadMask:
         f_[i] = 0.0;
@@ -206,6 +254,13 @@ class SampleRunner {
                            : passes::to_index(f_[v.args[0]]);
         return;
       default: {
+        const bool on_ints = v.op == Op::FloorDiv || v.op == Op::Mod || v.op == Op::ToFloat ||
+                             v.op == Op::ToInt ||
+                             (op_arity(v.op) > 0 && k_.values[v.args[0]].type == Type::I);
+        if (on_ints) {
+          eval_int_value(i, n);
+          return;
+        }
         if (b_.float32) {
           float a[3] = {0, 0, 0};
           for (int j = 0; j < op_arity(v.op); ++j) a[j] = static_cast<float>(f_[v.args[j]]);

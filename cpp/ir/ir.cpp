@@ -101,6 +101,14 @@ OpInfo info(Op op) {
       return {"stop_grad", 1};
     case Op::CustomJvp:
       return {"custom_jvp", 3};
+    case Op::FloorDiv:
+      return {"floordiv", 2};
+    case Op::Mod:
+      return {"mod", 2};
+    case Op::ToFloat:
+      return {"to_float", 1};
+    case Op::ToInt:
+      return {"to_int", 1};
   }
   return {"?", 0};
 }
@@ -117,18 +125,25 @@ const char* type_name(Type t) {
   return "?";
 }
 
-// The type each operand of `op` must have, given the value's own type.
+// The type each operand of `op` must have, given the value's own type (comparisons: the
+// type of their first operand, F or I, checked in verify).
 Type operand_type(Op op, int i, Type result) {
   switch (op) {
     case Op::LoadTable:
+    case Op::FloorDiv:
+    case Op::Mod:
+    case Op::ToFloat:
       return Type::I;
-    case Op::Lt:
-    case Op::Le:
-    case Op::Gt:
-    case Op::Ge:
-    case Op::Eq:
-    case Op::Ne:
+    case Op::ToInt:
       return Type::F;
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Neg:
+    case Op::Abs:
+    case Op::Min:
+    case Op::Max:
+      return result == Type::I ? Type::I : Type::F;
     case Op::Not:
     case Op::And:
     case Op::Or:
@@ -156,6 +171,32 @@ std::string number(double d) {
 }  // namespace
 
 const char* op_name(Op op) { return info(op).name; }
+
+const char* dtype_name(Dtype d) {
+  switch (d) {
+    case Dtype::Float:
+      return "float";
+    case Dtype::Int32:
+      return "int32";
+    case Dtype::Int64:
+      return "int64";
+    case Dtype::Bool:
+      return "bool";
+  }
+  return "?";
+}
+
+Type value_type(Dtype d) {
+  switch (d) {
+    case Dtype::Int32:
+    case Dtype::Int64:
+      return Type::I;
+    case Dtype::Bool:
+      return Type::B;
+    default:
+      return Type::F;
+  }
+}
 int op_arity(Op op) { return info(op).arity; }
 
 const char* slot_kind_name(SlotKind k) {
@@ -184,7 +225,22 @@ Type result_type(Op op, Type declared) {
   switch (op) {
     case Op::Const:
     case Op::Select:
+    case Op::LoadParam:
+    case Op::LoadPlane:
+    case Op::LoadState:
       return declared;
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Neg:
+    case Op::Abs:
+    case Op::Min:
+    case Op::Max:
+      return declared == Type::I ? Type::I : Type::F;
+    case Op::FloorDiv:
+    case Op::Mod:
+    case Op::ToInt:
+      return Type::I;
     case Op::LoadMask:
       return Type::B;
     case Op::Lt:
@@ -238,9 +294,14 @@ void verify(const Kernel& k) {
     if (v.type != result_type(v.op, v.type))
       fail(k, i, "wrong result type for " + std::string(op_name(v.op)));
     const int arity = op_arity(v.op);
+    const bool compare = v.op == Op::Lt || v.op == Op::Le || v.op == Op::Gt || v.op == Op::Ge ||
+                         v.op == Op::Eq || v.op == Op::Ne;
+    Type compared = Type::F;
+    if (compare && v.args[0] >= 0 && v.args[0] < i) compared = k.values[v.args[0]].type;
+    if (compare && compared == Type::B) fail(k, i, "comparison of bools");
     for (int a = 0; a < 3; ++a) {
       if (a < arity)
-        check_ref(i, v.args[a], operand_type(v.op, a, v.type), "operand");
+        check_ref(i, v.args[a], compare ? compared : operand_type(v.op, a, v.type), "operand");
       else if (v.args[a] != -1)
         fail(k, i, "extra operand");
     }
@@ -261,6 +322,8 @@ void verify(const Kernel& k) {
             !(s.kind == SlotKind::Mutable && s.inout))
           fail(k, i, "load_plane of a slot that is not read");
         if (v.comp < 0 || v.comp >= s.width) fail(k, i, "component out of range");
+        const Type want_type = v.op == Op::LoadTable ? Type::F : value_type(s.dtype);
+        if (v.type != want_type) fail(k, i, "load of the wrong type for slot '" + s.name + "'");
         break;
       }
       case Op::LoadMask:
@@ -285,7 +348,7 @@ void verify(const Kernel& k) {
     if (s.slot < 0 || s.slot >= ns) fail(k, -1, "store to a missing slot");
     const Slot& slot = k.slots[s.slot];
     if (s.comp < 0 || s.comp >= slot.width) fail(k, -1, "store component out of range");
-    check_ref(-1, s.value, Type::F, "stored value");
+    check_ref(-1, s.value, value_type(slot.dtype), "stored value");
     if (s.pred != -1) check_ref(-1, s.pred, Type::B, "store predicate");
     if (slot.kind == SlotKind::Mutable) {
       if (!stored.insert({s.slot, s.comp}).second)
@@ -364,6 +427,7 @@ std::string print(const Kernel& k) {
     const Slot& slot = k.slots[s];
     os << "  $" << s << " " << slot_kind_name(slot.kind) << " " << slot.name
        << " width=" << slot.width << (slot.inout ? " inout" : "");
+    if (slot.dtype != Dtype::Float) os << " " << dtype_name(slot.dtype);
     if (slot.kind == SlotKind::TableSum) os << " of $" << slot.table_of;
     os << "\n";
   }
@@ -396,7 +460,8 @@ std::string canonical(const Kernel& k) {
   for (const Slot& slot : k.slots)
     os << static_cast<int>(slot.kind) << " " << slot.name << " " << slot.width << " "
        << slot.is_vector << " " << slot.inout << " " << slot.table_of
-       << (slot.rows ? " rows=" + std::to_string(slot.rows) : std::string()) << "\n";
+       << (slot.rows ? " rows=" + std::to_string(slot.rows) : std::string())
+       << (slot.dtype != Dtype::Float ? std::string(" ") + dtype_name(slot.dtype) : "") << "\n";
   for (size_t i = 0; i < k.values.size(); ++i) {
     std::ostringstream line;
     print_value(line, k, static_cast<int>(i), false);

@@ -30,15 +30,17 @@ namespace raptor::ir {
 enum class Type : uint8_t {
   F,  // a float of the kernel's dtype (float or double)
   B,  // a bool
-  I,  // an index (int64), only as a table index
+  I,  // an int64: a table index, or an integer plane's value (Add/Sub/Mul/Neg/Abs/Min/Max,
+      // FloorDiv/Mod, comparisons and Select on I wrap around in two's complement)
 };
 
 enum class Op : uint8_t {
   // leaves
   Const,      // F: `imm`;  B: imm != 0;  I: `iimm`
-  LoadParam,  // F: the value of param slot `slot`
-  LoadPlane,  // F: component `comp` of input plane slot `slot` (Plane, or Mutable read as input)
-  LoadState,  // F: component `comp` of Mutable slot `slot` at the start of this step
+  LoadParam,  // the slot's value_type (F, I or B): the value of param slot `slot`
+  LoadPlane,  // (as LoadParam) component `comp` of input plane slot `slot` (Plane, or Mutable read
+              // as input)
+  LoadState,  // (as LoadParam) component `comp` of Mutable slot `slot` at the start of this step
   LoadMask,   // B: the mask's value at the start of the kernel (derived kernels read it)
   LoadTable,  // F: component `comp` of entry args[0] (I) of table slot `slot`; bounds-checked
               //    when `pred` holds
@@ -89,7 +91,27 @@ enum class Op : uint8_t {
   StopGrad,   // F -> F: args[0], derivative 0
   CustomJvp,  // F, F, F -> F: args[0], derivative d args[0] + args[2] * d args[1] (args[2]
               //  an ordinary value: a higher order differentiates it)
+  // Integer planes (docs/language.md "Integer and bool planes"):
+  // I, I -> I: Python's floor division and modulo (the sign of the divisor); a zero divisor
+  //   is RAPTOR_ERR_INT_DIV_ZERO (abi.h) when `pred` holds, and gives 0
+  FloorDiv,
+  Mod,
+  // I -> F: float(i), correctly rounded to the build's dtype
+  ToFloat,
+  // F -> I: int(x), truncated toward zero; NaN, inf or beyond int64 is
+  //   RAPTOR_ERR_INT_CONVERSION when `pred` holds, and gives 0
+  ToInt,
 };
+
+// The element type of a slot's buffer. Float slots have the build's dtype (float32 or
+// float64); integer and bool planes keep their declared type in every build. Their values
+// are I (int32 widened to int64; stores wrap to 32 bits) and B.
+enum class Dtype : uint8_t { Float, Int32, Int64, Bool };
+
+// "float", "int32", "int64", "bool".
+const char* dtype_name(Dtype d);
+// The IR type of a slot's values: F, I (Int32, Int64) or B.
+Type value_type(Dtype d);
 
 const char* op_name(Op op);
 int op_arity(Op op);
@@ -134,12 +156,13 @@ const char* slot_kind_name(SlotKind k);
 struct Slot {
   std::string name;
   SlotKind kind = SlotKind::Plane;
-  int width = 1;           // components: 1 for Scalar/Param, k for Vector[k]
-  bool is_vector = false;  // written as Vector[k] (a (k, N) plane) rather than Scalar
-  int rows = 0;            // Matrix[rows, width / rows] (a (r, c, N) plane, row-major components
-                           //  comp = i * c + j); 0: not a matrix
-  bool inout = false;      // Mutable: the kernel reads its old value
-  int table_of = -1;       // TableSum: the Table slot whose size it has
+  int width = 1;               // components: 1 for Scalar/Param, k for Vector[k]
+  bool is_vector = false;      // written as Vector[k] (a (k, N) plane) rather than Scalar
+  int rows = 0;                // Matrix[rows, width / rows] (a (r, c, N) plane, row-major
+                               //  components comp = i * c + j); 0: not a matrix
+  bool inout = false;          // Mutable: the kernel reads its old value
+  int table_of = -1;           // TableSum: the Table slot whose size it has
+  Dtype dtype = Dtype::Float;  // Param, Plane, Mutable: integer and bool planes
   // Derived kernels (ad/): what this slot is relative to the kernel it was derived from:
   // 'p' a primal slot, 't' a tangent, 'c' a cotangent, of that kernel's slot `primal`.
   // User kernels: 'p' and their own name. Not part of the kernel's meaning (nor its digest).
@@ -151,7 +174,7 @@ struct Slot {
 struct Store {
   int32_t slot = -1;  // Mutable, ParamSum or TableSum slot
   int32_t comp = 0;
-  int32_t value = -1;  // F value stored (added, for sums)
+  int32_t value = -1;  // value stored (added, for sums): of the slot's value_type
   int32_t index = -1;  // TableSum: the I value of the entry
   int32_t pred = -1;   // sums only: contribute only when this Bool value holds
   Loc loc;

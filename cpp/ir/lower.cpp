@@ -42,6 +42,10 @@ std::string describe(const TV& v) {
       return "a bool";
     case TV::Kind::Int:
       return "an integer";
+    case TV::Kind::IntVal:
+      return "an int";
+    case TV::Kind::IVector:
+      return "a Vector[" + std::to_string(v.comps.size()) + "] of ints";
     case TV::Kind::Tuple:
       return "a tuple of " + std::to_string(v.items.size());
     case TV::Kind::Table:
@@ -104,19 +108,35 @@ Kernel Lowerer::run() {
     slot.width = ps.width;
     slot.is_vector = ps.is_vector;
     slot.rows = ps.rows;
+    slot.dtype = ps.dtype;
+    if (ps.dtype != Dtype::Float && ps.kind != SlotKind::Param && ps.kind != SlotKind::Plane &&
+        ps.kind != SlotKind::Mutable)
+      error(p.loc, "parameter '" + p.name +
+                       "': only Param, Scalar, Vector[k] and Mutable planes "
+                       "can be integer or bool; a " +
+                       slot_kind_name(ps.kind) + " holds floats");
+    if (ps.dtype == Dtype::Bool && ps.is_vector)
+      error(p.loc, "parameter '" + p.name +
+                       "': a bool plane is Scalar[hawk.bool_]; a Vector of "
+                       "bools is not supported (use one Scalar[hawk.bool_] per component)");
     k.slots.push_back(slot);
     const int s = static_cast<int>(k.slots.size()) - 1;
     Var var;
     var.param_slot = s;
+    const Type vt = value_type(ps.dtype);
+    const auto scalar = [&]() {
+      return vt == Type::I ? TV::iv(-1) : vt == Type::B ? TV::b(-1) : TV::f(-1);
+    };
     switch (ps.kind) {
       case SlotKind::Param:
-        var.value = TV::f(-1);
+        var.value = scalar();
         break;
       case SlotKind::Plane:
       case SlotKind::Mutable:
-        var.value = ps.rows > 0    ? TV::mat(std::vector<int>(ps.width, -1), ps.rows)
-                    : ps.is_vector ? TV::vec(std::vector<int>(ps.width, -1))
-                                   : TV::f(-1);
+        var.value = ps.rows > 0     ? TV::mat(std::vector<int>(ps.width, -1), ps.rows)
+                    : !ps.is_vector ? scalar()
+                    : vt == Type::I ? TV::ivec(std::vector<int>(ps.width, -1))
+                                    : TV::vec(std::vector<int>(ps.width, -1));
         has_output |= ps.kind == SlotKind::Mutable;
         break;
       case SlotKind::Terminated:
@@ -312,6 +332,8 @@ void Lowerer::assign(const parse::Expr& target, const TV& value, parse::Loc loc)
         parts = value.items;
       else if (value.kind == TV::Kind::Vector)
         for (int c : value.comps) parts.push_back(TV::f(c));
+      else if (value.kind == TV::Kind::IVector)
+        for (int c : value.comps) parts.push_back(TV::iv(c));
       else
         error(loc, "cannot unpack " + describe(value) + " into " +
                        std::to_string(target.args.size()) + " names");
@@ -354,7 +376,7 @@ void Lowerer::assign(const parse::Expr& target, const TV& value, parse::Loc loc)
         assign_name(base.name, vec, loc);
         return;
       }
-      if (vec.kind != TV::Kind::Vector)
+      if (!vec.is_vector())
         error(loc, "'" + base.name + "' is " + describe(vec) +
                        "; only a Vector's or a Matrix's components can "
                        "be assigned with [i]");
@@ -366,7 +388,18 @@ void Lowerer::assign(const parse::Expr& target, const TV& value, parse::Loc loc)
         error(target.args[1]->loc, "index " + std::to_string(written) +
                                        " is out of range for a Vector[" + std::to_string(n) +
                                        "] (components 0.." + std::to_string(n - 1) + ")");
-      vec.comps[i] = to_float(value, loc, "a vector component");
+      if (vec.kind == TV::Kind::IVector) {
+        if (value.kind == TV::Kind::Float)
+          error(loc, "'" + base.name +
+                         "' is a Vector of ints and the value is a float; write "
+                         "int(x) to truncate it toward zero, as Python does");
+        vec.comps[i] = to_int_value(value, loc, "a component of a Vector of ints");
+      } else {
+        if (value.kind == TV::Kind::IntVal)
+          error(loc,
+                "'" + base.name + "' is a float Vector and the value is an int; write float(i)");
+        vec.comps[i] = to_float(value, loc, "a vector component");
+      }
       assign_name(base.name, vec, loc);
       return;
     }
@@ -402,16 +435,44 @@ void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
                          describe(value));
         break;
       case SlotKind::Mutable: {
-        if (value.kind == TV::Kind::Int) value = TV::f(to_float(value, loc, "a value"));
+        const Type vt = value_type(slot.dtype);
+        const std::string elem =
+            slot.dtype == Dtype::Float
+                ? ""
+                : std::string(", hawk.") +
+                      (slot.dtype == Dtype::Bool ? "bool_" : dtype_name(slot.dtype));
         const std::string want = slot.rows > 0 ? "Matrix[" + std::to_string(slot.rows) + ", " +
                                                      std::to_string(slot.width / slot.rows) + "]"
-                                 : slot.is_vector ? "Vector[" + std::to_string(slot.width) + "]"
-                                                  : "Scalar";
-        const bool ok = slot.rows > 0 ? value.kind == TV::Kind::Matrix &&
-                                            value.width() == slot.width && value.rows == slot.rows
-                        : slot.is_vector
-                            ? value.kind == TV::Kind::Vector && value.width() == slot.width
-                            : value.kind == TV::Kind::Float;
+                                 : slot.is_vector
+                                     ? "Vector[" + std::to_string(slot.width) + elem + "]"
+                                     : "Scalar" + (elem.empty() ? "" : "[" + elem.substr(2) + "]");
+        if (vt == Type::F && value.kind == TV::Kind::Int)
+          value = TV::f(to_float(value, loc, "a value"));
+        if (vt == Type::I && value.kind == TV::Kind::Int)
+          value = TV::iv(to_int_value(value, loc, "the value"));
+        if (vt == Type::F && (value.kind == TV::Kind::IntVal || value.kind == TV::Kind::IVector))
+          error(loc, "'" + name + "' is a float Mutable[" + want + "] but the value assigned is " +
+                         describe(value) +
+                         "; a float plane needs a float: write float(...) "
+                         "(or declare '" +
+                         name + "' Mutable[Scalar[hawk.int64]] to keep an int)");
+        if (vt == Type::I && (value.kind == TV::Kind::Float || value.shaped()))
+          error(loc, "'" + name + "' is an integer Mutable[" + want +
+                         "] but the value assigned is " + describe(value) +
+                         " (a float); write int(x) to truncate it toward zero, "
+                         "as Python does");
+        bool ok;
+        if (vt == Type::B)
+          ok = value.kind == TV::Kind::Bool;
+        else if (vt == Type::I)
+          ok = slot.is_vector ? value.kind == TV::Kind::IVector && value.width() == slot.width
+                              : value.kind == TV::Kind::IntVal;
+        else if (slot.rows > 0)
+          ok = value.kind == TV::Kind::Matrix && value.width() == slot.width &&
+               value.rows == slot.rows;
+        else
+          ok = slot.is_vector ? value.kind == TV::Kind::Vector && value.width() == slot.width
+                              : value.kind == TV::Kind::Float;
         if (!ok)
           error(loc, "'" + name + "' is a Mutable[" + want + "] but the value assigned is " +
                          describe(value));
@@ -421,7 +482,7 @@ void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
         break;
     }
   }
-  if (value.kind == TV::Kind::Float || value.shaped()) {
+  if (value.kind == TV::Kind::Float || value.mapped() || value.kind == TV::Kind::IntVal) {
     for (size_t c = 0; c < value.comps.size(); ++c) {
       const int v = value.comps[c];
       if (v < 0) continue;
@@ -430,8 +491,8 @@ void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
           val.op != Op::LoadPlane && val.op != Op::LoadState)
         val.name = value.kind == TV::Kind::Matrix ? name + "[" + std::to_string(c / value.cols()) +
                                                         "," + std::to_string(c % value.cols()) + "]"
-                   : value.kind == TV::Kind::Vector ? name + "[" + std::to_string(c) + "]"
-                                                    : name;
+                   : value.is_vector() ? name + "[" + std::to_string(c) + "]"
+                                       : name;
     }
   }
   // In a loop after a `break`/`continue`, a sample that left keeps its value.
@@ -466,7 +527,7 @@ int Lowerer::materialize(int slot, int comp) {
   if (s.kind == SlotKind::Mutable) k.slots[slot].inout = true;
   Value v;
   v.op = op;
-  v.type = Type::F;
+  v.type = value_type(s.dtype);
   v.slot = slot;
   v.comp = comp;
   v.name = s.rows > 0 ? s.name + "[" + std::to_string(comp / (s.width / s.rows)) + "," +

@@ -20,17 +20,19 @@ namespace raptor::ir::front {
 // A typed value during lowering.
 struct TV {
   enum class Kind {
-    Float,   // comps[0]: an F value
-    Vector,  // comps: k F values
-    Matrix,  // comps: rows * cols F values, row-major (comp = i * cols + j)
-    Bool,    // comps[0]: a B value
-    Int,     // a compile-time integer (loop variables, integer literals): `ival`, exact
-    Tuple,   // `items`
-    Table,   // a Table parameter: `slot`
-    Random,  // the Random parameter: `slot` (draws with .uniform() / .normal())
-    Math,    // a hawk.math function: `name`
-    Helper,  // a @hawk.func helper: `helper`
-    Module,  // the hawk.math module
+    Float,    // comps[0]: an F value
+    Vector,   // comps: k F values
+    Matrix,   // comps: rows * cols F values, row-major (comp = i * cols + j)
+    Bool,     // comps[0]: a B value
+    Int,      // a compile-time integer (loop variables, integer literals): `ival`, exact
+    IntVal,   // comps[0]: an I value (an integer plane's value, or int arithmetic on one)
+    IVector,  // comps: k I values (a Vector[k, hawk.int32/int64] plane)
+    Tuple,    // `items`
+    Table,    // a Table parameter: `slot`
+    Random,   // the Random parameter: `slot` (draws with .uniform() / .normal())
+    Math,     // a hawk.math function: `name`
+    Helper,   // a @hawk.func helper: `helper`
+    Module,   // the hawk.math module
   };
   Kind kind = Kind::Float;
   std::vector<int> comps;  // IR values; -1 = a Mutable component not yet assigned
@@ -72,12 +74,34 @@ struct TV {
     t.ival = std::move(v);
     return t;
   }
+  static TV iv(int v) {
+    TV t;
+    t.kind = Kind::IntVal;
+    t.comps = {v};
+    return t;
+  }
+  static TV ivec(std::vector<int> c) {
+    TV t;
+    t.kind = Kind::IVector;
+    t.comps = std::move(c);
+    return t;
+  }
   bool numeric() const {
-    return kind == Kind::Float || kind == Kind::Vector || kind == Kind::Matrix || kind == Kind::Int;
+    return kind == Kind::Float || kind == Kind::Vector || kind == Kind::Matrix ||
+           kind == Kind::Int || kind == Kind::IntVal || kind == Kind::IVector;
+  }
+  // An integer: compile-time, or an I value (scalar or vector).
+  bool integral() const {
+    return kind == Kind::Int || kind == Kind::IntVal || kind == Kind::IVector;
   }
   // A Vector or a Matrix: components that arithmetic maps over.
   bool shaped() const { return kind == Kind::Vector || kind == Kind::Matrix; }
-  int width() const { return shaped() ? static_cast<int>(comps.size()) : 1; }
+  bool is_vector() const { return kind == Kind::Vector || kind == Kind::IVector; }
+  // Components a float operation maps over: a Vector, a Matrix or an integer vector.
+  bool mapped() const { return shaped() || kind == Kind::IVector; }
+  int width() const {
+    return shaped() || kind == Kind::IVector ? static_cast<int>(comps.size()) : 1;
+  }
   int cols() const { return rows > 0 ? static_cast<int>(comps.size()) / rows : 0; }
   // The same shape (kind, size, rows) with other components.
   TV like(std::vector<int> c) const {
@@ -87,12 +111,23 @@ struct TV {
     t.rows = rows;
     return t;
   }
+  // The result of a float operation over this value's components `c`: a Matrix keeps its
+  // shape; a Vector, or an integer vector, gives a Vector.
+  TV float_like(std::vector<int> c) const {
+    if (kind == Kind::Matrix) return like(std::move(c));
+    TV t;
+    t.kind = Kind::Vector;
+    t.comps = std::move(c);
+    return t;
+  }
 };
 
 std::string describe(const TV& v);
 // Whether two shaped values (Vector or Matrix) have the same shape.
 inline bool same_shape(const TV& a, const TV& b) {
-  return a.kind == b.kind && a.comps.size() == b.comps.size() && a.rows == b.rows;
+  // an integer vector has a Vector's shape
+  const auto shape = [](TV::Kind k) { return k == TV::Kind::IVector ? TV::Kind::Vector : k; };
+  return shape(a.kind) == shape(b.kind) && a.comps.size() == b.comps.size() && a.rows == b.rows;
 }
 
 // A variable of the body: its value, and for kernel parameters what it is bound to.
@@ -144,9 +179,16 @@ class Lowerer {
   // Emitting IR values (with constant folding of constant operands).
   int konst(double v);
   int kbool(bool v);
+  int kint(int64_t v);  // an I constant
   int emit(Op op, Type t, int a = -1, int b = -1, int c = -1, int64_t iimm = 0);
   int to_float(const TV& v, parse::Loc loc, const char* what);  // Float or Int -> F value
   int to_bool(const TV& v, parse::Loc loc, const char* what);
+  // An integer (compile-time, within int64, or an I value) as an I value.
+  int to_int_value(const TV& v, parse::Loc loc, const char* what);
+  // Component c of a numeric value as an F value (scalars broadcast; ints become float(i)).
+  int float_comp(const TV& v, int c, parse::Loc loc, const char* what);
+  // Python's int arithmetic on runtime integers (+ - * // % **), wrapping in int64.
+  TV int_value_arith(const std::string& op, const TV& a, const TV& b, parse::Loc loc);
   std::optional<double> const_value(int v) const;
   // Binary arithmetic with broadcasting of scalars over vectors.
   TV arith(const std::string& op, const TV& a, const TV& b, parse::Loc loc);

@@ -39,6 +39,18 @@ int Lowerer::kbool(bool v) {
   return id;
 }
 
+int Lowerer::kint(int64_t v) {
+  const auto key = std::make_pair(2, static_cast<uint64_t>(v));
+  if (auto it = const_cache_.find(key); it != const_cache_.end()) return it->second;
+  Value c;
+  c.op = Op::Const;
+  c.type = Type::I;
+  c.iimm = v;
+  const int id = k.add(c);
+  const_cache_[key] = id;
+  return id;
+}
+
 std::optional<double> Lowerer::const_value(int v) const {
   if (v < 0) return std::nullopt;
   const Value& val = k.values[v];
@@ -50,27 +62,18 @@ int Lowerer::emit(Op op, Type t, int a, int b, int c, int64_t iimm) {
   const int arity = op_arity(op);
   const int args[3] = {a, b, c};
   if (passes::foldable(op)) {
-    double vals[3] = {0, 0, 0};
+    const Value* vals[3] = {nullptr, nullptr, nullptr};
     bool all_const = true;
-    for (int i = 0; i < arity; ++i) {
-      const auto cv = const_value(args[i]);
-      if (!cv) {
-        all_const = false;
-        break;
-      }
-      vals[i] = *cv;
+    for (int i = 0; i < arity && all_const; ++i) {
+      all_const = args[i] >= 0 && k.values[args[i]].op == Op::Const;
+      if (all_const) vals[i] = &k.values[args[i]];
     }
     if (all_const) {
-      const double r = passes::eval_op(op, vals, iimm);
-      if (t == Type::B) return kbool(r != 0.0);
-      if (t == Type::I) {
-        Value ci;
-        ci.op = Op::Const;
-        ci.type = Type::I;
-        ci.iimm = static_cast<int64_t>(r);
-        return k.add(ci);
+      if (const auto r = passes::fold_const(op, t, vals, iimm)) {
+        if (t == Type::B) return kbool(r->imm != 0.0);
+        if (t == Type::I) return kint(r->iimm);
+        return konst(r->imm);
       }
-      return konst(r);
     }
   }
   Value v;
@@ -85,6 +88,7 @@ int Lowerer::emit(Op op, Type t, int a, int b, int c, int64_t iimm) {
 
 int Lowerer::to_float(const TV& v, Loc loc, const char* what) {
   if (v.kind == TV::Kind::Float) return v.comps[0];
+  if (v.kind == TV::Kind::IntVal) return emit(Op::ToFloat, Type::F, v.comps[0]);  // float(i)
   if (v.kind == TV::Kind::Int) {  // Python's float(int): correctly rounded, or refused
     try {
       return konst(v.ival.to_double());
@@ -107,6 +111,61 @@ int Lowerer::to_bool(const TV& v, Loc loc, const char* what) {
                  describe(v));
 }
 
+int Lowerer::to_int_value(const TV& v, Loc loc, const char* what) {
+  if (v.kind == TV::Kind::IntVal) return v.comps[0];
+  if (v.kind == TV::Kind::Int) {
+    if (const auto i = v.ival.to_int64()) return kint(*i);
+    error(loc, std::string(what) + " " + v.ival.to_string() +
+                   " does not fit in a 64-bit integer, which integer planes compute in");
+  }
+  error(loc, std::string(what) + " must be an integer, got " + describe(v) +
+                 "; convert a float with int(x)");
+}
+
+int Lowerer::float_comp(const TV& v, int c, Loc loc, const char* what) {
+  if (v.kind == TV::Kind::Vector || v.kind == TV::Kind::Matrix) return v.comps[c];
+  if (v.kind == TV::Kind::IVector) return emit(Op::ToFloat, Type::F, v.comps[c]);
+  return to_float(v, loc, what);
+}
+
+TV Lowerer::int_value_arith(const std::string& op, const TV& a, const TV& b, Loc loc) {
+  if (op == "**") {
+    const auto n = b.kind == TV::Kind::Int ? b.ival.to_int64() : std::nullopt;
+    if (!n || *n > 64)
+      error(loc,
+            "an integer power needs an exponent known when the kernel is defined (at most 64): "
+            "write i * i, or float(i) ** y for a float power");
+    // Python's int ** n, by binary exponentiation (wrapping in int64 like * does).
+    std::vector<int> out;
+    for (int c = 0; c < a.width(); ++c) {
+      int base = a.kind == TV::Kind::IVector ? a.comps[c] : to_int_value(a, loc, "the base");
+      int acc = -1;
+      for (int64_t e = *n; e > 0; e >>= 1) {
+        if (e & 1) acc = acc < 0 ? base : emit(Op::Mul, Type::I, acc, base);
+        if (e > 1) base = emit(Op::Mul, Type::I, base, base);
+      }
+      out.push_back(acc < 0 ? kint(1) : acc);
+    }
+    return a.kind == TV::Kind::IVector ? TV::ivec(out) : TV::iv(out[0]);
+  }
+  const bool va = a.kind == TV::Kind::IVector, vb = b.kind == TV::Kind::IVector;
+  if (va && vb && a.width() != b.width())
+    error(loc, "cannot combine " + describe(a) + " and " + describe(b) + " with '" + op + "'");
+  const int w = va ? a.width() : b.width();
+  const Op iop = op == "+"    ? Op::Add
+                 : op == "-"  ? Op::Sub
+                 : op == "*"  ? Op::Mul
+                 : op == "//" ? Op::FloorDiv
+                              : Op::Mod;
+  std::vector<int> out;
+  for (int c = 0; c < w; ++c) {
+    const int x = va ? a.comps[c] : to_int_value(a, loc, "an operand");
+    const int y = vb ? b.comps[c] : to_int_value(b, loc, "an operand");
+    out.push_back(emit(iop, Type::I, x, y));
+  }
+  return (va || vb) ? TV::ivec(out) : TV::iv(out[0]);
+}
+
 int64_t Lowerer::const_int(const TV& v, Loc loc, const char* what) {
   if (v.kind == TV::Kind::Int) {
     if (const auto i = v.ival.to_int64()) return *i;
@@ -119,12 +178,13 @@ int64_t Lowerer::const_int(const TV& v, Loc loc, const char* what) {
 }
 
 TV Lowerer::unary_map(Op op, const TV& a, Loc loc, const char* fname) {
-  if (a.shaped()) {
+  if (a.mapped()) {
     std::vector<int> out;
-    for (int c : a.comps) out.push_back(emit(op, Type::F, c));
-    return a.like(out);
+    for (int c = 0; c < a.width(); ++c)
+      out.push_back(emit(op, Type::F, float_comp(a, c, loc, fname)));
+    return a.float_like(out);
   }
-  if (a.kind == TV::Kind::Float || a.kind == TV::Kind::Int)
+  if (a.kind == TV::Kind::Float || a.kind == TV::Kind::Int || a.kind == TV::Kind::IntVal)
     return TV::f(emit(op, Type::F, to_float(a, loc, fname)));
   error(loc, std::string(fname) + " takes a Scalar, a Vector or a Matrix, got " + describe(a));
 }
@@ -147,27 +207,33 @@ TV Lowerer::arith(const std::string& op, const TV& a, const TV& b, Loc loc) {
   if (!known) error(loc, "operator '" + op + "' is not allowed in a kernel; use + - * / ** // %");
 
   if (a.kind == TV::Kind::Int && b.kind == TV::Kind::Int) return int_arith(op, a.ival, b.ival, loc);
-  const auto small_exponent = b.kind == TV::Kind::Int ? b.ival.to_int64() : std::nullopt;
-  if (op == "**" && small_exponent && *small_exponent >= -64 && *small_exponent <= 64) {
-    const int64_t n = *small_exponent;
-    if (a.shaped()) {
+  // A compile-time exponent within int64, else a value beyond +-64 (pow below).
+  int64_t n = int64_t{1} << 40;
+  if (b.kind == TV::Kind::Int)
+    if (const auto e = b.ival.to_int64()) n = *e;
+  // Runtime integers with integers: Python's int arithmetic (int / int and a negative power
+  // are floats, below).
+  if (a.integral() && b.integral() && op != "/" &&
+      !(op == "**" && b.kind == TV::Kind::Int && n < 0))
+    return int_value_arith(op, a, b, loc);
+  if (op == "**" && n >= -64 && n <= 64) {
+    if (a.mapped()) {
       std::vector<int> out;
-      for (int c : a.comps) out.push_back(emit(Op::PowI, Type::F, c, -1, -1, n));
-      return a.like(out);
+      for (int c = 0; c < a.width(); ++c)
+        out.push_back(emit(Op::PowI, Type::F, float_comp(a, c, loc, "the base"), -1, -1, n));
+      return a.float_like(out);
     }
     return TV::f(emit(Op::PowI, Type::F, to_float(a, loc, "the base"), -1, -1, n));
   }
   const int wa = a.width(), wb = b.width();
-  const bool va = a.shaped(), vb = b.shaped();
+  const bool va = a.mapped(), vb = b.mapped();
   if (va && vb && !same_shape(a, b))
     error(loc, "cannot combine " + describe(a) + " and " + describe(b) + " with '" + op + "'" +
                    (a.kind == TV::Kind::Matrix || b.kind == TV::Kind::Matrix
                         ? " (elementwise needs equal shapes; write a @ b for a matrix product)"
                         : ""));
   const int w = va ? wa : wb;
-  auto comp = [&](const TV& t, int c) {
-    return t.shaped() ? t.comps[c] : to_float(t, loc, "an operand");
-  };
+  auto comp = [&](const TV& t, int c) { return float_comp(t, c, loc, "an operand"); };
   std::vector<int> out;
   for (int c = 0; c < w; ++c) {
     const int x = comp(a, c), y = comp(b, c);
@@ -190,7 +256,7 @@ TV Lowerer::arith(const std::string& op, const TV& a, const TV& b, Loc loc) {
     }
     out.push_back(r);
   }
-  if (va || vb) return (va ? a : b).like(out);
+  if (va || vb) return (va ? a : b).float_like(out);
   return TV::f(out[0]);
 }
 
@@ -261,17 +327,27 @@ TV Lowerer::select(int cond, const TV& a, const TV& b, Loc loc) {
                    describe(b));
   if (!a.numeric() || !b.numeric())
     error(loc, "choices must be numbers, got " + describe(a) + " and " + describe(b));
-  const bool va = a.shaped(), vb = b.shaped();
+  const bool va = a.mapped(), vb = b.mapped();
   if (va && vb && !same_shape(a, b))
     error(loc, "choices have different shapes: " + describe(a) + " and " + describe(b));
   const int w = va ? a.width() : b.width();
+  // Two integers (at least one a runtime value) stay integers; otherwise floats.
+  const bool ints =
+      a.integral() && b.integral() && !(a.kind == TV::Kind::Int && b.kind == TV::Kind::Int);
   std::vector<int> out;
   for (int c = 0; c < w; ++c) {
-    const int x = va ? a.comps[c] : to_float(a, loc, "a choice");
-    const int y = vb ? b.comps[c] : to_float(b, loc, "a choice");
+    if (ints) {
+      const int x = a.kind == TV::Kind::IVector ? a.comps[c] : to_int_value(a, loc, "a choice");
+      const int y = b.kind == TV::Kind::IVector ? b.comps[c] : to_int_value(b, loc, "a choice");
+      out.push_back(emit(Op::Select, Type::I, cond, x, y));
+      continue;
+    }
+    const int x = float_comp(a, c, loc, "a choice");
+    const int y = float_comp(b, c, loc, "a choice");
     out.push_back(emit(Op::Select, Type::F, cond, x, y));
   }
-  return (va || vb) ? (va ? a : b).like(out) : TV::f(out[0]);
+  if (ints) return (va || vb) ? TV::ivec(out) : TV::iv(out[0]);
+  return (va || vb) ? (va ? a : b).float_like(out) : TV::f(out[0]);
 }
 
 namespace {
@@ -315,6 +391,12 @@ TV Lowerer::expr(const Expr& e) {
         return a;
       }
       if (a.kind == TV::Kind::Int) return TV::i(-a.ival);  // exact, as Python
+      if (a.kind == TV::Kind::IntVal) return TV::iv(emit(Op::Neg, Type::I, a.comps[0]));
+      if (a.kind == TV::Kind::IVector) {
+        std::vector<int> out;
+        for (int c : a.comps) out.push_back(emit(Op::Neg, Type::I, c));
+        return TV::ivec(out);
+      }
       return unary_map(Op::Neg, a, e.loc, "unary '-'");
     }
     case ExprKind::Not: {
@@ -353,7 +435,7 @@ TV Lowerer::expr(const Expr& e) {
         const TV& x = operands[i];
         const TV& y = operands[i + 1];
         const Loc loc = e.args[i]->loc;
-        if (x.shaped() || y.shaped())
+        if (x.mapped() || y.mapped())
           error(loc, "cannot compare " + describe(x) + " with " + describe(y) +
                          "; compare a "
                          "component v[i] or a length norm(v)");
@@ -362,10 +444,13 @@ TV Lowerer::expr(const Expr& e) {
                          "'; combine them with "
                          "`and`, `or`, `not`");
         const auto exact = const_compare(e.ops[i], x, y);
+        const bool ints = x.integral() && y.integral();  // compared exactly, as int64
         const int c =
-            exact ? kbool(*exact)
-                  : emit(compare_op(e.ops[i]), Type::B, to_float(x, loc, "a compared value"),
-                         to_float(y, loc, "a compared value"));
+            exact  ? kbool(*exact)
+            : ints ? emit(compare_op(e.ops[i]), Type::B, to_int_value(x, loc, "a compared value"),
+                          to_int_value(y, loc, "a compared value"))
+                   : emit(compare_op(e.ops[i]), Type::B, to_float(x, loc, "a compared value"),
+                          to_float(y, loc, "a compared value"));
         acc = acc < 0 ? c : emit(Op::And, Type::B, acc, c);
       }
       return TV::b(acc);
@@ -400,11 +485,9 @@ TV Lowerer::expr(const Expr& e) {
           const TV idx = expr(*e.args[1]);
           int index;
           if (idx.kind == TV::Kind::Int) {
-            Value ci;
-            ci.op = Op::Const;
-            ci.type = Type::I;
-            ci.iimm = const_int(idx, e.args[1]->loc, "a table index");
-            index = k.add(ci);
+            index = kint(const_int(idx, e.args[1]->loc, "a table index"));
+          } else if (idx.kind == TV::Kind::IntVal) {
+            index = idx.comps[0];  // an integer plane's value, as it is
           } else if (idx.kind == TV::Kind::Float) {
             index = emit(Op::ToIndex, Type::I, idx.comps[0]);
           } else {
@@ -443,15 +526,16 @@ TV Lowerer::expr(const Expr& e) {
       if (base.kind == TV::Kind::Table) error(e.loc, "read a Table entry with w.at(i), not w[i]");
       const TV idx = expr(*e.args[1]);
       if (base.kind == TV::Kind::Matrix) return matrix_index(base, idx, *e.args[1]);
-      if (base.kind == TV::Kind::Vector || base.kind == TV::Kind::Tuple) {
-        const int64_t n = base.kind == TV::Kind::Vector ? static_cast<int64_t>(base.comps.size())
-                                                        : static_cast<int64_t>(base.items.size());
+      if (base.is_vector() || base.kind == TV::Kind::Tuple) {
+        const int64_t n = base.is_vector() ? static_cast<int64_t>(base.comps.size())
+                                           : static_cast<int64_t>(base.items.size());
         int64_t i = const_int(idx, e.args[1]->loc, "an index");
         if (i < 0) i += n;
         if (i < 0 || i >= n)
           error(e.args[1]->loc, "index " + std::to_string(const_int(idx, e.loc, "an index")) +
                                     " is out of range for " + describe(base) + " (components 0.." +
                                     std::to_string(n - 1) + ")");
+        if (base.kind == TV::Kind::IVector) return TV::iv(base.comps[i]);
         return base.kind == TV::Kind::Vector ? TV::f(base.comps[i]) : base.items[i];
       }
       error(e.loc, "only vectors and matrices can be indexed, and this is " + describe(base));

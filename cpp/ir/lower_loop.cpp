@@ -201,10 +201,15 @@ TV Lowerer::choose(int cond, TV x, TV y, int param_slot, const std::string& n, p
     x = TV::f(to_float(x, loc, "a value"));
     y = TV::f(to_float(y, loc, "a value"));
   }
-  const bool numeric_or_bool =
-      x.kind == TV::Kind::Float || x.shaped() || x.kind == TV::Kind::Bool;
-  if (x.kind != y.kind || x.comps.size() != y.comps.size() || x.rows != y.rows ||
-      !numeric_or_bool)
+  // A compile-time int meeting a runtime int is that int; an int meeting a float is an
+  // error (name the type: float(i) or int(x)), as the branches of an `if` keep one type.
+  if (x.kind == TV::Kind::Int && y.kind == TV::Kind::IntVal)
+    x = TV::iv(to_int_value(x, loc, "a value"));
+  if (y.kind == TV::Kind::Int && x.kind == TV::Kind::IntVal)
+    y = TV::iv(to_int_value(y, loc, "a value"));
+  const bool numeric_or_bool = x.kind == TV::Kind::Float || x.mapped() ||
+                               x.kind == TV::Kind::Bool || x.kind == TV::Kind::IntVal;
+  if (x.kind != y.kind || x.comps.size() != y.comps.size() || x.rows != y.rows || !numeric_or_bool)
     error(loc,
           "'" + n + "' is " + describe(x) + " " + what + " and " + describe(y) + " " + otherwise);
   for (size_t c = 0; c < x.comps.size(); ++c) {
@@ -213,10 +218,12 @@ TV Lowerer::choose(int cond, TV x, TV y, int param_slot, const std::string& n, p
       if (x.comps[c] < 0) x.comps[c] = materialize(param_slot, static_cast<int>(c));
       if (y.comps[c] < 0) y.comps[c] = materialize(param_slot, static_cast<int>(c));
     }
-    const Type ty = x.kind == TV::Kind::Bool ? Type::B : Type::F;
+    const Type ty = x.kind == TV::Kind::Bool                                      ? Type::B
+                    : (x.kind == TV::Kind::IntVal || x.kind == TV::Kind::IVector) ? Type::I
+                                                                                  : Type::F;
     const int sel = emit(Op::Select, ty, cond, x.comps[c], y.comps[c]);
     if (k.values[sel].name.empty())
-      k.values[sel].name = x.shaped() ? n + "[" + std::to_string(c) + "]" : n;
+      k.values[sel].name = x.mapped() ? n + "[" + std::to_string(c) + "]" : n;
     x.comps[c] = sel;
   }
   return x;

@@ -35,6 +35,45 @@ TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, pars
       {"sqrt", Op::Sqrt},   {"exp", Op::Exp},  {"log", Op::Log},   {"sin", Op::Sin},
       {"cos", Op::Cos},     {"tan", Op::Tan},  {"tanh", Op::Tanh}, {"abs", Op::Abs},
       {"floor", Op::Floor}, {"sign", Op::Sign}};
+  if (name == "int") {  // Python's int(): truncation toward zero (an int stays itself)
+    arity(*this, name, args, 1, loc);
+    const TV& a = args[0];
+    if (a.integral() && !a.is_vector()) return a;
+    if (a.kind == TV::Kind::Bool)
+      return TV::iv(emit(Op::Select, Type::I, a.comps[0], kint(1), kint(0)));
+    if (a.kind == TV::Kind::Float) return TV::iv(emit(Op::ToInt, Type::I, a.comps[0]));
+    error(loc, "int() takes a Scalar, an int or a bool, got " + describe(a) +
+                   "; convert a vector's components one at a time, int(v[i])");
+  }
+  const bool int_args = !args.empty() && [&] {
+    bool runtime = false;
+    for (const TV& a : args) {
+      if (!a.integral()) return false;
+      runtime |= a.kind != TV::Kind::Int;
+    }
+    return runtime;
+  }();
+  if (int_args && (name == "abs" || name == "minimum" || name == "maximum" || name == "clamp")) {
+    // Python's abs/min/max of ints are ints (wrapping at the int64 limits for abs).
+    if (name == "clamp") {
+      arity(*this, name, args, 3, loc);
+      return call_math("minimum", {call_math("maximum", {args[0], args[1]}, loc), args[2]}, loc);
+    }
+    arity(*this, name, args, name == "abs" ? 1 : 2, loc);
+    const Op op = name == "abs" ? Op::Abs : name == "minimum" ? Op::Min : Op::Max;
+    const TV& a = args[0];
+    const TV& b = args.size() > 1 ? args[1] : args[0];
+    if (a.is_vector() && b.is_vector() && a.width() != b.width())
+      error(loc, name + "() of " + describe(a) + " and " + describe(b));
+    const int w = a.is_vector() ? a.width() : b.width();
+    std::vector<int> out;
+    for (int c = 0; c < w; ++c) {
+      const int x = a.is_vector() ? a.comps[c] : to_int_value(a, loc, "an argument");
+      const int y = b.is_vector() ? b.comps[c] : to_int_value(b, loc, "an argument");
+      out.push_back(op == Op::Abs ? emit(op, Type::I, x) : emit(op, Type::I, x, y));
+    }
+    return (a.is_vector() || b.is_vector()) ? TV::ivec(out) : TV::iv(out[0]);
+  }
   for (const auto& [n, op] : unary)
     if (name == n) {
       arity(*this, name, args, 1, loc);
@@ -47,11 +86,22 @@ TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, pars
     return unary_map(Op::StopGrad, args[0], loc, "stop_gradient()");
   }
   auto vector_arg = [&](const TV& v, const char* what) {
-    if (v.kind != TV::Kind::Vector) error(loc, name + "() takes " + what + ", got " + describe(v));
+    if (!v.is_vector()) error(loc, name + "() takes " + what + ", got " + describe(v));
+    if (v.kind == TV::Kind::IVector) {  // float(i) per component
+      std::vector<int> out;
+      for (int c = 0; c < v.width(); ++c) out.push_back(float_comp(v, c, loc, what));
+      return out;
+    }
     return v.comps;
   };
   if (name == "float") {
     arity(*this, name, args, 1, loc);
+    if (args[0].kind == TV::Kind::IVector) {
+      std::vector<int> out;
+      for (int c = 0; c < args[0].width(); ++c)
+        out.push_back(float_comp(args[0], c, loc, "float()"));
+      return TV::vec(out);
+    }
     return TV::f(to_float(args[0], loc, "float()'s argument"));
   }
   if (name == "vec") {
@@ -97,15 +147,15 @@ TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, pars
     const TV& b = args[1];
     if (!a.numeric() || !b.numeric())
       error(loc, name + "() takes numbers, got " + describe(a) + " and " + describe(b));
-    const bool va = a.shaped(), vb = b.shaped();
+    const bool va = a.mapped(), vb = b.mapped();
     if (va && vb && !same_shape(a, b))
       error(loc, name + "() of " + describe(a) + " and " + describe(b));
     const int w = va ? a.width() : b.width();
     std::vector<int> out;
     for (int c = 0; c < w; ++c)
-      out.push_back(emit(op, Type::F, va ? a.comps[c] : to_float(a, loc, "an argument"),
-                         vb ? b.comps[c] : to_float(b, loc, "an argument")));
-    return (va || vb) ? (va ? a : b).like(out) : TV::f(out[0]);
+      out.push_back(emit(op, Type::F, float_comp(a, c, loc, "an argument"),
+                         float_comp(b, c, loc, "an argument")));
+    return (va || vb) ? (va ? a : b).float_like(out) : TV::f(out[0]);
   }
   if (name == "clamp") {
     arity(*this, name, args, 3, loc);
@@ -114,7 +164,7 @@ TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, pars
   }
   if (name == "where") {
     arity(*this, name, args, 3, loc);
-    if (args[0].shaped())
+    if (args[0].mapped())
       error(loc, "where() takes one condition per sample, not " + describe(args[0]) +
                      "; compare components");
     const int cond = to_bool(args[0], loc, "where()'s first argument");

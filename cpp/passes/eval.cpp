@@ -128,7 +128,114 @@ T eval_in(Op op, const T* a, int64_t iimm) {
 
 int64_t to_index(double x) { return index_of(x); }
 
+int64_t floordiv_i64(int64_t a, int64_t b) {
+  if (b == -1) return static_cast<int64_t>(0ULL - static_cast<uint64_t>(a));  // no overflow trap
+  const int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+int64_t mod_i64(int64_t a, int64_t b) {
+  if (b == -1) return 0;
+  const int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+std::optional<int64_t> to_int(double x) {
+  if (!std::isfinite(x)) return std::nullopt;
+  const double t = std::trunc(x);
+  if (t < -9223372036854775808.0 || t >= 9223372036854775808.0) return std::nullopt;
+  return static_cast<int64_t>(t);
+}
+
+std::optional<int64_t> eval_int(Op op, const int64_t* a) {
+  const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
+  switch (op) {
+    case Op::Add:
+      return static_cast<int64_t>(u(a[0]) + u(a[1]));
+    case Op::Sub:
+      return static_cast<int64_t>(u(a[0]) - u(a[1]));
+    case Op::Mul:
+      return static_cast<int64_t>(u(a[0]) * u(a[1]));
+    case Op::Neg:
+      return static_cast<int64_t>(0ULL - u(a[0]));
+    case Op::Abs:
+      return a[0] < 0 ? static_cast<int64_t>(0ULL - u(a[0])) : a[0];
+    case Op::Min:
+      return a[0] < a[1] ? a[0] : a[1];
+    case Op::Max:
+      return a[0] > a[1] ? a[0] : a[1];
+    case Op::FloorDiv:
+      if (a[1] == 0) return std::nullopt;
+      return floordiv_i64(a[0], a[1]);
+    case Op::Mod:
+      if (a[1] == 0) return std::nullopt;
+      return mod_i64(a[0], a[1]);
+    case Op::Lt:
+      return a[0] < a[1];
+    case Op::Le:
+      return a[0] <= a[1];
+    case Op::Gt:
+      return a[0] > a[1];
+    case Op::Ge:
+      return a[0] >= a[1];
+    case Op::Eq:
+      return a[0] == a[1];
+    case Op::Ne:
+      return a[0] != a[1];
+    default:
+      return std::nullopt;
+  }
+}
+
 int64_t to_index_f32(float x) { return index_of(x); }
+
+std::optional<ir::Value> fold_const(Op op, ir::Type t, const ir::Value* const* a, int64_t iimm) {
+  using ir::Type;
+  ir::Value r;
+  r.op = Op::Const;
+  r.type = t;
+  const int arity = ir::op_arity(op);
+  if (op == Op::Select) {
+    const ir::Value& pick = *a[a[0]->imm != 0.0 ? 1 : 2];
+    r.imm = pick.imm;
+    r.iimm = pick.iimm;
+    return r;
+  }
+  if (op == Op::ToFloat) {
+    const int64_t x = a[0]->iimm;
+    if (x > (int64_t{1} << 53) || x < -(int64_t{1} << 53)) return std::nullopt;
+    r.imm = static_cast<double>(x);
+    return r;
+  }
+  if (op == Op::ToInt) {
+    const auto x = to_int(a[0]->imm);
+    const auto x32 = to_int(static_cast<double>(static_cast<float>(a[0]->imm)));
+    if (!x || x != x32) return std::nullopt;
+    r.iimm = *x;
+    return r;
+  }
+  const bool int_op = arity > 0 && a[0]->type == Type::I && op != Op::LoadTable;
+  if (int_op || op == Op::FloorDiv || op == Op::Mod) {
+    int64_t v[3] = {0, 0, 0};
+    for (int i = 0; i < arity; ++i) v[i] = a[i]->iimm;
+    const auto x = eval_int(op, v);
+    if (!x) return std::nullopt;
+    if (t == Type::B)
+      r.imm = *x != 0 ? 1.0 : 0.0;
+    else
+      r.iimm = *x;
+    return r;
+  }
+  double v[3] = {0, 0, 0};
+  for (int i = 0; i < arity; ++i)
+    v[i] = a[i]->type == Type::I ? static_cast<double>(a[i]->iimm) : a[i]->imm;
+  const double x = eval_op(op, v, iimm);
+  if (t == Type::I)
+    r.iimm = static_cast<int64_t>(x);  // from to_index: in range
+  else
+    r.imm = t == Type::B ? (x != 0.0 ? 1.0 : 0.0) : x;
+  return r;
+}
 
 bool foldable(Op op) {
   switch (op) {

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -104,25 +105,16 @@ void fold_and_cse(Kernel& k) {
     repl[i] = i;
     if (foldable(v.op) && v.op != Op::Const) {
       const int arity = ir::op_arity(v.op);
-      double vals[3] = {0, 0, 0};
+      const Value* args[3] = {nullptr, nullptr, nullptr};
       bool all = true;
       for (int a = 0; a < arity && all; ++a) {
-        const Value& x = k.values[v.args[a]];
-        if (x.op != Op::Const)
-          all = false;
-        else
-          vals[a] = x.type == Type::I ? static_cast<double>(x.iimm) : x.imm;
+        args[a] = &k.values[v.args[a]];
+        all = args[a]->op == Op::Const;
       }
-      if (all) {
-        const double r = eval_op(v.op, vals, v.iimm);
-        const Type t = v.type;
-        v = Value{};
-        v.op = Op::Const;
-        v.type = t;
-        if (t == Type::I)
-          v.iimm = static_cast<int64_t>(r);  // r came from to_index: in range
-        else
-          v.imm = t == Type::B ? (r != 0.0 ? 1.0 : 0.0) : r;
+      std::optional<Value> folded;
+      if (all) folded = fold_const(v.op, v.type, args, v.iimm);
+      if (folded) {
+        v = *folded;
       } else if (const int id = identity(k, i); id >= 0) {
         repl[i] = id;
         continue;

@@ -17,6 +17,10 @@
 /* error codes written to raptor_args.error[0] */
 #define RAPTOR_OK 0
 #define RAPTOR_ERR_TABLE_INDEX 1 /* error[1] = table slot, error[2] = index, error[3] = sample */
+/* integer planes: `//` or `%` by zero; error[1] = the user's source line, error[3] = sample */
+#define RAPTOR_ERR_INT_DIV_ZERO 2
+/* integer planes: int(x) of NaN, an infinity or beyond int64; error[1] = line, error[3] = sample */
+#define RAPTOR_ERR_INT_CONVERSION 3
 
 typedef struct raptor_args {
   int64_t n;              /* samples in each plane: the stride between components */

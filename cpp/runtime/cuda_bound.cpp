@@ -97,7 +97,18 @@ CudaBound::CudaBound(std::shared_ptr<const CudaKernel> kernel, Binding b,
   for (size_t s = 0; s < e.num_slots(); ++s) {
     if (e.iface.slot(s).role != SlotRole::Param || param_ptrs[s]) continue;
     unsigned char* cell = host.data() + (kCudaStatusWords + s) * 8;
-    if (e.dtype_size == 4) {
+    const ElemType pt = e.iface.slot(s).dtype;  // an integer Param keeps its dtype
+    if (pt == ElemType::I32 || pt == ElemType::I64 || pt == ElemType::Bool) {
+      const int64_t v = static_cast<int64_t>(b_.slots[s].param);
+      if (pt == ElemType::I32) {
+        const int32_t w = static_cast<int32_t>(v);
+        std::memcpy(cell, &w, sizeof w);
+      } else if (pt == ElemType::Bool) {
+        cell[0] = v != 0 ? 1 : 0;
+      } else {
+        std::memcpy(cell, &v, sizeof v);
+      }
+    } else if (e.dtype_size == 4) {
       const float v = static_cast<float>(b_.slots[s].param);
       std::memcpy(cell, &v, sizeof v);
     } else {

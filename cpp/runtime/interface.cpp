@@ -140,9 +140,21 @@ KernelInterface KernelInterface::of(const ir::Kernel& k, ElemType float_dtype, s
     si.is_vector = s.is_vector;
     si.rows = s.rows;
     si.table_of = s.table_of;
-    si.dtype = si.role == SlotRole::Mask     ? ElemType::Bool
-               : si.role == SlotRole::Random ? ElemType::U32
-                                             : float_dtype;
+    switch (s.dtype) {  // integer and bool planes keep their declared type in every build
+      case ir::Dtype::Int32:
+        si.dtype = ElemType::I32;
+        break;
+      case ir::Dtype::Int64:
+        si.dtype = ElemType::I64;
+        break;
+      case ir::Dtype::Bool:
+        si.dtype = ElemType::Bool;
+        break;
+      default:
+        si.dtype = si.role == SlotRole::Mask     ? ElemType::Bool
+                   : si.role == SlotRole::Random ? ElemType::U32
+                                                 : float_dtype;
+    }
     slots.push_back(std::move(si));
   }
   return KernelInterface(k.name, std::move(digest), float_dtype, std::move(slots));

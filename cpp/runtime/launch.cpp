@@ -206,6 +206,15 @@ std::string describe_error(const KernelEntry& e, const Binding& b, const LaunchR
     }
     return m + " at sample " + std::to_string(r.error_sample);
   }
+  if (r.error == RAPTOR_ERR_INT_DIV_ZERO)  // error_slot holds the user's line (abi.h)
+    return head + "integer division or modulo by zero at line " + std::to_string(r.error_slot) +
+           ", sample " + std::to_string(r.error_sample) +
+           " (Python raises ZeroDivisionError here); guard the divisor, e.g. `a // b if b != 0 "
+           "else 0`";
+  if (r.error == RAPTOR_ERR_INT_CONVERSION)
+    return head + "int() of NaN, an infinity or a float beyond int64 at line " +
+           std::to_string(r.error_slot) + ", sample " + std::to_string(r.error_sample) +
+           " (Python raises here); check the value first, e.g. `int(x) if abs(x) < 1e18 else 0`";
   return head + "error code " + std::to_string(r.error) + " at sample " +
          std::to_string(r.error_sample);
 }

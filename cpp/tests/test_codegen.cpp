@@ -184,6 +184,26 @@ TEST(CodegenGolden, SteppedTable) { check_golden("stepped_table", stepped_table_
 TEST(CodegenGolden, RigidPose) { check_golden("rigid_pose", rigid_pose_kernel()); }
 TEST(CodegenGolden, NewtonWithBreak) { check_golden("newton_break", newton_kernel()); }
 
+// Integer planes: an int32 counter (in-out), an int Param, an int table index, `//` with its
+// zero-divisor check and int(x) with its conversion check (docs/language.md).
+ir::Kernel int_counter_kernel() {
+  SpecOptions opt;
+  opt.file = "examples/int_counter.py";
+  opt.first_line = 30;
+  return optimized(
+      lower_source(R"(@hawk.kernel(steps=1)
+def int_counter(x: Scalar, w: Table[Scalar], m: Param[hawk.int32], n: Mutable[Scalar[hawk.int32]], y: Mutable[Scalar]):
+    i = int(x * 4.0) % m
+    n = n + 1 if x > w.at(i) else n // 2
+    y = float(n) * x
+)",
+                   {Scalar("x"), TableScalar("w"), with_dtype(Param("m"), ir::Dtype::Int32),
+                    with_dtype(MutScalar("n"), ir::Dtype::Int32), MutScalar("y")},
+                   with_math({{"int", math("int")}}), opt));  // the builtin int()
+}
+
+TEST(CodegenGolden, IntCounter) { check_golden("int_counter", int_counter_kernel()); }
+
 TEST(CodegenEmit, SymbolNameAndComments) {
   const ir::Kernel k = drag_kernel();
   EXPECT_EQ(codegen::symbol_name(k, DType::F32, kFakeDigest), "raptor_drag_0123456789abcdef_f32");

@@ -5,12 +5,15 @@
 // This checks the logic of the CUDA driver (codegen/cuda_driver.cpp) against the reference
 // interpreter: the deterministic block sums (ParamSum, TableSum with entries hit by many
 // samples, `_finish`), the uniform rounds past the end of the samples, stepping with a mask,
-// finished counts, steps_run, a table index error and a loop with `break`/`continue`. Threads race
-// freely here, so equal bits on repeated runs also say the sums do not depend on thread timing.
-// What it does not check: NVRTC's and the GPU's floating-point behaviour (see test_cuda_codegen.cpp
-// and the GPU check of issue 9).
+// finished counts, steps_run, a table index error, a loop with `break`/`continue`, and integer
+// and bool planes (each slot's buffer in its own element type) with a zero divisor's error.
+// Threads race freely here, so equal bits on repeated runs also say the sums do not depend on
+// thread timing. What it does not check: NVRTC's and the GPU's floating-point behaviour (see
+// test_cuda_codegen.cpp and the GPU check of issue 9).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -149,21 +152,23 @@ class Emulated {
   // results back into it; returns the status words.
   std::vector<unsigned long long> run(ir::InterpBinding& b, int64_t table_entries) {
     const size_t ns = k_.slots.size();
-    std::vector<std::vector<T>> in(ns), out(ns);
-    std::vector<T> params(ns);
+    // Each slot's buffer in its element type: T, or an integer or bool plane's own.
+    std::vector<std::vector<unsigned char>> in(ns), out(ns);
+    std::vector<std::array<unsigned char, 8>> params(ns);
     std::vector<int64_t> sizes(ns, 0);
     raptor_cuda_args a{};
     a.n = a.count = b.n;
     a.zero_finished = b.zero_finished ? 1 : 0;
     for (size_t s = 0; s < ns; ++s) {
       const ir::Slot& sl = k_.slots[s];
-      in[s].assign(b.slots[s].in.begin(), b.slots[s].in.end());
-      out[s].assign(b.slots[s].out.begin(), b.slots[s].out.end());
+      in[s] = pack(sl.dtype, b.slots[s].in);
+      out[s] = pack(sl.dtype, b.slots[s].out);
       a.in[s] = in[s].data();
       a.out[s] = out[s].data();
       if (sl.kind == ir::SlotKind::Param) {
-        params[s] = static_cast<T>(b.slots[s].in.at(0));
-        a.params[s] = &params[s];
+        const std::vector<unsigned char> cell = pack(sl.dtype, {b.slots[s].in.at(0)});
+        std::copy(cell.begin(), cell.end(), params[s].begin());
+        a.params[s] = params[s].data();
       }
       if (sl.kind == ir::SlotKind::Table) sizes[s] = table_entries;
       a.table_size[s] = sizes[s];
@@ -184,10 +189,49 @@ class Emulated {
     if (g.grid > 0) launch_(kernel_, &a, g.grid, g.block);
     EXPECT_EQ(g.finish, finish_ != nullptr);
     if (g.finish) launch_(finish_, &a, g.finish_grid, g.finish_block);
-    for (size_t s = 0; s < ns; ++s) b.slots[s].out.assign(out[s].begin(), out[s].end());
+    for (size_t s = 0; s < ns; ++s) b.slots[s].out = unpack(k_.slots[s].dtype, out[s]);
     b.mask = mask;
     b.finished += static_cast<uint32_t>(status[0]);
     return status;
+  }
+
+  // Doubles (the interpreter's layout) as a buffer of `d`'s elements, and back.
+  static std::vector<unsigned char> pack(ir::Dtype d, const std::vector<double>& v) {
+    std::vector<unsigned char> bytes;
+    const auto put = [&](auto x) {
+      const auto* p = reinterpret_cast<const unsigned char*>(&x);
+      bytes.insert(bytes.end(), p, p + sizeof x);
+    };
+    for (const double x : v) {
+      if (d == ir::Dtype::Int32)
+        put(static_cast<int32_t>(x));
+      else if (d == ir::Dtype::Int64)
+        put(static_cast<int64_t>(x));
+      else if (d == ir::Dtype::Bool)
+        put(static_cast<uint8_t>(x != 0.0));
+      else
+        put(static_cast<T>(x));
+    }
+    return bytes;
+  }
+  static std::vector<double> unpack(ir::Dtype d, const std::vector<unsigned char>& bytes) {
+    std::vector<double> v;
+    const auto get = [&](auto zero) {
+      for (size_t at = 0; at + sizeof zero <= bytes.size(); at += sizeof zero) {
+        decltype(zero) x;
+        std::memcpy(&x, bytes.data() + at, sizeof x);
+        v.push_back(static_cast<double>(x));
+      }
+    };
+    if (d == ir::Dtype::Int32)
+      get(int32_t{});
+    else if (d == ir::Dtype::Int64)
+      get(int64_t{});
+    else if (d == ir::Dtype::Bool)
+      get(uint8_t{});
+    else
+      get(T{});
+    return v;
   }
 
  private:
@@ -360,6 +404,66 @@ TEST_F(CudaEmulated, LoopWithExitsAndItsAdjointMatchTheInterpreter) {
     for (size_t s = 0; s < k->slots.size(); ++s)
       expect_close(got.slots[s].out, want.slots[s].out, 1e-12, k->name + " " + k->slots[s].name);
   }
+// Integer and bool planes: an int32 counter carried over steps, an int table index, `//`, `%`
+// and int(x), a bool plane; then a zero divisor's error (line and sample in the status).
+TEST_F(CudaEmulated, IntPlanesMatchTheInterpreter) {
+  SpecOptions opt;
+  opt.steps = 3;
+  const ir::Kernel k = optimized(lower_source(
+      R"(def ints(x: Scalar, w: Table[Scalar], d: Scalar[hawk.int64], on: Scalar[hawk.bool_], m: Param[hawk.int32], n: Mutable[Scalar[hawk.int32]], q: Mutable[Scalar[hawk.int64]], y: Mutable[Scalar]):
+    i = int(x * 4.0) % m
+    n = n + i if on else n - 1
+    q = n // d
+    y = w.at(i) * float(q) + x
+)",
+      {Scalar("x"), TableScalar("w"), with_dtype(Scalar("d"), ir::Dtype::Int64),
+       with_dtype(Scalar("on"), ir::Dtype::Bool), with_dtype(Param("m"), ir::Dtype::Int32),
+       with_dtype(MutScalar("n"), ir::Dtype::Int32), with_dtype(MutScalar("q"), ir::Dtype::Int64),
+       MutScalar("y")},
+      with_math({{"int", math("int")}}), opt));
+  const int64_t n = 600, m = 5;
+  ir::InterpBinding want = random_binding(k, n, m, 9);
+  uint64_t seed = 4;
+  for (size_t s = 0; s < k.slots.size(); ++s) {
+    std::vector<double>& in = want.slots[s].in;
+    const std::string& nm = k.slots[s].name;
+    if (nm == "m") in[0] = m;
+    for (double& v : in) {
+      if (nm == "x") v = uniform(seed, 0.0, 5.0);
+      if (nm == "d") v = std::floor(uniform(seed, -4.0, 4.0)) + 0.0;
+      if (nm == "on") v = uniform(seed, 0.0, 1.0) < 0.5;
+      if (nm == "n") v = std::floor(uniform(seed, -20.0, 20.0));
+    }
+    if (nm == "d")
+      for (double& v : in)
+        if (v == 0.0) v = 3.0;
+  }
+  for (const bool f32 : {false, true}) {
+    ir::InterpBinding ref = want, got = want;
+    ref.float32 = f32;
+    ir::interpret(k, ref);
+    ASSERT_EQ(ref.error[0], RAPTOR_OK);
+    std::vector<unsigned long long> status;
+    if (f32) {
+      Emulated<float> emu(k, compiler_);
+      status = emu.run(got, m);
+    } else {
+      Emulated<double> emu(k, compiler_);
+      status = emu.run(got, m);
+    }
+    EXPECT_EQ(status[1], 0u);
+    for (const char* name : {"n", "q", "y"}) {
+      const int s = k.find_slot(name);
+      expect_close(got.slots[s].out, ref.slots[s].out, f32 ? 1e-6 : 1e-15, name);
+    }
+  }
+  ir::InterpBinding bad = want;
+  bad.slots[k.find_slot("d")].in[123] = 0.0;
+  Emulated<double> emu(k, compiler_);
+  const auto err = emu.run(bad, m);
+  EXPECT_EQ(err[1], static_cast<unsigned long long>(RAPTOR_ERR_INT_DIV_ZERO));
+  EXPECT_EQ(err[2], 4u);  // the line of `q = n // d`
+  EXPECT_EQ(err[4], 123u);
 }
 
 }  // namespace

@@ -61,6 +61,11 @@ inline ir::ParamSpec Matrix(std::string n, int r, int c, ir::SlotKind kind = ir:
 inline ir::ParamSpec MutMatrix(std::string n, int r, int c) {
   return Matrix(std::move(n), r, c, ir::SlotKind::Mutable);
 }
+// An integer or bool plane (Scalar[hawk.int32] ...): `p` with element type `d`.
+inline ir::ParamSpec with_dtype(ir::ParamSpec p, ir::Dtype d) {
+  p.dtype = d;
+  return p;
+}
 
 // ---- resolved globals
 

@@ -5,7 +5,8 @@ then one ``raptor_core._core.Bound`` that holds the arrays' pointers by referenc
 Start at ``bind``. Layouts (docs/language.md): Scalar ``(N,)``, Vector[k] ``(k, N)``, Terminated
 bool ``(N,)``, Table ``(M,)`` or ``(M, k)``, Param a number or a 0-d/1-element array of any
 float or integer dtype (read at each launch, as ``float(value)`` reads it), finished_count
-uint32 ``(1,)``; sums of derived kernels ``(k,)`` / ``(M,)`` / ``(M, k)``. The shapes and
+uint32 ``(1,)``; integer and bool planes (``Scalar[hawk.int32]`` ...) arrays of exactly their
+declared dtype and integer Params an int within that dtype; sums of derived kernels ``(k,)`` / ``(M,)`` / ``(M, k)``. The shapes and
 dtypes come from the kernel's interface (``Kernel.interface``, described once in C++:
 cpp/runtime/interface.hpp).
 """
@@ -22,7 +23,7 @@ from eagle.errors import ModeError
 from eagle.rng import key_words
 from hawk.kernel import Kernel
 
-__all__ = ["Bound", "bind", "as_host_array", "param_number"]
+__all__ = ["Bound", "bind", "as_host_array", "int_param_number", "param_number"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -79,6 +80,27 @@ def param_number(value: Any, dtype: np.dtype, who: str, name: str) -> float:
             f"{float(np.finfo(dtype).max):.4g}); pass a number within that range (or float('inf') for an infinite one)"
         )
     return x
+
+
+def int_param_number(value: Any, dtype: str, who: str, name: str) -> float:
+    """An integer (or bool) Param's value: a Python or NumPy int within ``dtype`` ("int32",
+    "int64"; int64 within +-2**53, the exact range of the launch's double parameter cell), or a
+    bool for a ``Param[hawk.bool_]``. Refuses floats (write int(x) yourself: the kernel would not
+    know how to round) naming the kernel (``who``), the Param and the fix."""
+    decl = f"Param[hawk.{'bool_' if dtype == 'bool' else dtype}]"
+    if dtype == "bool":
+        if isinstance(value, (bool, np.bool_)):
+            return 1.0 if value else 0.0
+        raise TypeError(f"{who}: Param '{name}' is a {decl} and takes True or False, got {value!r}")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(
+            f"{who}: Param '{name}' is an integer {decl} and takes an int, got {type(value).__name__} {value!r}; "
+            f"pass int({name}) (truncating) or round it yourself"
+        )
+    lo, hi = (-(2**31), 2**31 - 1) if dtype == "int32" else (-(2**53), 2**53)
+    if not lo <= int(value) <= hi:
+        raise ValueError(f"{who}: Param '{name}' = {int(value)} does not fit a {decl} (range [{lo}, {hi}]); pass an int in that range")
+    return float(int(value))
 
 
 def _element_code(dt: np.dtype) -> str:
@@ -178,7 +200,7 @@ class Bound:
 
 def _first_float_dtype(kernel: Kernel, values: Mapping[str, Any], who: str) -> tuple[np.dtype, str]:
     for s in kernel.slots:
-        if s.kind in ("plane", "mutable", "table", "param_sum", "table_sum") and s.name in values:
+        if s.kind in ("plane", "mutable", "table", "param_sum", "table_sum") and s.is_float and s.name in values:
             v = values[s.name]
             dt = getattr(v, "dtype", None)
             if dt is not None:
@@ -227,6 +249,18 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> B
         if s.kind == "random":
             rng = key_words(value, who, s.name)
             continue
+        if s.kind == "param" and not s.is_float:
+            if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "iu" and s.dtype != "bool":
+                # An integer array: checked now, read at each launch like a float Param's array.
+                int_param_number(value.reshape(()).item(), s.dtype, who, s.name)
+                params[i], src, keep = _param_value(value, dtype, who, s.name)
+                sources.append((i, src[0], src[1]))
+                arrays[s.name] = keep
+                continue
+            if isinstance(value, np.ndarray) and value.size == 1:
+                value = value.reshape(()).item()
+            params[i] = int_param_number(value, s.dtype, who, s.name)
+            continue
         if s.kind == "param":
             params[i], src, keep = _param_value(value, dtype, who, s.name)
             if src is not None:
@@ -235,6 +269,12 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> B
             continue
         arr = as_host_array(value, who, s.name)
         if arr.dtype.name != si.dtype:
+            if s.kind != "terminated" and not s.is_float:
+                raise ModeError(
+                    f"{who}: plane '{s.name}' is declared {s.annotation()} and takes {si.dtype} arrays, got {arr.dtype}; "
+                    f"pass {s.name}.astype(np.{'bool_' if si.dtype == 'bool' else si.dtype}) (integer and bool planes keep "
+                    "their declared dtype in float32 and float64 builds)"
+                )
             if s.kind == "terminated":
                 raise ModeError(f"{who}: the Terminated mask '{s.name}' must be a bool array, got {arr.dtype}")
             if arr.dtype not in _FLOATS:

@@ -27,7 +27,7 @@ import numpy as np
 
 from raptor_core import _core
 
-from eagle.binding import Bound, param_number
+from eagle.binding import Bound, int_param_number, param_number
 from eagle.errors import ModeError
 
 __all__ = ["CudaBound", "DeviceArray", "bind", "current_stream", "find_nvrtc", "probe", "stream_handle", "unusable_reason", "view"]
@@ -284,7 +284,7 @@ def layout(kernel: Any, values: Mapping[str, Any]) -> Layout:
 
     dtype, first = np.dtype(np.float64), ""
     for s in kernel.slots:
-        if s.kind in ("plane", "mutable", "table", "param_sum", "table_sum"):
+        if s.kind in ("plane", "mutable", "table", "param_sum", "table_sum") and s.is_float:
             dt = arrays[s.name].dtype
             if dt not in _FLOATS:
                 raise ModeError(f"{who}: plane '{s.name}' is {dt}, which is not supported; a kernel runs float32 or float64 planes")
@@ -305,7 +305,12 @@ def layout(kernel: Any, values: Mapping[str, Any]) -> Layout:
     iface = kernel.interface(dtype)
     for i, (s, si) in enumerate(zip(kernel.slots, iface.slots)):
         if s.kind == "param":
-            params[i], src = _param(values[s.name], dtype, who, s.name)
+            # An integer Param: a number here, or a device array of exactly its dtype.
+            pdtype = dtype if s.is_float else np.dtype(s.dtype)
+            if not s.is_float and isinstance(values[s.name], (bool, int, float, complex, np.generic)):
+                params[i], src = int_param_number(values[s.name], s.dtype, who, s.name), None
+            else:
+                params[i], src = _param(values[s.name], pdtype, who, s.name)
             if src is not None:
                 param_ptrs[i] = src.ptr
                 arrays[s.name] = src
@@ -313,6 +318,11 @@ def layout(kernel: Any, values: Mapping[str, Any]) -> Layout:
             continue
         arr = arrays[s.name]
         if arr.dtype.name != si.dtype:
+            if s.kind != "terminated" and not s.is_float:
+                raise ModeError(
+                    f"{who}: plane '{s.name}' is declared {s.annotation()} and takes {si.dtype} arrays, got {arr.dtype}; "
+                    f"pass {s.name}.astype('{si.dtype}') (integer and bool planes keep their declared dtype in every build)"
+                )
             if s.kind == "terminated":
                 raise ModeError(f"{who}: the Terminated mask '{s.name}' must be a bool array, got {arr.dtype}")
             if arr.dtype not in _FLOATS:

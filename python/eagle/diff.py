@@ -166,7 +166,10 @@ class _Adjoint:
         kernel = node.kernel
         xp = sw.xp
         self.name, self.node, self.sw = name, node, sw
-        self.wrt = tuple(s.name for s in kernel.slots if s.kind in ("plane", "param", "table") or (s.kind == "mutable" and s.inout))
+        # Integer and bool planes carry no derivative: they stay primal inputs of the adjoint.
+        self.wrt = tuple(
+            s.name for s in kernel.slots if s.is_float and (s.kind in ("plane", "param", "table") or (s.kind == "mutable" and s.inout))
+        )
         self.bound = None
         # Pure outputs are overwritten by the node: their earlier values get no cotangent.
         self.overwritten = [plane_key(node.arrays[s.name]) for s in kernel.slots if s.kind == "mutable" and not s.inout]
@@ -186,7 +189,7 @@ class _Adjoint:
                 if src.kind == "random":  # the recorded launch's key, set per launch (run)
                     values[s.name] = 0
                 elif src.kind == "param":
-                    buf = values[s.name] = xp.zeros((1,), node.dtype)
+                    buf = values[s.name] = xp.zeros((1,), node.dtype if src.is_float else src.dtype)
                     self.param_bufs.append((primal, buf))
                 elif src.kind == "table":
                     buf = values[s.name] = xp.zeros_like(sw.state[key])

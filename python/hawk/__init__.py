@@ -9,11 +9,11 @@ docs/language.md. Names are defined in hawk.kernel, hawk.types, hawk.math and ha
 from hawk import math
 from hawk.errors import KernelError
 from hawk.kernel import Helper, Kernel, SlotInfo, func, kernel
-from hawk.types import Guard, Matrix, Mutable, Param, Random, Scalar, Table, Terminated, Vector
+from hawk.types import Guard, Matrix, Mutable, Param, Random, Scalar, Table, Terminated, Vector, bool_, int32, int64
 
 __version__ = "0.6.0"
 
 __all__ = [
     "Guard", "Helper", "Kernel", "KernelError", "Matrix", "Mutable", "Param", "Random", "Scalar", "SlotInfo",
-    "Table", "Terminated", "Vector", "func", "kernel", "math",
+    "Table", "Terminated", "Vector", "bool_", "func", "int32", "int64", "kernel", "math",
 ]

@@ -44,6 +44,8 @@ class SlotInfo:
     kind: "param", "plane", "mutable", "terminated", "table", "param_sum", "table_sum" or "random".
     role: the interface's role ("inout" for an in-out Mutable, "mask" for the Terminated plane,
     else the kind).
+    dtype: "float" for the slots that take the build's float dtype, else the slot's own element
+    type: "int32", "int64" or "bool" (integer and bool planes, and the mask).
     """
 
     name: str
@@ -54,11 +56,18 @@ class SlotInfo:
     table_of: int
     role: str = ""
     rows: int = 0  # a Matrix[rows, width // rows]; 0: not a matrix
+    dtype: str = "float"
 
     @classmethod
     def of(cls, s: Any) -> "SlotInfo":
         """The SlotInfo of one ``_core.SlotInterface``."""
-        return cls(s.name, _KIND_OF_ROLE[s.role], s.width, s.is_vector, s.role == "inout", s.table_of, s.role, s.rows)
+        dtype = "float" if s.dtype in ("float32", "float64") else s.dtype
+        return cls(s.name, _KIND_OF_ROLE[s.role], s.width, s.is_vector, s.role == "inout", s.table_of, s.role, s.rows, dtype)
+
+    @property
+    def is_float(self) -> bool:
+        """Whether it takes the build's float dtype (False for integer and bool planes, the mask)."""
+        return self.dtype == "float"
 
     @property
     def is_input(self) -> bool:
@@ -72,11 +81,15 @@ class SlotInfo:
         return self.kind in ("mutable", "terminated", "param_sum", "table_sum")
 
     def annotation(self) -> str:
-        inner = f"Vector[{self.width}]" if self.is_vector else "Scalar"
+        elem = "" if self.dtype == "float" or self.kind == "terminated" else f"hawk.{'bool_' if self.dtype == 'bool' else self.dtype}"
         if self.rows:
             inner = f"Matrix[{self.rows}, {self.width // self.rows}]"
+        elif self.is_vector:
+            inner = f"Vector[{self.width}, {elem}]" if elem else f"Vector[{self.width}]"
+        else:
+            inner = f"Scalar[{elem}]" if elem else "Scalar"
         return {
-            "param": "Param",
+            "param": f"Param[{elem}]" if elem else "Param",
             "plane": inner,
             "mutable": f"Mutable[{inner}]",
             "terminated": "Terminated",

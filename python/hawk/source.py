@@ -24,7 +24,7 @@ from hawk.types import matrix_rows, param_kind
 __all__ = ["kernel_spec", "function_source"]
 
 # Builtins a kernel may use, mapped to the hawk.math function that gives their meaning.
-_BUILTINS = {"abs": "abs", "min": "minimum", "max": "maximum", "float": "float"}
+_BUILTINS = {"abs": "abs", "min": "minimum", "max": "maximum", "float": "float", "int": "int"}
 _PYMATH = {"sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "atan2", "floor", "fabs"}
 
 
@@ -252,5 +252,6 @@ def kernel_spec(fn: Callable[..., Any], steps: int, active_set: bool) -> dict[st
         if isinstance(kind, str):
             params.append((name, "plane", 1, False, f"parameter '{name}' {kind}" if kind.startswith("is ") else f"parameter '{name}': {kind}"))
         else:
-            params.append((name, kind[0], kind[1], kind[2], "", matrix_rows(annotations[name])))
+            params.append((name, kind[0], kind[1], kind[2], "", matrix_rows(annotations[name]),
+                           kind[3] if len(kind) > 3 else "float"))
     return {"fn": main, "params": params, "steps": int(steps), "active_set": bool(active_set), "helpers": resolver.helpers}

@@ -3,8 +3,13 @@
 ``Param``, ``Scalar``, ``Vector[k]``, ``Matrix[r, c]``, ``Mutable[T]``, ``Terminated``, ``Table[T]`` and
 ``Random`` are markers: hawk reads them from a kernel's signature and never instantiates them. ``Guard``
 configures how eagle launches a kernel. ``param_kind`` turns one annotation into the
-``(kind, width, is_vector)`` triple the compiler takes, or an error message; ``matrix_rows``
-gives a Matrix's rows (0 for anything else).
+``(kind, width, is_vector)`` triple the compiler takes (plus the element type of an integer or
+bool plane), or an error message; ``matrix_rows`` gives a Matrix's rows (0 for anything else).
+
+Integer and bool planes (docs/language.md "Integer and bool planes"): ``Scalar[hawk.int32]``,
+``Scalar[hawk.int64]``, ``Scalar[hawk.bool_]``, ``Vector[k, hawk.int32]``, ``Param[hawk.int32]``
+(and int64), also inside ``Mutable[...]``. ``hawk.int32``, ``hawk.int64`` and ``hawk.bool_`` are
+the dtype markers.
 """
 
 from __future__ import annotations
@@ -12,7 +17,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Param", "Scalar", "Vector", "Matrix", "Mutable", "Terminated", "Table", "Random", "Guard", "param_kind", "matrix_rows"]
+__all__ = [
+    "Param", "Scalar", "Vector", "Matrix", "Mutable", "Terminated", "Table", "Random", "Guard",
+    "param_kind", "matrix_rows", "DType", "int32", "int64", "bool_",
+]
+
+
+@dataclass(frozen=True)
+class DType:
+    """An element type of an integer or bool plane: ``hawk.int32``, ``hawk.int64``, ``hawk.bool_``
+    (NumPy's ``int32``, ``int64`` and ``bool``). Float planes take the build's float dtype."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return f"hawk.{'bool_' if self.name == 'bool' else self.name}"
+
+
+int32 = DType("int32")
+int64 = DType("int64")
+bool_ = DType("bool")
+_DTYPES = (int32, int64, bool_)
+
+
+def _dtype_of(d: Any, where: str) -> DType:
+    if isinstance(d, DType):
+        return d
+    raise TypeError(f"{where} takes hawk.int32, hawk.int64 or hawk.bool_ as its element type, got {d!r}")
 
 
 class _Marker:
@@ -22,12 +53,40 @@ class _Marker:
         raise TypeError(f"{type(self).__name__} is a kernel parameter annotation, not a value")
 
 
+@dataclass(frozen=True)
+class ParamType:
+    """``Param[hawk.int32]``: one integer (or bool) for every sample of a launch."""
+
+    dtype: DType
+
+    def __repr__(self) -> str:
+        return f"Param[{self.dtype!r}]"
+
+
 class Param(_Marker):
-    """One float for every sample of a launch (a Python float, 0-d or 1-element array)."""
+    """One float for every sample of a launch (a Python float, 0-d or 1-element array);
+    ``Param[hawk.int32]`` / ``Param[hawk.int64]``: one integer."""
+
+    def __class_getitem__(cls, dtype: Any) -> ParamType:
+        return ParamType(_dtype_of(dtype, "Param[...]"))
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """``Scalar[hawk.int32]`` (int64, bool_): a plane of shape ``(N,)`` of that dtype."""
+
+    dtype: DType
+
+    def __repr__(self) -> str:
+        return f"Scalar[{self.dtype!r}]"
 
 
 class Scalar(_Marker):
-    """A plane of shape ``(N,)``: one float per sample."""
+    """A plane of shape ``(N,)``: one float per sample; ``Scalar[hawk.int32]``,
+    ``Scalar[hawk.int64]``, ``Scalar[hawk.bool_]``: one integer or bool per sample."""
+
+    def __class_getitem__(cls, dtype: Any) -> ScalarType:
+        return ScalarType(_dtype_of(dtype, "Scalar[...]"))
 
 
 class Random(_Marker):
@@ -43,21 +102,29 @@ class Terminated(_Marker):
 
 @dataclass(frozen=True)
 class VectorType:
-    """``Vector[k]``: a plane of shape ``(k, N)``, k floats per sample."""
+    """``Vector[k]``: a plane of shape ``(k, N)``, k floats per sample; ``Vector[k, hawk.int32]``
+    k integers."""
 
     k: int
+    dtype: DType | None = None
 
     def __repr__(self) -> str:
-        return f"Vector[{self.k}]"
+        return f"Vector[{self.k}]" if self.dtype is None else f"Vector[{self.k}, {self.dtype!r}]"
 
 
 class Vector(_Marker):
-    """``Vector[k]``: a plane of shape ``(k, N)`` (components leading)."""
+    """``Vector[k]``: a plane of shape ``(k, N)`` (components leading); ``Vector[k, hawk.int32]``
+    (or int64) holds integers."""
 
-    def __class_getitem__(cls, k: int) -> VectorType:
+    def __class_getitem__(cls, k: Any) -> VectorType:
+        dtype = None
+        if isinstance(k, tuple):
+            if len(k) != 2:
+                raise TypeError(f"Vector[k] or Vector[k, dtype], got Vector{list(k)!r}")
+            k, dtype = k[0], _dtype_of(k[1], "Vector[k, ...]")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise TypeError(f"Vector[k] needs a positive integer k, got {k!r}")
-        return VectorType(k)
+        return VectorType(k, dtype)
 
 
 @dataclass(frozen=True)
@@ -132,8 +199,13 @@ def _name(t: Any) -> str:
     return getattr(t, "__name__", None) or repr(t)
 
 
-def param_kind(annotation: Any) -> tuple[str, int, bool] | str:
-    """``(kind, width, is_vector)`` for an annotation, or a message saying what is wrong.
+def _elem(dtype: DType | None) -> str:
+    return "float" if dtype is None else dtype.name
+
+
+def param_kind(annotation: Any) -> tuple[str, int, bool] | tuple[str, int, bool, str] | str:
+    """``(kind, width, is_vector)`` for an annotation, or a message saying what is wrong;
+    integer and bool planes add their element type: ``(kind, width, is_vector, "int32")``.
 
     kind is one of "param", "plane", "mutable", "terminated", "table", "random".
     """
@@ -141,9 +213,15 @@ def param_kind(annotation: Any) -> tuple[str, int, bool] | str:
         return ("param", 1, False)
     if annotation is Random:
         return ("random", 1, False)
+    if isinstance(annotation, ParamType):
+        return ("param", 1, False, annotation.dtype.name)
     if annotation is Scalar:
         return ("plane", 1, False)
+    if isinstance(annotation, ScalarType):
+        return ("plane", 1, False, annotation.dtype.name)
     if isinstance(annotation, VectorType):
+        if annotation.dtype is not None:
+            return ("plane", annotation.k, True, annotation.dtype.name)
         return ("plane", annotation.k, True)
     if isinstance(annotation, MatrixType):
         return ("plane", annotation.r * annotation.c, True)
@@ -153,20 +231,28 @@ def param_kind(annotation: Any) -> tuple[str, int, bool] | str:
         inner = annotation.of
         if inner is Scalar:
             return ("mutable", 1, False)
+        if isinstance(inner, ScalarType):
+            return ("mutable", 1, False, inner.dtype.name)
         if isinstance(inner, VectorType):
+            if inner.dtype is not None:
+                return ("mutable", inner.k, True, inner.dtype.name)
             return ("mutable", inner.k, True)
         if isinstance(inner, MatrixType):
             return ("mutable", inner.r * inner.c, True)
-        return f"Mutable[...] takes Scalar or Vector[k] (or Matrix[r, c]), got {_name(inner)}"
+        return f"Mutable[...] takes Scalar or Vector[k] (or Matrix[r, c], Scalar[hawk.int32], Vector[k, hawk.int32], ...), got {_name(inner)}"
     if isinstance(annotation, TableType):
         inner = annotation.of
         if inner is Scalar:
             return ("table", 1, False)
-        if isinstance(inner, VectorType):
+        if isinstance(inner, VectorType) and inner.dtype is None:
             return ("table", inner.k, True)
         if isinstance(inner, MatrixType):
             return ("table", inner.r * inner.c, True)
+        if isinstance(inner, (ScalarType, VectorType)):
+            return f"Table[...] holds floats, got Table[{_name(inner)}]; index a float Table with an int (w.at(i))"
         return f"Table[...] takes Scalar or Vector[k] (or Matrix[r, c]), got {_name(inner)}"
+    if isinstance(annotation, DType):
+        return f"is annotated {annotation!r}, an element type; write Scalar[{annotation!r}] (or Vector[k, {annotation!r}], Param[{annotation!r}])"
     if annotation is Vector:
         return "Vector needs its size: Vector[k]"
     if annotation is Matrix:

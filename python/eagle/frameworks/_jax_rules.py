@@ -208,7 +208,11 @@ kernel_p.def_impl(_impl)
 
 def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall, lowering: str = "ffi") -> tuple[list, list]:
     outs = kernel_p.bind(*primals, call=call, lowering=lowering)
-    nz = [i for i, t in enumerate(tangents) if type(t) is not ad.Zero and call.inputs[i].kind not in ("terminated", "random")]
+    # Integer and bool inputs carry no derivative (their tangents are float0, as JAX gives ints);
+    # integer outputs keep Zero(float0) tangents: the tangent kernel has none for them. Nor does
+    # a Random key.
+    nz = [i for i, t in enumerate(tangents)
+          if type(t) is not ad.Zero and call.inputs[i].kind not in ("terminated", "random") and call.inputs[i].is_float]
     zeros = [ad.Zero(jax.typeof(o).to_tangent_aval()) for o in outs]
     if not nz:
         return outs, zeros

@@ -123,6 +123,31 @@ class KernelFunction:
                 raise ValueError(f"{who}: Random '{s.name}' needs a threefry2x32 key (uint32 key data of shape (2,)), got {data.dtype} "
                                  f"{tuple(data.shape)}; pass jax.random.key(seed) or jax.random.PRNGKey(seed) (under vmap, one key per entry)")
         return jnp.concatenate([data, jnp.zeros((2,), np.uint32)])
+    def _int_input(self, s: Any, v: Any) -> Any:
+        """An integer or bool plane's (or Param's) value as a JAX array of exactly its declared
+        dtype, or a ModeError/TypeError naming the kernel, the input and the fix."""
+        name = self.kernel.name
+        decl = s.annotation()
+        want = np.dtype(s.dtype)
+        if s.kind == "param":
+            if isinstance(v, (bool, np.bool_)) != (s.dtype == "bool") or isinstance(v, (float, complex)):
+                raise TypeError(f"eagle.frameworks.jax {name}: Param '{s.name}' is a {decl}; pass {'True or False' if s.dtype == 'bool' else 'an int'}, got {v!r}")
+            if isinstance(v, (bool, int)):
+                info = np.iinfo(want) if want.kind == "i" else None
+                if info is not None and not info.min <= v <= info.max:
+                    raise ValueError(f"eagle.frameworks.jax {name}: Param '{s.name}' = {v} does not fit a {decl}")
+                v = np.asarray(v, dtype=want)
+        a = self._readable(v, s)
+        dt = np.dtype(a.dtype)
+        if dt != want:
+            fix = f"pass {s.name}.astype(jnp.{'bool_' if s.dtype == 'bool' else s.dtype})"
+            if want == np.int64 and not jax.config.jax_enable_x64:
+                fix = f"turn jax_enable_x64 on (JAX makes int32 arrays without it) or declare '{s.name}' with hawk.int32"
+            raise ModeError(
+                f"eagle.frameworks.jax {name}: {'Param' if s.kind == 'param' else 'plane'} '{s.name}' is declared {decl} and takes {want.name}, "
+                f"got {dt}; {fix} (integer and bool planes keep their declared dtype in float32 and float64 calls)"
+            )
+        return a
 
     def _prepare(self, values: list[Any]) -> tuple[np.dtype, list[Any]]:
         name = self.kernel.name
@@ -133,6 +158,9 @@ class KernelFunction:
         for s, v in zip(slots, values):
             if s.kind == "random":
                 arrays.append((self._key_block(v, s), False))
+                continue
+            if not s.is_float and s.kind != "terminated":  # integer and bool planes keep their dtype
+                arrays.append((self._int_input(s, v), False))
                 continue
             if s.kind == "param" and isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind in "iu" and v.size == 1:
                 v = float(np.asarray(v).reshape(()))  # a NumPy integer: float(value) on the host, as plan.bind reads it
@@ -175,6 +203,9 @@ class KernelFunction:
             if s.kind == "random":
                 out.append(a)
                 continue
+            if s.kind == "param" and not s.is_float:
+                out.append(a.reshape(()))
+                continue
             if s.kind == "param":
                 if isinstance(a, (int, float)):  # a Python number: read as the host binding reads it
                     a = param_number(a, dtype, f"eagle.frameworks.jax {name}", s.name)
@@ -186,7 +217,7 @@ class KernelFunction:
                 a = jnp.asarray(a)
                 if a.dtype != np.bool_:
                     raise ModeError(f"eagle.frameworks.jax {name}: the Terminated mask '{s.name}' must be bool, got {a.dtype}")
-            else:
+            elif s.is_float:
                 a = jnp.asarray(a, dtype=dtype)
             want = self._interface.expected_shape(slot, n if n is not None else -1, sizes, True)
             if s.kind != "table" and n is None:

@@ -1,0 +1,346 @@
+"""Integer and bool planes (docs/language.md "Integer and bool planes"): Scalar[hawk.int32],
+Scalar[hawk.int64], Scalar[hawk.bool_], Vector[k, hawk.int32] and Param[hawk.int32] as inputs,
+Mutable and in-out planes, in float32 and float64 builds, against NumPy; the error codes of a
+zero divisor and of int(NaN); the refusals; the JAX bridge (jit, vmap, float0 tangents, grads
+of the float part); and the CUDA emission (NVRTC).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.test_util import check_grads
+
+import hawk
+from eagle.errors import ModeError
+from eagle.frameworks import jax as ejax
+from hawk import Mutable, Param, Scalar, Table, Vector
+from raptor_core import _core
+
+from conftest import DTYPES, plan_kernels
+
+jax.config.update("jax_enable_x64", True)
+
+N = 257
+RNG = np.random.default_rng(11)
+
+
+@hawk.kernel(steps=5)
+def counter(x: Scalar, thr: Param, n: Mutable[Scalar[hawk.int32]], y: Mutable[Scalar]):
+    y = y * 0.5 + x
+    n = n + 1 if y > thr else n
+
+
+@hawk.kernel
+def int_ops(a: Scalar[hawk.int64], b: Scalar[hawk.int64], k: Param[hawk.int32], x: Scalar,
+            q: Mutable[Scalar[hawk.int64]], r: Mutable[Scalar[hawk.int64]], s: Mutable[Scalar[hawk.int64]],
+            t: Mutable[Scalar[hawk.int64]], f: Mutable[Scalar], ge: Mutable[Scalar[hawk.bool_]]):
+    q = a // b if b != 0 else 0
+    r = a % b if b != 0 else 0
+    s = (a - b) * k + abs(a) - max(a, b) + a ** 3
+    t = int(x * 10.0)
+    f = float(a) * x + a / 4
+    ge = a >= b and not (a == k)
+
+
+@hawk.kernel
+def lookup_int(w: Table[Scalar], i: Scalar[hawk.int32], x: Scalar, y: Mutable[Scalar]):
+    y = w.at(i) * x + w.at(i + 1)
+
+
+@hawk.kernel
+def ivec(v: Vector[3, hawk.int32], on: Scalar[hawk.bool_], s: Mutable[Scalar[hawk.int64]],
+         w: Mutable[Vector[3, hawk.int32]], z: Mutable[Scalar]):
+    s = v[0] + v[1] * v[2] if on else -v[0]
+    w = v * 2 - 1
+    z = float(v[2]) * 0.5
+
+
+@hawk.kernel
+def wrap32(a: Scalar[hawk.int32], b: Scalar[hawk.int32], p: Mutable[Scalar[hawk.int32]]):
+    p = a * b + 7
+
+
+@hawk.kernel
+def divides(a: Scalar[hawk.int64], b: Scalar[hawk.int64], q: Mutable[Scalar[hawk.int64]]):
+    q = a // b
+
+
+@hawk.kernel
+def truncates(x: Scalar, t: Mutable[Scalar[hawk.int64]]):
+    t = int(x)
+
+
+def _bind(plans, name, **values):
+    b = plans[name].bind(**values)
+    b.launch()
+    return b
+
+
+@pytest.fixture(scope="module")
+def plans(module_cache_dir):
+    return plan_kernels([counter, int_ops, lookup_int, ivec, wrap32, divides, truncates], module_cache_dir)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_counter_in_out_over_steps(plans, dtype):
+    x = RNG.uniform(-1, 2, N).astype(dtype)
+    n = RNG.integers(-5, 5, N).astype(np.int32)
+    y = RNG.uniform(-1, 1, N).astype(dtype)
+    n0, y0 = n.copy(), y.copy()
+    for _ in range(2):  # two launches, 5 steps each
+        _bind(plans, "counter", x=x, thr=0.9, n=n, y=y)
+    yr, nr = y0.astype(np.float64), n0.astype(np.int64)
+    for _ in range(10):
+        yr = (yr * 0.5 + x).astype(dtype).astype(np.float64)
+        nr = np.where(yr > 0.9, nr + 1, nr)
+    assert n.dtype == np.int32
+    np.testing.assert_array_equal(n, nr.astype(np.int32))
+    np.testing.assert_allclose(y, yr, rtol=1e-6 if dtype == np.float32 else 1e-15)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_int_arithmetic_is_pythons(plans, dtype):
+    a = RNG.integers(-1000, 1000, N).astype(np.int64)
+    b = RNG.integers(-9, 9, N).astype(np.int64)
+    a[:4] = [-7, 7, -7, 7]
+    b[:4] = [2, -2, -2, 2]
+    x = RNG.uniform(-3, 3, N).astype(dtype)
+    out = {k: np.zeros(N, np.int64) for k in ("q", "r", "s", "t")}
+    f = np.zeros(N, dtype)
+    ge = np.zeros(N, np.bool_)
+    _bind(plans, "int_ops", a=a, b=b, k=np.int32(3), x=x, f=f, ge=ge, **out)
+    safe = np.where(b != 0, b, 1)
+    # Python's own // and % on a few, NumPy's (the same floor semantics) on all
+    assert [int(v) for v in out["q"][:4]] == [-7 // 2, 7 // -2, -7 // -2, 7 // 2]
+    assert [int(v) for v in out["r"][:4]] == [-7 % 2, 7 % -2, -7 % -2, 7 % 2]
+    np.testing.assert_array_equal(out["q"], np.where(b != 0, a // safe, 0))
+    np.testing.assert_array_equal(out["r"], np.where(b != 0, a % safe, 0))
+    np.testing.assert_array_equal(out["s"], (a - b) * 3 + np.abs(a) - np.maximum(a, b) + a**3)
+    np.testing.assert_array_equal(out["t"], np.trunc(x * dtype(10.0)).astype(np.int64))
+    want_f = a.astype(dtype) * x + (a / 4).astype(dtype)
+    np.testing.assert_allclose(f, want_f, rtol=1e-6 if dtype == np.float32 else 1e-15)
+    np.testing.assert_array_equal(ge, (a >= b) & ~(a == 3))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_int_table_index_and_its_range_error(plans, dtype):
+    w = RNG.uniform(-1, 1, 10).astype(dtype)
+    i = RNG.integers(0, 9, N).astype(np.int32)
+    x = RNG.uniform(-1, 1, N).astype(dtype)
+    y = np.zeros(N, dtype)
+    _bind(plans, "lookup_int", w=w, i=i, x=x, y=y)
+    np.testing.assert_allclose(y, w[i] * x + w[i + 1], rtol=1e-6 if dtype == np.float32 else 1e-15)
+    i[5] = 9  # i + 1 == 10 is out of range
+    with pytest.raises(RuntimeError, match=r"kernel 'lookup_int'.*table 'w' index 10.*sample 5"):
+        _bind(plans, "lookup_int", w=w, i=i, x=x, y=y)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_int_vectors_and_bool_planes(plans, dtype):
+    v = RNG.integers(-50, 50, (3, N)).astype(np.int32)
+    on = RNG.integers(0, 2, N).astype(np.bool_)
+    s = np.zeros(N, np.int64)
+    w = np.zeros((3, N), np.int32)
+    z = np.zeros(N, dtype)
+    _bind(plans, "ivec", v=v, on=on, s=s, w=w, z=z)
+    v64 = v.astype(np.int64)
+    np.testing.assert_array_equal(s, np.where(on, v64[0] + v64[1] * v64[2], -v64[0]))
+    np.testing.assert_array_equal(w, v * 2 - 1)
+    np.testing.assert_array_equal(z, v[2].astype(dtype) * dtype(0.5))
+
+
+def test_int32_overflow_wraps_as_numpy(plans):
+    a = np.array([2**30, -(2**31), 46341, 3], np.int32)
+    b = np.array([4, -1, 46341, -5], np.int32)
+    p = np.zeros(4, np.int32)  # no float plane: the float64 build
+    _bind(plans, "wrap32", a=a, b=b, p=p)
+    want = ((a.astype(np.int64) * b.astype(np.int64) + 7) % 2**32).astype(np.uint32).view(np.int32)
+    np.testing.assert_array_equal(p, want)
+
+
+def test_division_by_zero_is_an_error_naming_kernel_and_line(plans):
+    a = np.array([7, 8, 9], np.int64)
+    b = np.array([2, 0, 3], np.int64)
+    q = np.zeros(3, np.int64)
+    with open(divides.file) as fh:
+        line = 1 + fh.read().split("\n").index("    q = a // b")
+    with pytest.raises(RuntimeError, match=rf"kernel 'divides': integer division or modulo by zero at line {line}, sample 1"):
+        _bind(plans, "divides", a=a, b=b, q=q)
+
+
+def test_int_of_nan_is_an_error(plans):
+    x = np.array([1.5, -2.7, np.nan])
+    t = np.zeros(3, np.int64)
+    with pytest.raises(RuntimeError, match=r"kernel 'truncates': int\(\) of NaN.*sample 2"):
+        _bind(plans, "truncates", x=x, t=t)
+    x[2] = -1e3
+    _bind(plans, "truncates", x=x, t=t)
+    np.testing.assert_array_equal(t, [1, -2, -1000])
+
+
+# ------------------------------------------------------------------------------- refusals
+
+
+def test_int_assigned_to_a_float_plane_is_refused():
+    with pytest.raises(hawk.KernelError, match=r"kernel 'bad' \(.*test_int_planes.py:\d+:\d+\): 'y' is a float Mutable\[Scalar\].*write float"):
+        @hawk.kernel
+        def bad(i: Scalar[hawk.int32], y: Mutable[Scalar]):
+            y = i * 2
+
+
+def test_float_assigned_to_an_int_plane_is_refused():
+    with pytest.raises(hawk.KernelError, match=r"'n' is an integer Mutable\[Scalar\[hawk.int32\]\].*int\(x\)"):
+        @hawk.kernel
+        def bad2(x: Scalar, n: Mutable[Scalar[hawk.int32]]):
+            n = x * 2.0
+
+
+def test_int_table_is_refused():
+    with pytest.raises(hawk.KernelError, match=r"Table\[\.\.\.\] holds floats"):
+        @hawk.kernel
+        def bad3(w: Table[Scalar[hawk.int32]], x: Scalar, y: Mutable[Scalar]):
+            y = x
+
+
+def test_array_dtypes_are_checked_with_the_fix(plans):
+    x = np.zeros(N)
+    thr = 0.5
+    n = np.zeros(N, np.int32)
+    y = np.zeros(N)
+    with pytest.raises(ModeError, match=r"kernel 'counter'.*plane 'n' is declared Mutable\[Scalar\[hawk.int32\]\] and takes int32 arrays, got float64; pass n.astype\(np.int32\)"):
+        plans["counter"].bind(x=x, thr=thr, n=n.astype(np.float64), y=y)
+    with pytest.raises(ModeError, match=r"plane 'n' is declared .* takes int32 arrays, got int64"):
+        plans["counter"].bind(x=x, thr=thr, n=n.astype(np.int64), y=y)
+    with pytest.raises(ModeError, match=r"plane 'x' is int64, which is not supported; a kernel runs float32 or float64 planes"):
+        plans["counter"].bind(x=x.astype(np.int64), thr=thr, n=n, y=y)
+    with pytest.raises(TypeError, match=r"Param 'k' is an integer Param\[hawk.int32\] and takes an int"):
+        plans["int_ops"].bind(a=np.zeros(N, np.int64), b=np.zeros(N, np.int64), k=1.5, x=x, q=np.zeros(N, np.int64),
+                              r=np.zeros(N, np.int64), s=np.zeros(N, np.int64), t=np.zeros(N, np.int64), f=y, ge=np.zeros(N, bool))
+
+
+def test_derivatives_refuse_int_planes_and_keep_them_as_inputs():
+    with pytest.raises(ValueError, match=r"kernel 'counter'.*'n' is an integer plane, which carries no derivative"):
+        counter.tangent(["n"])
+    t = counter.tangent(["x", "y"])
+    names = [s.name for s in t.slots]
+    assert "n" in names and "n_dot" not in names
+    a = counter.adjoint(["x", "y"])
+    assert [s.dtype for s in a.slots if s.name == "n"] == ["int32"]
+    assert "n_bar" not in [s.name for s in a.slots]
+
+
+# ------------------------------------------------------------------------------- JAX
+
+
+@hawk.kernel
+def mixed(x: Scalar, k: Scalar[hawk.int32], p: Param, y: Mutable[Scalar], m: Mutable[Scalar[hawk.int32]]):
+    y = p * x * float(k) + x * x * (2.0 if k > 0 else 1.0)
+    m = k * 2 + int(x * 3.0)
+
+
+def _mixed_ref(x, k, p):
+    y = p * x * k.astype(x.dtype) + x * x * jnp.where(k > 0, 2.0, 1.0).astype(x.dtype)
+    m = k * 2 + jnp.trunc(x * 3.0).astype(jnp.int32)
+    return y, m
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_jax_jit_vmap_and_dtypes(dtype):
+    f = ejax.function(mixed)
+    x = jnp.asarray(RNG.uniform(-2, 2, N), dtype)
+    k = jnp.asarray(RNG.integers(-3, 4, N), jnp.int32)
+    y, m = jax.jit(f)(x=x, k=k, p=1.5)
+    yr, mr = _mixed_ref(x, k, dtype(1.5))
+    assert y.dtype == dtype and m.dtype == jnp.int32
+    np.testing.assert_allclose(y, yr, rtol=1e-6 if dtype == np.float32 else 1e-14)
+    np.testing.assert_array_equal(m, mr)
+    xb = jnp.stack([x, 2 * x, -x])
+    kb = jnp.stack([k, k + 1, -k])
+    yb, mb = jax.vmap(lambda a, b: f(x=a, k=b, p=1.5))(xb, kb)
+    for j in range(3):
+        yr, mr = _mixed_ref(xb[j], kb[j], dtype(1.5))
+        np.testing.assert_allclose(yb[j], yr, rtol=1e-6 if dtype == np.float32 else 1e-14)
+        np.testing.assert_array_equal(mb[j], mr)
+
+
+def test_jax_float0_tangents_and_grads_of_the_float_part():
+    f = ejax.function(mixed)
+    x = jnp.asarray(RNG.uniform(-2, 2, 33))
+    k = jnp.asarray(RNG.integers(-3, 4, 33), jnp.int32)
+    k_dot = np.zeros(k.shape, jax.dtypes.float0)
+    (y, m), (y_dot, m_dot) = jax.jvp(lambda a, b: f(x=a, k=b, p=0.7), (x, k), (jnp.ones_like(x), k_dot))
+    assert m_dot.dtype == jax.dtypes.float0
+    np.testing.assert_allclose(y_dot, 0.7 * k + 2 * x * jnp.where(k > 0, 2.0, 1.0), rtol=1e-14)
+    gx, gk, gp = jax.grad(lambda a, b, p: jnp.sum(f(x=a, k=b, p=p)[0]), argnums=(0, 1, 2), allow_int=True)(x, k, 0.7)
+    assert gk.dtype == jax.dtypes.float0
+    rx, rp = jax.grad(lambda a, p: jnp.sum(_mixed_ref(a, k, p)[0]), argnums=(0, 1))(x, 0.7)
+    np.testing.assert_allclose(gx, rx, rtol=1e-14)
+    np.testing.assert_allclose(gp, rp, rtol=1e-14)
+    check_grads(lambda a, p: f(x=a, k=k, p=p)[0], (x, 0.7), order=2, modes=("fwd", "rev"))
+
+
+def test_jax_refuses_wrong_int_dtypes():
+    f = ejax.function(mixed)
+    x = jnp.zeros(8)
+    with pytest.raises(ModeError, match=r"mixed: plane 'k' is declared Scalar\[hawk.int32\] and takes int32, got float64; pass k.astype"):
+        f(x=x, k=jnp.zeros(8), p=1.0)
+    with pytest.raises(ModeError, match=r"plane 'x' is int32, which is not supported; a kernel runs float32 or float64 planes"):
+        f(x=jnp.zeros(8, jnp.int32), k=jnp.zeros(8, jnp.int32), p=1.0)
+
+
+# ------------------------------------------------------------------------------- CUDA
+
+
+class _FakeDevice:
+    """GPU memory as CuPy shows it (``__cuda_array_interface__``, never dereferenced here)."""
+
+    _next = 1 << 24
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        ptr, _FakeDevice._next = _FakeDevice._next, _FakeDevice._next + (1 << 16)
+        self.__cuda_array_interface__ = {"shape": self.shape, "typestr": self.dtype.str, "data": (ptr, False), "strides": None, "version": 3}
+
+
+def test_cuda_binding_checks_int_planes_without_a_gpu():
+    import eagle.cuda
+
+    x, y = _FakeDevice((16,), np.float32), _FakeDevice((16,), np.float32)
+    n = _FakeDevice((16,), np.int32)
+    lay = eagle.cuda.layout(counter, dict(x=x, thr=0.5, n=n, y=y))
+    names = [s.name for s in counter.slots]
+    assert lay.dtype == np.float32 and lay.n == 16
+    assert lay.ins[names.index("n")] == lay.outs[names.index("n")] == n.__cuda_array_interface__["data"][0]
+    with pytest.raises(ModeError, match=r"plane 'n' is declared Mutable\[Scalar\[hawk.int32\]\] and takes int32 arrays, got float32"):
+        eagle.cuda.layout(counter, dict(x=x, thr=0.5, n=_FakeDevice((16,), np.float32), y=y))
+    lay = eagle.cuda.layout(int_ops, dict(a=_FakeDevice((16,), np.int64), b=_FakeDevice((16,), np.int64), k=7, x=x,
+                                          q=_FakeDevice((16,), np.int64), r=_FakeDevice((16,), np.int64),
+                                          s=_FakeDevice((16,), np.int64), t=_FakeDevice((16,), np.int64), f=y,
+                                          ge=_FakeDevice((16,), np.bool_)))
+    assert lay.params[[s.name for s in int_ops.slots].index("k")] == 7.0
+
+
+def _nvrtc_missing() -> bool:
+    try:
+        _core.nvrtc_check([], "sm_80")
+    except RuntimeError as e:
+        if "NVRTC not found" in str(e):
+            return True
+        raise
+    return False
+
+
+@pytest.mark.skipif(_nvrtc_missing(), reason="NVRTC not found")
+@pytest.mark.parametrize("case", ["counter", "int_ops", "ivec", "counter_adjoint", "mixed_tangent"])
+def test_cuda_emission_compiles(case):
+    kernel = {
+        "counter": lambda: counter,
+        "int_ops": lambda: int_ops,
+        "ivec": lambda: ivec,
+        "counter_adjoint": lambda: counter.adjoint(["x", "y"]),
+        "mixed_tangent": lambda: mixed.tangent(["x", "p"]),
+    }[case]()
+    assert _core.nvrtc_check([kernel._core], "sm_80") == 2
