@@ -1,10 +1,11 @@
 // The front end: from a KernelSpec (source text + resolved names and types) to typed IR.
 // It parses the source (parse/parser.hpp), checks every construct against the language of
 // docs/language.md, splits vectors into components, turns `if` into selects under predicates,
-// unrolls `for range(K)`, inlines @hawk.func helpers and builds one step of the kernel.
-// Every refusal is a raptor::SourceError naming the kernel, file, line and column and
-// saying what is allowed instead. Implementation: lower.cpp (statements and the kernel),
-// lower_expr.cpp (expressions), lower_math.cpp (hawk.math), lower_ctx.hpp (shared state).
+// unrolls `for range(K)` (with `break`/`continue`), inlines @hawk.func helpers and builds one
+// step of the kernel. Every refusal is a raptor::SourceError naming the kernel, file, line and
+// column and saying what is allowed instead. Implementation: lower.cpp (statements and the
+// kernel), lower_loop.cpp (loops and their exits), lower_expr.cpp (expressions),
+// lower_math.cpp (hawk.math), lower_ctx.hpp (shared state). `lower_traced` is kernel.trace's.
 #pragma once
 
 #include "ir/ir.hpp"

@@ -1,7 +1,8 @@
 // Tests of the front end (ir/lower.hpp): kernels written as Python source are lowered to IR
 // and run with the reference interpreter on small inputs, against values computed by hand
 // (arithmetic and broadcasting, vectors, if/elif/else, conditional expressions, unrolled
-// loops, helpers, in-out detection, stepping with a mask, tables), and every refusal of a
+// loops with break/continue, helpers, in-out detection, stepping with a mask, tables, the
+// locals kernel.trace records), and every refusal of a
 // construct outside the language is a raptor::SourceError at the exact line and column of
 // the offending construct, with a message saying what is allowed instead.
 #include <gtest/gtest.h>
