@@ -28,7 +28,7 @@ from eagle.frameworks import _jax_lowering, _jax_xla  # noqa: E402
 from eagle.frameworks import jax as eagle_jax  # noqa: E402
 from eagle.frameworks._jax_call import call_for  # noqa: E402
 from hawk import Mutable, Param, Scalar, Table, Terminated, Vector  # noqa: E402
-from hawk.math import atan2, exp, floor, log, norm, sin, sqrt, tanh, vec  # noqa: E402
+from hawk.math import atan2, cos, exp, floor, log, norm, sign, sin, sqrt, tan, tanh, vec  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -47,7 +47,8 @@ def drag_step(v: Vector[3], cd: Param, dt: Param, g: Param, v_next: Mutable[Vect
 def many_ops(x: Scalar, y: Scalar, p: Param, out: Mutable[Scalar], sel: Mutable[Scalar]):
     a = exp(-x * x) + log(1.0 + y * y) + sin(x * p) + tanh(y) + atan2(y, x)
     b = floor(x * 3.0) + abs(y) ** 3 + x ** -2 + min(x, y) - max(x, p) + sqrt(abs(x) + 1.0)
-    out = a * b / (1.0 + p * p) + (x ** y if x > 0.0 else -y)
+    c = sign(x - 0.1) * cos(y) + tan(0.5 * x) + x ** 7
+    out = a * b / (1.0 + p * p) + (x ** y if x > 0.0 else -y) + c
     sel = 1.0 if (x > 0.2 and y < 0.5) or not (x < -0.7) else -1.0
 
 
@@ -90,7 +91,7 @@ def assert_same(a, b, rtol):
         if x.dtype == bool:
             assert (x == y).all()
         else:
-            np.testing.assert_allclose(y, x, rtol=rtol, atol=rtol * max(1.0, float(np.abs(x).max(initial=0.0))))
+            np.testing.assert_allclose(y, x, rtol=rtol, atol=rtol * max(1.0, float(np.abs(x).max(initial=0.0))), equal_nan=False)
 
 
 # ================================================================================================

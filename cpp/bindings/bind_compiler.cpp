@@ -228,13 +228,24 @@ InterpResult interpret(const KernelHandle& h, int64_t n,
 // op and slot-kind name so that a reader refuses what it does not know (docs/jax.md).
 nb::dict op_list(const KernelHandle& h) {
   const ir::Kernel& k = *h.kernel;
-  static const char* const type_names[] = {"F", "B", "I"};
+  // A type added to ir::Type later reads "?" here, which the Python side refuses by name.
+  const auto type_name = [](ir::Type t) -> const char* {
+    switch (t) {
+      case ir::Type::F:
+        return "F";
+      case ir::Type::B:
+        return "B";
+      case ir::Type::I:
+        return "I";
+    }
+    return "?";
+  };
   nb::list values, stores, slot_list;
   for (const ir::Value& v : k.values) {
     nb::list args;
     for (int a = 0; a < ir::op_arity(v.op); ++a) args.append(v.args[a]);
-    values.append(nb::make_tuple(ir::op_name(v.op), type_names[static_cast<int>(v.type)],
-                                 nb::tuple(args), v.slot, v.comp, v.imm, v.iimm, v.pred));
+    values.append(nb::make_tuple(ir::op_name(v.op), type_name(v.type), nb::tuple(args), v.slot,
+                                 v.comp, v.imm, v.iimm, v.pred));
   }
   for (const ir::Store& s : k.stores)
     stores.append(nb::make_tuple(s.slot, s.comp, s.value, s.index, s.pred));
