@@ -22,6 +22,7 @@ import pytest
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
+from jax.test_util import check_grads  # noqa: E402
 
 import hawk  # noqa: E402
 from eagle.frameworks import _jax_lowering, _jax_xla  # noqa: E402
@@ -361,3 +362,68 @@ def test_xla_sharded_jit_runs_per_shard(tmp_path):
     p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=180)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "ok" in p.stdout
+
+
+# ---------------------------------------------------------------- the language's newer features
+
+
+@hawk.kernel(steps=3)
+def noisy_walk(rng: hawk.Random, s: Param, x: Mutable[Scalar], u: Mutable[Scalar]):
+    x = x + s * rng.normal()
+    u = rng.uniform()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_random_draws_on_xla_are_jax_randoms(dtype):
+    """Uniform draws equal the FFI path's bit for bit; normal ones are jax.random.normal's
+    own, within the FFI path's tolerance of them (1e-13 float64, 1e-6 float32)."""
+    key = jax.random.key(7)
+    x0 = jnp.asarray(rng.normal(size=N), dtype)
+    got = {lw: eagle_jax.function(noisy_walk, lowering=lw)(key, dtype(0.5), x0) for lw in ("ffi", "xla")}
+    assert np.array_equal(np.asarray(got["ffi"][1]), np.asarray(got["xla"][1]))  # u: step 2's draw 1
+    tol = 1e-13 if dtype is np.float64 else 1e-6
+    np.testing.assert_allclose(np.asarray(got["xla"][0]), np.asarray(got["ffi"][0]), rtol=tol, atol=tol)
+    # and against jax.random written out: x after 3 steps, draw 0 of each step
+    k = key
+    want = np.asarray(x0, np.float64).copy()
+    for step in range(3):
+        for i in range(N):
+            sub = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(k, step), i), 0)
+            want[i] += 0.5 * float(jax.random.normal(sub, (), dtype))
+    np.testing.assert_allclose(np.asarray(got["xla"][0], np.float64), want, rtol=10 * tol, atol=10 * tol)
+    assert _jax_lowering.choose(_jax_xla.op_list(noisy_walk._core), N, "cpu") == "xla"
+
+
+@hawk.kernel
+def turn(R: hawk.Matrix[3, 3], v: Vector[3], c: Param, w: Mutable[Vector[3]], M: Mutable[hawk.Matrix[3, 3]]):
+    w = R @ v
+    M = hawk.math.transpose(R) @ R * hawk.math.stop_gradient(c) + hawk.math.outer(v, v)
+
+
+def test_matrix_planes_and_stop_gradient_on_xla():
+    R = jnp.asarray(rng.normal(size=(3, 3, N)))
+    v = jnp.asarray(rng.normal(size=(3, N)))
+    outs = {lw: eagle_jax.function(turn, wrt=("R", "v", "c"), lowering=lw)(R, v, 0.7) for lw in ("ffi", "xla")}
+    for a, b in zip(outs["ffi"], outs["xla"]):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(outs["xla"][0]), np.einsum("ijn,jn->in", np.asarray(R), np.asarray(v)), rtol=1e-12)
+    # derivatives: stop_gradient(c) gives no derivative with respect to c on either path
+    for lw in ("ffi", "xla"):
+        f = eagle_jax.function(turn, wrt=("R", "v", "c"), lowering=lw)
+        g = jax.grad(lambda c: jnp.sum(f(R, v, c)[1]))(0.7)
+        assert float(g) == 0.0
+        check_grads(lambda R, v: f(R, v, 0.7), (R, v), order=2, modes=("fwd", "rev"))
+
+
+@hawk.kernel
+def counts(n: Scalar[hawk.int32], x: Scalar, y: Mutable[Scalar]):
+    y = x * float(n)
+
+
+def test_integer_planes_take_ffi_under_auto():
+    ops = _jax_xla.op_list(counts._core)
+    assert not _jax_xla.supported(ops) and "integer or bool plane ('n'" in ops.unsupported
+    assert _jax_lowering.choose(ops, 4, "cpu") == "ffi"
+    y = eagle_jax.function(counts)(jnp.arange(4, dtype=jnp.int32), jnp.ones(4))
+    np.testing.assert_array_equal(np.asarray(y), np.arange(4.0))

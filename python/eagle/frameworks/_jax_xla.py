@@ -18,8 +18,19 @@ stores), with the mask semantics of the FFI path (cpp/ir/interp.hpp with ``zero_
   number; docs/jax.md "Two lowerings").
 
 Ops are looked up in ``_UNARY`` / ``_BINARY`` / ``_SPECIAL``: an op this module does not know
-raises ``UnsupportedOp`` naming it (``supported`` says so without raising), which is where
-ops added to the IR later (random draws, int planes, matrices, loops) get their lowering.
+raises ``UnsupportedOp`` naming it (``supported`` says so without raising).
+
+What the language added beside the first lowering:
+
+- Matrix planes are their r * c row-major components: (r, c, N) operands and results are
+  reshaped to (r * c, N), tables (M, r, c) to (M, r * c).
+- ``stop_grad`` and ``custom_jvp`` are their first operand (only the C++ AD reads them).
+- Random draws (``rand_uniform`` / ``rand_normal``) call ``jax.random`` itself on the subkey
+  fold_in(fold_in(fold_in(key, step), i), j), i the global sample index: uniform draws equal
+  the FFI path's bit for bit, normal ones are jax's own (the FFI path is within 1e-13 / 1e-6 of
+  them, docs/language.md "Random numbers").
+- Integer and bool planes (int ops, I or B loads and stores) are not lowered yet: refused by
+  name, so "auto" takes "ffi" for those kernels.
 """
 
 from __future__ import annotations
@@ -73,9 +84,10 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 # Evaluated in `_step` itself (they read slots, indices or the immediate).
-_SPECIAL = frozenset({"const", "load_param", "load_plane", "load_state", "load_mask", "load_table", "select", "to_index", "powi"})
+_SPECIAL = frozenset({"const", "load_param", "load_plane", "load_state", "load_mask", "load_table", "select", "to_index", "powi",
+                      "stop_grad", "custom_jvp", "rand_uniform", "rand_normal"})
 
-_SLOT_KINDS = frozenset({"param", "plane", "mutable", "terminated", "table", "param_sum", "table_sum"})
+_SLOT_KINDS = frozenset({"param", "plane", "mutable", "terminated", "table", "param_sum", "table_sum", "random"})
 
 
 class OpList:
@@ -100,6 +112,11 @@ class OpList:
                 return f"op '{op}' (value %{i})"
             if typ not in ("F", "B", "I"):
                 return f"value type '{typ}' (value %{i}, op '{op}')"
+            if op in ("load_plane", "load_param", "load_state") and typ != "F":
+                return f"an integer or bool plane ('{self.slots[v[3]][0]}', value %{i})"
+        for slot, _, value, _, _ in self.stores:
+            if self.slots[slot][1] == "mutable" and self.values[value][1] != "F":
+                return f"an integer or bool output ('{self.slots[slot][0]}')"
         return ""
 
     @property
@@ -146,8 +163,28 @@ class _Run:
         self.arg: dict[int, Any] = dict(zip(slot_of_operand, operands))
         self.table_size: dict[int, int] = {}
         for s, a in self.arg.items():
-            if ops.slots[s][1] == "table":
+            kind, width = ops.slots[s][1], ops.slots[s][2]
+            if kind == "table":
                 self.table_size[s] = int(a.shape[0])
+                if a.ndim > 2:  # a Table[Matrix[r, c]]: (M, r, c) -> (M, r * c)
+                    self.arg[s] = a.reshape(a.shape[0], width)
+            elif kind in ("plane", "mutable") and a.ndim > 2:  # a Matrix[r, c] plane: (r, c, N)
+                self.arg[s] = a.reshape(width, a.shape[-1])
+
+    def draws(self, slot: int, step: Any, draw: int, normal: bool) -> Any:
+        """Draw `draw` of every sample in `step` from Random slot `slot`'s operand (the key's
+        two words, then the global index of sample 0): jax.random's own numbers."""
+        block = self.arg[slot]
+        key = jax.random.wrap_key_data(block[:2], impl="threefry2x32")
+        samples = block[2] + jnp.arange(self.n, dtype=jnp.uint32)  # as the C++ path: uint32(base + s)
+        fold = jax.random.fold_in
+        at = fold(key, jnp.asarray(step, jnp.uint32))
+
+        def one(i: Any) -> Any:
+            k = fold(fold(at, i), draw)
+            return jax.random.normal(k, (), self.dtype) if normal else jax.random.uniform(k, (), self.dtype)
+
+        return jax.vmap(one)(samples)
 
     def plane(self, slot: int, comp: int) -> Any:
         a = self.arg[slot]
@@ -162,9 +199,9 @@ class _Run:
         return self.table_size[table_of if kind == "table_sum" else slot]
 
 
-def _step(run: _Run, state: dict[tuple[int, int], Any]) -> tuple[list[Any], Any]:
-    """Evaluates every value of one step over all samples; returns them and the per-sample
-    flag of a table read out of range under a holding predicate."""
+def _step(run: _Run, state: dict[tuple[int, int], Any], step: Any = 0) -> tuple[list[Any], Any]:
+    """Evaluates every value of step `step` (of the call) over all samples; returns them and
+    the per-sample flag of a table read out of range under a holding predicate."""
     dt = run.dtype
     vals: list[Any] = []
     bad = jnp.zeros((), bool)
@@ -195,6 +232,10 @@ def _step(run: _Run, state: dict[tuple[int, int], Any]) -> tuple[list[Any], Any]
             x = _to_index(a[0])
         elif op == "powi":
             x = lax.integer_pow(a[0], int(iimm))
+        elif op in ("stop_grad", "custom_jvp"):
+            x = a[0]
+        elif op in ("rand_uniform", "rand_normal"):
+            x = run.draws(slot, step + int(iimm), int(comp), op == "rand_normal")
         elif op in _UNARY:
             x = _UNARY[op](a[0])
         else:
@@ -228,9 +269,9 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
     live = ~mask_in
     bad = jnp.zeros((n,), bool)
 
-    def one_step(carry: tuple) -> tuple:
+    def one_step(carry: tuple, step: Any = 0) -> tuple:
         state, sums, live, bad = carry
-        vals, step_bad = _step(run, state)
+        vals, step_bad = _step(run, state, step)
         bad = bad | (step_bad & live)
         nxt = dict(state)
         sums = dict(sums)
@@ -266,11 +307,11 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
             return (c[0] < ops.steps) & jnp.any(c[1][2])
 
         def body(c: tuple) -> tuple:
-            return c[0] + 1, one_step(c[1])
+            return c[0] + 1, one_step(c[1], c[0])
 
         carry = lax.while_loop(cond, body, (jnp.int32(0), carry))[1]
     else:
-        carry = lax.fori_loop(0, ops.steps, lambda _, c: one_step(c), carry)
+        carry = lax.fori_loop(0, ops.steps, lambda i, c: one_step(c, i), carry)
     state, sums, live, bad = carry
 
     checked = ops.reads_tables  # only table reads and table sums can be out of range
@@ -281,7 +322,7 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
         name, kind, width, inout, table_of = ops.slots[s]
         if kind == "mutable":
             comps = [jnp.where(bad, nan, state[(s, c)]) if checked else state[(s, c)] for c in range(width)]
-            r = jnp.stack(comps) if len(shape) == 2 else comps[0]
+            r = jnp.stack(comps) if len(shape) >= 2 else comps[0]  # (r, c, N) by the reshape below
         elif kind in ("param_sum", "table_sum"):
             r = jnp.where(any_bad, nan, sums[s]) if checked else sums[s]
         elif kind == "terminated":
