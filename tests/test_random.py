@@ -492,3 +492,19 @@ def test_thread_counts_draw_the_same_numbers(tmp_path, threads):
     # and the same bits as this process's launches (its own thread count and chunks)
     here = _noise_here(n)
     np.testing.assert_array_equal(got, here)
+
+
+def test_benchmark_quick_run_checks_its_numbers(tmp_path):
+    """benchmarks/random.py --quick: both sides' numbers are checked against each other before
+    timing (uniform bit for bit), so exit 0 means they agreed; the timings are not checked."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "random.py"
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "RAPTOR_CACHE_DIR": str(tmp_path / "cache")}
+    p = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rows = [ln.split() for ln in p.stdout.splitlines() if ln.startswith(("uniform", "normal"))]
+    assert "hawk / jax" in p.stdout and len(rows) == 4 and all(r[-1].endswith("x") for r in rows)
