@@ -149,6 +149,18 @@ def test_steps_draw_with_their_step_index(dtype):
     np.testing.assert_array_equal(y, want)
 
 
+def test_interface_and_slots_name_the_random_key():
+    assert three.slot("rng").kind == "random" and three.slot("rng").annotation() == "Random"
+    assert "rng" in three.inputs and "rng" not in three.outputs
+    ifc = three.interface("float32")
+    s = ifc.slots[three.slots.index(three.slot("rng"))]
+    assert s.role == "random" and s.dtype == "uint32"
+    assert "rng: Random" in repr(three)
+    # derived kernels keep it, with the primal's name
+    assert reparam.adjoint(["mu", "sigma"]).slot("rng").kind == "random"
+    assert reparam.tangent(["sigma"], with_primal=False).slot("rng").kind == "random"
+
+
 def test_interpreter_draws_as_jax():
     n = 50
     key = jax.random.key(5)

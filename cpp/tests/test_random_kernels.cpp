@@ -28,6 +28,7 @@
 #include "runtime/build.hpp"
 #include "runtime/cache.hpp"
 #include "runtime/compiler.hpp"
+#include "runtime/interface.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/random.h"
 #include "runtime/thread_pool.hpp"
@@ -226,6 +227,27 @@ TEST(RandomAd, DerivedKernelsDrawThePrimalNumbers) {
   double xbar_total = 0.0;
   for (double v : out_of(a, ba, "x_bar")) xbar_total += v;
   EXPECT_NEAR(tangent_total, 0.8 * sbar[0] + xbar_total, 1e-12 * std::fabs(tangent_total) + 1e-12);
+}
+
+TEST(RandomInterface, TheKeyIsAUint32OperandOfFourWords) {
+  const ir::Kernel k = walk_kernel();
+  const runtime::KernelInterface ifc = runtime::KernelInterface::of(k, runtime::ElemType::F32, "");
+  const int rs = k.find_slot("rng");
+  EXPECT_EQ(ifc.random_slot(), rs);
+  const runtime::SlotInterface& si = ifc.slot(rs);
+  EXPECT_EQ(si.role, runtime::SlotRole::Random);
+  EXPECT_EQ(si.dtype, runtime::ElemType::U32);
+  EXPECT_TRUE(si.is_operand());
+  EXPECT_FALSE(si.is_result());
+  EXPECT_FALSE(si.sized_by_n());
+  EXPECT_EQ(ifc.expected_shape(rs, 100, {}, runtime::Layout::Jax), (std::vector<int64_t>{4}));
+  EXPECT_EQ(runtime::role_name(si.role), "random");
+  const auto back = runtime::parse_slot_line(runtime::slot_line(si));  // manifests
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->role, runtime::SlotRole::Random);
+  EXPECT_EQ(back->dtype, runtime::ElemType::U32);
+  EXPECT_THROW(runtime::KernelInterface("k", "", runtime::ElemType::F64, {si, si}),
+               std::invalid_argument);  // two Random slots
 }
 
 // ---------------------------------------------------------------------------------------------
