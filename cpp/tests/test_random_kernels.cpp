@@ -275,7 +275,16 @@ TEST(RandomCodegen, GoldenRandomWalk) {
     return;
   }
   ASSERT_TRUE(fs::exists(path)) << path << " is missing; run with RAPTOR_UPDATE_GOLDEN=1";
-  EXPECT_EQ(code, read_file(path)) << "(if intended: RAPTOR_UPDATE_GOLDEN=1 and review the diff)";
+  const std::string want = read_file(path);
+  if (code != want) {  // name the first differing line, not the whole unit
+    std::istringstream a(code), b(want);
+    std::string la, lb;
+    int line = 1;
+    while (std::getline(a, la) && std::getline(b, lb) && la == lb) ++line;
+    ADD_FAILURE() << "generated code differs from " << path << " at line " << line
+                  << ":\n  got:    " << la << "\n  golden: " << lb
+                  << "\n(if intended: RAPTOR_UPDATE_GOLDEN=1 and review the diff)";
+  }
   EXPECT_NE(code.find("#define RAPTOR_RANDOM_H"), std::string::npos);  // random.h pasted once
   EXPECT_NE(code.find("rp_subkey(key_rng, static_cast<uint32_t>(step)"), std::string::npos);
 }
