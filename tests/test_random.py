@@ -149,6 +149,18 @@ def test_steps_draw_with_their_step_index(dtype):
     np.testing.assert_array_equal(y, want)
 
 
+def test_interface_and_slots_name_the_random_key():
+    assert three.slot("rng").kind == "random" and three.slot("rng").annotation() == "Random"
+    assert "rng" in three.inputs and "rng" not in three.outputs
+    ifc = three.interface("float32")
+    s = ifc.slots[three.slots.index(three.slot("rng"))]
+    assert s.role == "random" and s.dtype == "uint32"
+    assert "rng: Random" in repr(three)
+    # derived kernels keep it, with the primal's name
+    assert reparam.adjoint(["mu", "sigma"]).slot("rng").kind == "random"
+    assert reparam.tangent(["sigma"], with_primal=False).slot("rng").kind == "random"
+
+
 def test_interpreter_draws_as_jax():
     n = 50
     key = jax.random.key(5)
@@ -335,6 +347,7 @@ def test_rng_used_as_a_number_is_refused_at_its_line():
 @pytest.mark.parametrize("body, words", [
     ("y = rng.gauss()", "uniform() and normal()"),
     ("y = rng.normal(2.0)", "takes no arguments"),
+    ("y = rng.normal(scale=2.0)", "keyword arguments are not supported"),
     ("rng = 1.0\n    y = 0.0", "cannot assign to Random"),
     ("y = rng.uniform", "call uniform()"),
 ])
@@ -492,3 +505,19 @@ def test_thread_counts_draw_the_same_numbers(tmp_path, threads):
     # and the same bits as this process's launches (its own thread count and chunks)
     here = _noise_here(n)
     np.testing.assert_array_equal(got, here)
+
+
+def test_benchmark_quick_run_checks_its_numbers(tmp_path):
+    """benchmarks/random.py --quick: both sides' numbers are checked against each other before
+    timing (uniform bit for bit), so exit 0 means they agreed; the timings are not checked."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "random.py"
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "RAPTOR_CACHE_DIR": str(tmp_path / "cache")}
+    p = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rows = [ln.split() for ln in p.stdout.splitlines() if ln.startswith(("uniform", "normal"))]
+    assert "hawk / jax" in p.stdout and len(rows) == 4 and all(r[-1].endswith("x") for r in rows)

@@ -115,10 +115,11 @@ extern "C" __attribute__((visibility("default"))) void rp_emu_launch(
 // The generated unit without the NVRTC prelude's typedefs and constants (<cstdint> and
 // <cmath> have them).
 std::string host_compilable(std::string cuda) {
-  for (const char* line : {"typedef long long int64_t;\n", "typedef unsigned int uint32_t;\n",
-                           "typedef int int32_t;\n", "typedef unsigned char uint8_t;\n",
-                           "#define NAN __int_as_float(0x7fc00000)\n",
-                           "#define INFINITY __int_as_float(0x7f800000)\n"}) {
+  for (const char* line :
+       {"typedef long long int64_t;\n", "typedef unsigned int uint32_t;\n",
+        "typedef int int32_t;\n", "typedef unsigned char uint8_t;\n",
+        "typedef unsigned long long uint64_t;\n", "#define NAN __int_as_float(0x7fc00000)\n",
+        "#define INFINITY __int_as_float(0x7f800000)\n"}) {
     const size_t at = cuda.find(line);
     if (at != std::string::npos) cuda.erase(at, std::strlen(line));
   }
@@ -156,6 +157,9 @@ class Emulated {
     std::vector<std::vector<unsigned char>> in(ns), out(ns);
     std::vector<std::array<unsigned char, 8>> params(ns);
     std::vector<int64_t> sizes(ns, 0);
+    // A Random slot's 4 words (runtime/interface.hpp): the key and the global index of sample 0.
+    const uint32_t rng[4] = {b.rng_key[0], b.rng_key[1], static_cast<uint32_t>(b.sample_base),
+                             static_cast<uint32_t>(static_cast<uint64_t>(b.sample_base) >> 32)};
     raptor_cuda_args a{};
     a.n = a.count = b.n;
     a.zero_finished = b.zero_finished ? 1 : 0;
@@ -163,7 +167,7 @@ class Emulated {
       const ir::Slot& sl = k_.slots[s];
       in[s] = pack(sl.dtype, b.slots[s].in);
       out[s] = pack(sl.dtype, b.slots[s].out);
-      a.in[s] = in[s].data();
+      a.in[s] = sl.kind == ir::SlotKind::Random ? static_cast<const void*>(rng) : in[s].data();
       a.out[s] = out[s].data();
       if (sl.kind == ir::SlotKind::Param) {
         const std::vector<unsigned char> cell = pack(sl.dtype, {b.slots[s].in.at(0)});
@@ -404,6 +408,8 @@ TEST_F(CudaEmulated, LoopWithExitsAndItsAdjointMatchTheInterpreter) {
     for (size_t s = 0; s < k->slots.size(); ++s)
       expect_close(got.slots[s].out, want.slots[s].out, 1e-12, k->name + " " + k->slots[s].name);
   }
+}
+
 // Integer and bool planes: an int32 counter carried over steps, an int table index, `//`, `%`
 // and int(x), a bool plane; then a zero divisor's error (line and sample in the status).
 TEST_F(CudaEmulated, IntPlanesMatchTheInterpreter) {
@@ -464,6 +470,57 @@ TEST_F(CudaEmulated, IntPlanesMatchTheInterpreter) {
   EXPECT_EQ(err[1], static_cast<unsigned long long>(RAPTOR_ERR_INT_DIV_ZERO));
   EXPECT_EQ(err[2], 4u);  // the line of `q = n // d`
   EXPECT_EQ(err[4], 123u);
+}
+
+// Draws on the CUDA path: a stepped, masked random walk (the step index of each draw, samples
+// past the end of the last round, a sample base as a shard has) and its tangent (the steps
+// unrolled into step offsets), against the interpreter: uniform draws bit for bit.
+TEST_F(CudaEmulated, RandomDrawsMatchTheInterpreter) {
+  const ir::Kernel walk = lowered(
+      R"(def walk(sigma: Param, rng: Random, terminated: Terminated, x: Mutable[Scalar], u: Mutable[Scalar]):
+    x = x + sigma * rng.normal()
+    u = rng.uniform()
+    terminated = x > 2.0
+)",
+      {Param("sigma"), param_spec("rng", ir::SlotKind::Random), Terminated("terminated"),
+       MutScalar("x"), MutScalar("u")},
+      5);
+  const ir::Kernel tangent = optimized(ad::tangent(walk, {"x", "sigma"}, true));
+  for (const ir::Kernel* k : {&walk, &tangent}) {
+    const int64_t n = 600;
+    ir::InterpBinding want = random_binding(*k, n, 1, 9);
+    want.rng_key[0] = 3;
+    want.rng_key[1] = 0xdeadbeefu;
+    want.sample_base = 5000;
+    for (int64_t i = 0; i < n; i += 11) want.mask[i] = 1;
+    want.zero_finished = true;
+    {
+      ir::InterpBinding got = want;
+      ir::InterpBinding ref = want;
+      ir::interpret(*k, ref);
+      Emulated<double> emu(*k, compiler_);
+      emu.run(got, 1);
+      for (size_t s = 0; s < k->slots.size(); ++s)
+        expect_close(got.slots[s].out, ref.slots[s].out, 1e-13, k->name + " " + k->slots[s].name);
+      EXPECT_EQ(got.slots[k->find_slot("u")].out, ref.slots[k->find_slot("u")].out) << k->name;
+      EXPECT_EQ(got.mask, ref.mask) << k->name;
+    }
+    {
+      ir::InterpBinding got = want;
+      ir::InterpBinding ref = want;
+      ref.float32 = true;
+      for (auto& sl : ref.slots)
+        for (double& v : sl.in) v = static_cast<double>(static_cast<float>(v));
+      got.slots = ref.slots;
+      ir::interpret(*k, ref);
+      Emulated<float> emu(*k, compiler_);
+      emu.run(got, 1);
+      EXPECT_EQ(got.slots[k->find_slot("u")].out, ref.slots[k->find_slot("u")].out) << k->name;
+      for (size_t s = 0; s < k->slots.size(); ++s)
+        expect_close(got.slots[s].out, ref.slots[s].out, 1e-5,
+                     k->name + " f32 " + k->slots[s].name);
+    }
+  }
 }
 
 }  // namespace

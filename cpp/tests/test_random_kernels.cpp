@@ -28,6 +28,7 @@
 #include "runtime/build.hpp"
 #include "runtime/cache.hpp"
 #include "runtime/compiler.hpp"
+#include "runtime/interface.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/random.h"
 #include "runtime/thread_pool.hpp"
@@ -228,6 +229,27 @@ TEST(RandomAd, DerivedKernelsDrawThePrimalNumbers) {
   EXPECT_NEAR(tangent_total, 0.8 * sbar[0] + xbar_total, 1e-12 * std::fabs(tangent_total) + 1e-12);
 }
 
+TEST(RandomInterface, TheKeyIsAUint32OperandOfFourWords) {
+  const ir::Kernel k = walk_kernel();
+  const runtime::KernelInterface ifc = runtime::KernelInterface::of(k, runtime::ElemType::F32, "");
+  const int rs = k.find_slot("rng");
+  EXPECT_EQ(ifc.random_slot(), rs);
+  const runtime::SlotInterface& si = ifc.slot(rs);
+  EXPECT_EQ(si.role, runtime::SlotRole::Random);
+  EXPECT_EQ(si.dtype, runtime::ElemType::U32);
+  EXPECT_TRUE(si.is_operand());
+  EXPECT_FALSE(si.is_result());
+  EXPECT_FALSE(si.sized_by_n());
+  EXPECT_EQ(ifc.expected_shape(rs, 100, {}, runtime::Layout::Jax), (std::vector<int64_t>{4}));
+  EXPECT_EQ(runtime::role_name(si.role), "random");
+  const auto back = runtime::parse_slot_line(runtime::slot_line(si));  // manifests
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->role, runtime::SlotRole::Random);
+  EXPECT_EQ(back->dtype, runtime::ElemType::U32);
+  EXPECT_THROW(runtime::KernelInterface("k", "", runtime::ElemType::F64, {si, si}),
+               std::invalid_argument);  // two Random slots
+}
+
 // ---------------------------------------------------------------------------------------------
 // 5. Codegen: golden, and compiled against the interpreter
 
@@ -253,7 +275,16 @@ TEST(RandomCodegen, GoldenRandomWalk) {
     return;
   }
   ASSERT_TRUE(fs::exists(path)) << path << " is missing; run with RAPTOR_UPDATE_GOLDEN=1";
-  EXPECT_EQ(code, read_file(path)) << "(if intended: RAPTOR_UPDATE_GOLDEN=1 and review the diff)";
+  const std::string want = read_file(path);
+  if (code != want) {  // name the first differing line, not the whole unit
+    std::istringstream a(code), b(want);
+    std::string la, lb;
+    int line = 1;
+    while (std::getline(a, la) && std::getline(b, lb) && la == lb) ++line;
+    ADD_FAILURE() << "generated code differs from " << path << " at line " << line
+                  << ":\n  got:    " << la << "\n  golden: " << lb
+                  << "\n(if intended: RAPTOR_UPDATE_GOLDEN=1 and review the diff)";
+  }
   EXPECT_NE(code.find("#define RAPTOR_RANDOM_H"), std::string::npos);  // random.h pasted once
   EXPECT_NE(code.find("rp_subkey(key_rng, static_cast<uint32_t>(step)"), std::string::npos);
 }
