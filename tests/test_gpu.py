@@ -369,3 +369,70 @@ def test_a_jax_vjp_returning_jax_arrays_on_the_device(cp, tmp_path):
     np.testing.assert_allclose(cp.asnumpy(got["x"]), 2.0 * 0.7 * (1 - np.tanh(0.7 * x) ** 2), rtol=1e-13)
     for k in want:
         np.testing.assert_allclose(cp.asnumpy(got[k]), want[k], rtol=1e-12, atol=1e-14)
+
+
+# ---------------------------------------------------------------- the newer language on the GPU
+
+
+@hawk.kernel(steps=4)
+def gpu_walk(rng: hawk.Random, s: Param, x: Mutable[Scalar], u: Mutable[Scalar]):
+    x = x + s * rng.normal()
+    u = rng.uniform()
+
+
+def test_jax_cuda_handler_draws_the_host_numbers():
+    """Random draws in the CUDA handler: uniform bit for bit with the host build, normal within
+    1e-13 (both follow jax.random; docs/language.md "Random numbers")."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from eagle.frameworks import jax as eagle_jax
+
+    jax.config.update("jax_enable_x64", True)
+    if jax.default_backend() != "gpu":
+        pytest.skip("JAX has no GPU backend here")
+    fn = eagle_jax.function(gpu_walk, lowering="ffi")
+    x0 = np.random.default_rng(3).normal(size=5000)
+    key = jax.random.key(11)
+    gx, gu = jax.jit(fn)(key, 0.3, jnp.asarray(x0))
+    cpu = jax.devices("cpu")[0]
+    with jax.default_device(cpu):
+        hx, hu = jax.jit(fn)(jax.device_put(key, cpu), 0.3, jax.device_put(jnp.asarray(x0), cpu))
+    assert np.array_equal(np.asarray(gu), np.asarray(hu))
+    np.testing.assert_allclose(np.asarray(gx), np.asarray(hx), rtol=1e-13, atol=1e-13)
+
+
+@hawk.kernel(steps=3)
+def gpu_counter(x: Scalar, d: Scalar[hawk.int64], n: Mutable[Scalar[hawk.int32]], y: Mutable[Scalar]):
+    n = n + int(x * 4.0) % 5
+    y = x * float(n // d)
+
+
+@hawk.kernel
+def gpu_turn(R: hawk.Matrix[3, 3], v: Vector[3], w: Mutable[Vector[3]]):
+    w = R @ v
+
+
+def test_integer_and_matrix_planes_match_the_host_build(cp, tmp_path):
+    gpu_c, gpu_t = plans([gpu_counter, gpu_turn], tmp_path, "cuda")
+    host_c, host_t = plans([gpu_counter, gpu_turn], tmp_path, "host")
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0.0, 5.0, 4000)
+    d = rng.integers(1, 4, 4000).astype(np.int64)
+    n0 = rng.integers(-9, 9, 4000).astype(np.int32)
+    n_h, y_h = n0.copy(), np.zeros(4000)
+    host_c.bind(x=x, d=d, n=n_h, y=y_h).launch()
+    n_d, y_d = cp.asarray(n0), cp.zeros(4000)
+    b = gpu_c.bind(x=cp.asarray(x), d=cp.asarray(d), n=n_d, y=y_d)
+    b.launch()
+    b.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(n_d), n_h)
+    np.testing.assert_allclose(cp.asnumpy(y_d), y_h, rtol=1e-14, atol=0)
+    R, v = rng.normal(size=(3, 3, 4000)), rng.normal(size=(3, 4000))
+    w_h = np.zeros((3, 4000))
+    host_t.bind(R=R, v=v, w=w_h).launch()
+    w_d = cp.zeros((3, 4000))
+    bt = gpu_t.bind(R=cp.asarray(R), v=cp.asarray(v), w=w_d)
+    bt.launch()
+    bt.synchronize()
+    np.testing.assert_allclose(cp.asnumpy(w_d), w_h, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(w_h, np.einsum("ijn,jn->in", R, v), rtol=1e-12)
