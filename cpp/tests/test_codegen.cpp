@@ -104,6 +104,8 @@ def rigid_pose(q: Vector[4], w: Vector[3], p: Vector[3], inertia: Matrix[3, 3], 
                  {Vector("q", 4), Vector("w", 3), Vector("p", 3), Matrix("inertia", 3, 3),
                   Param("dt"), MutVector("q_next", 4), MutVector("x", 3), MutMatrix("iw", 3, 3)},
                  1, "examples/rigid_pose.py", 40);
+}
+
 // Newton's iteration to a tolerance: a loop with a data-dependent `break` (unrolled, the
 // exit a liveness predicate the assignments select on).
 ir::Kernel newton_kernel() {
