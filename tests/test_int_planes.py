@@ -282,6 +282,48 @@ def test_jax_float0_tangents_and_grads_of_the_float_part():
     check_grads(lambda a, p: f(x=a, k=k, p=p)[0], (x, 0.7), order=2, modes=("fwd", "rev"))
 
 
+@hawk.kernel(steps=4)
+def climb(x: Scalar, thr: Param, n: Mutable[Scalar[hawk.int32]], y: Mutable[Scalar]):
+    y = y * 0.5 + x * float(n)
+    n = n + 1 if y > thr else n - 1
+
+
+def _climb_ref(x, thr, n, y):
+    for _ in range(4):
+        y = y * 0.5 + x * n.astype(x.dtype)
+        n = jnp.where(y > thr, n + 1, n - 1)
+    return n, y
+
+
+def test_jax_grads_through_a_stepped_int_counter():
+    f = ejax.function(climb)
+    rng = np.random.default_rng(0)  # its own draws; every |y - thr| > 0.01: no FD step crosses thr
+    x = jnp.asarray(rng.uniform(-1, 1, 41))
+    y0 = jnp.asarray(rng.uniform(-1, 1, 41))
+    n0 = jnp.asarray(rng.integers(-3, 3, 41), jnp.int32)
+    n, y = jax.jit(f)(x=x, thr=0.2, n=n0, y=y0)
+    nr, yr = _climb_ref(x, 0.2, n0, y0)
+    np.testing.assert_array_equal(n, nr)
+    np.testing.assert_allclose(y, yr, rtol=1e-14)
+    g = jax.grad(lambda a, b: jnp.sum(f(x=a, thr=0.2, n=n0, y=b)[1] ** 2), argnums=(0, 1))(x, y0)
+    r = jax.grad(lambda a, b: jnp.sum(_climb_ref(a, 0.2, n0, b)[1] ** 2), argnums=(0, 1))(x, y0)
+    np.testing.assert_allclose(g[0], r[0], rtol=1e-13)
+    np.testing.assert_allclose(g[1], r[1], rtol=1e-13)
+    check_grads(lambda a, b: f(x=a, thr=0.2, n=n0, y=b)[1], (x, y0), order=2, modes=("fwd", "rev"))
+
+
+def test_jax_int_vectors_and_bool_planes_under_jit():
+    f = jax.jit(ejax.function(ivec))
+    v = jnp.asarray(RNG.integers(-50, 50, (3, N)), jnp.int32)
+    on = jnp.asarray(RNG.integers(0, 2, N), jnp.bool_)
+    s, w, z = f(v=v, on=on)
+    assert (s.dtype, w.dtype, z.dtype) == (jnp.int64, jnp.int32, jnp.float64)
+    v64 = np.asarray(v, np.int64)
+    np.testing.assert_array_equal(s, np.where(on, v64[0] + v64[1] * v64[2], -v64[0]))
+    np.testing.assert_array_equal(w, np.asarray(v) * 2 - 1)
+    np.testing.assert_array_equal(z, np.asarray(v[2], np.float64) * 0.5)
+
+
 def test_jax_refuses_wrong_int_dtypes():
     f = ejax.function(mixed)
     x = jnp.zeros(8)
