@@ -162,7 +162,10 @@ class Guard:
     active_set: bool = False
 
 
-ALLOWED = "Param, Scalar, Vector[k], Mutable[Scalar], Mutable[Vector[k]], Terminated, Table[Scalar] or Table[Vector[k]]"
+ALLOWED = (
+    "Param, Scalar, Vector[k], Mutable[Scalar], Mutable[Vector[k]], Terminated, Table[Scalar] or Table[Vector[k]] "
+    "(integer and bool planes: Scalar[hawk.int32], Vector[k, hawk.int64], Param[hawk.int32], Scalar[hawk.bool_], ...)"
+)
 
 
 def _name(t: Any) -> str:
