@@ -312,6 +312,34 @@ def test_jax_grads_through_a_stepped_int_counter():
     check_grads(lambda a, b: f(x=a, thr=0.2, n=n0, y=b)[1], (x, y0), order=2, modes=("fwd", "rev"))
 
 
+def test_eagle_reverse_sweep_keeps_int_planes_as_primal_inputs(module_cache_dir):
+    import eagle
+
+    (plan,) = eagle.plan.auto([climb], targets=("host",), cache_dir=module_cache_dir)
+    rng = np.random.default_rng(0)
+    x, y0 = rng.uniform(-1, 1, 41), rng.uniform(-1, 1, 41)
+    n0 = rng.integers(-3, 3, 41).astype(np.int32)
+    y, n = y0.copy(), n0.copy()
+    g = eagle.Graph().add(plan.bind(x=x, thr=0.2, n=n, y=y), name="c").build(record=True)
+    g.launch(3)
+    seed = rng.uniform(0.5, 1.5, 41)
+    grads = eagle.diff.reverse(g.record, {"c.y": seed})
+
+    def final_y(a, b):
+        m = jnp.asarray(n0)
+        for _ in range(3):
+            m, b = _climb_ref(a, 0.2, m, b)
+        return m, b
+
+    m, yf = final_y(jnp.asarray(x), jnp.asarray(y0))
+    np.testing.assert_array_equal(n, m)
+    np.testing.assert_allclose(y, yf, rtol=1e-13)
+    gx, gy = jax.grad(lambda a, b: jnp.sum(seed * final_y(a, b)[1]), argnums=(0, 1))(jnp.asarray(x), jnp.asarray(y0))
+    assert "n" not in grads
+    np.testing.assert_allclose(grads["x"], gx, rtol=1e-12)
+    np.testing.assert_allclose(grads["y"], gy, rtol=1e-12)
+
+
 def test_jax_int_vectors_and_bool_planes_under_jit():
     f = jax.jit(ejax.function(ivec))
     v = jnp.asarray(RNG.integers(-50, 50, (3, N)), jnp.int32)
