@@ -352,6 +352,24 @@ def test_jax_int_vectors_and_bool_planes_under_jit():
     np.testing.assert_array_equal(z, np.asarray(v[2], np.float64) * 0.5)
 
 
+def test_jax_int_params_are_read_in_their_dtype():
+    f = jax.jit(ejax.function(int_ops))
+    a = jnp.asarray(RNG.integers(-1000, 1000, 64), jnp.int64)
+    b = jnp.asarray(RNG.integers(1, 9, 64), jnp.int64)
+    x = jnp.asarray(RNG.uniform(-3, 3, 64))
+    for k in (3, -(2**31), jnp.int32(7)):
+        q, r, s, t, fo, ge = f(a=a, b=b, k=k, x=x)
+        kk = np.int64(k)
+        a64, b64 = np.asarray(a), np.asarray(b)
+        np.testing.assert_array_equal(q, a64 // b64)
+        np.testing.assert_array_equal(s, (a64 - b64) * kk + np.abs(a64) - np.maximum(a64, b64) + a64**3)
+        np.testing.assert_array_equal(ge, (a64 >= b64) & ~(a64 == kk))
+    with pytest.raises(TypeError, match=r"Param 'k' is a Param\[hawk.int32\]; pass an int, got 1.5"):
+        ejax.function(int_ops)(a=a, b=b, k=1.5, x=x)
+    with pytest.raises(ModeError, match=r"Param 'k' is declared Param\[hawk.int32\] and takes int32, got float64"):
+        f(a=a, b=b, k=1.5, x=x)  # under jit a Python float is a traced float64
+
+
 def test_jax_refuses_wrong_int_dtypes():
     f = ejax.function(mixed)
     x = jnp.zeros(8)
