@@ -282,6 +282,94 @@ def test_jax_float0_tangents_and_grads_of_the_float_part():
     check_grads(lambda a, p: f(x=a, k=k, p=p)[0], (x, 0.7), order=2, modes=("fwd", "rev"))
 
 
+@hawk.kernel(steps=4)
+def climb(x: Scalar, thr: Param, n: Mutable[Scalar[hawk.int32]], y: Mutable[Scalar]):
+    y = y * 0.5 + x * float(n)
+    n = n + 1 if y > thr else n - 1
+
+
+def _climb_ref(x, thr, n, y):
+    for _ in range(4):
+        y = y * 0.5 + x * n.astype(x.dtype)
+        n = jnp.where(y > thr, n + 1, n - 1)
+    return n, y
+
+
+def test_jax_grads_through_a_stepped_int_counter():
+    f = ejax.function(climb)
+    rng = np.random.default_rng(0)  # its own draws; every |y - thr| > 0.01: no FD step crosses thr
+    x = jnp.asarray(rng.uniform(-1, 1, 41))
+    y0 = jnp.asarray(rng.uniform(-1, 1, 41))
+    n0 = jnp.asarray(rng.integers(-3, 3, 41), jnp.int32)
+    n, y = jax.jit(f)(x=x, thr=0.2, n=n0, y=y0)
+    nr, yr = _climb_ref(x, 0.2, n0, y0)
+    np.testing.assert_array_equal(n, nr)
+    np.testing.assert_allclose(y, yr, rtol=1e-14)
+    g = jax.grad(lambda a, b: jnp.sum(f(x=a, thr=0.2, n=n0, y=b)[1] ** 2), argnums=(0, 1))(x, y0)
+    r = jax.grad(lambda a, b: jnp.sum(_climb_ref(a, 0.2, n0, b)[1] ** 2), argnums=(0, 1))(x, y0)
+    np.testing.assert_allclose(g[0], r[0], rtol=1e-13)
+    np.testing.assert_allclose(g[1], r[1], rtol=1e-13)
+    check_grads(lambda a, b: f(x=a, thr=0.2, n=n0, y=b)[1], (x, y0), order=2, modes=("fwd", "rev"))
+
+
+def test_eagle_reverse_sweep_keeps_int_planes_as_primal_inputs(module_cache_dir):
+    import eagle
+
+    (plan,) = eagle.plan.auto([climb], targets=("host",), cache_dir=module_cache_dir)
+    rng = np.random.default_rng(0)
+    x, y0 = rng.uniform(-1, 1, 41), rng.uniform(-1, 1, 41)
+    n0 = rng.integers(-3, 3, 41).astype(np.int32)
+    y, n = y0.copy(), n0.copy()
+    g = eagle.Graph().add(plan.bind(x=x, thr=0.2, n=n, y=y), name="c").build(record=True)
+    g.launch(3)
+    seed = rng.uniform(0.5, 1.5, 41)
+    grads = eagle.diff.reverse(g.record, {"c.y": seed})
+
+    def final_y(a, b):
+        m = jnp.asarray(n0)
+        for _ in range(3):
+            m, b = _climb_ref(a, 0.2, m, b)
+        return m, b
+
+    m, yf = final_y(jnp.asarray(x), jnp.asarray(y0))
+    np.testing.assert_array_equal(n, m)
+    np.testing.assert_allclose(y, yf, rtol=1e-13)
+    gx, gy = jax.grad(lambda a, b: jnp.sum(seed * final_y(a, b)[1]), argnums=(0, 1))(jnp.asarray(x), jnp.asarray(y0))
+    assert "n" not in grads
+    np.testing.assert_allclose(grads["x"], gx, rtol=1e-12)
+    np.testing.assert_allclose(grads["y"], gy, rtol=1e-12)
+
+
+def test_jax_int_vectors_and_bool_planes_under_jit():
+    f = jax.jit(ejax.function(ivec))
+    v = jnp.asarray(RNG.integers(-50, 50, (3, N)), jnp.int32)
+    on = jnp.asarray(RNG.integers(0, 2, N), jnp.bool_)
+    s, w, z = f(v=v, on=on)
+    assert (s.dtype, w.dtype, z.dtype) == (jnp.int64, jnp.int32, jnp.float64)
+    v64 = np.asarray(v, np.int64)
+    np.testing.assert_array_equal(s, np.where(on, v64[0] + v64[1] * v64[2], -v64[0]))
+    np.testing.assert_array_equal(w, np.asarray(v) * 2 - 1)
+    np.testing.assert_array_equal(z, np.asarray(v[2], np.float64) * 0.5)
+
+
+def test_jax_int_params_are_read_in_their_dtype():
+    f = jax.jit(ejax.function(int_ops))
+    a = jnp.asarray(RNG.integers(-1000, 1000, 64), jnp.int64)
+    b = jnp.asarray(RNG.integers(1, 9, 64), jnp.int64)
+    x = jnp.asarray(RNG.uniform(-3, 3, 64))
+    for k in (3, -(2**31), jnp.int32(7)):
+        q, r, s, t, fo, ge = f(a=a, b=b, k=k, x=x)
+        kk = np.int64(k)
+        a64, b64 = np.asarray(a), np.asarray(b)
+        np.testing.assert_array_equal(q, a64 // b64)
+        np.testing.assert_array_equal(s, (a64 - b64) * kk + np.abs(a64) - np.maximum(a64, b64) + a64**3)
+        np.testing.assert_array_equal(ge, (a64 >= b64) & ~(a64 == kk))
+    with pytest.raises(TypeError, match=r"Param 'k' is a Param\[hawk.int32\]; pass an int, got 1.5"):
+        ejax.function(int_ops)(a=a, b=b, k=1.5, x=x)
+    with pytest.raises(ModeError, match=r"Param 'k' is declared Param\[hawk.int32\] and takes int32, got float64"):
+        f(a=a, b=b, k=1.5, x=x)  # under jit a Python float is a traced float64
+
+
 def test_jax_refuses_wrong_int_dtypes():
     f = ejax.function(mixed)
     x = jnp.zeros(8)

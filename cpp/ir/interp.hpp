@@ -21,6 +21,11 @@
 //   reciprocal; ToIndex is floor (a non-finite or huge value becomes index -1, an error).
 // - RandUniform / RandNormal: runtime/random.h's draw of (rng_key, step + iimm, sample_base + n,
 //   comp), step the step of the launch (0-based); in float32 mode the float32 draw.
+// - Integer and bool planes (Slot::dtype): I values are int64 (passes::eval_int: wrapping,
+//   Python's floor division and modulo); an int32 store keeps the low 32 bits; a zero divisor
+//   or int() of NaN/inf/beyond int64 is RAPTOR_ERR_INT_DIV_ZERO / RAPTOR_ERR_INT_CONVERSION
+//   (error[1] = the value's line) when the value's predicate holds, and gives 0. The binding
+//   holds their data as doubles, exact for ints within +-2**53.
 // - `float32` mode computes as a float32 build does: constants, Params and loads rounded to
 //   float, every operator in float arithmetic with the C library's float functions (sinf),
 //   the sums still added in double. The differential tests compare builds with it bitwise.

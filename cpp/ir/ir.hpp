@@ -66,7 +66,7 @@ enum class Op : uint8_t {
   Min,
   Max,
   PowI,  // args[0] ** iimm, iimm a small integer (may be negative)
-  // F, F -> B
+  // F, F -> B; also I, I -> B (exact int64 comparison)
   Lt,
   Le,
   Gt,

@@ -209,8 +209,9 @@ std::optional<ir::Value> fold_const(Op op, ir::Type t, const ir::Value* const* a
   }
   if (op == Op::ToInt) {
     const auto x = to_int(a[0]->imm);
+    if (!x) return std::nullopt;  // (within int64, so the float below is in float's range)
     const auto x32 = to_int(static_cast<double>(static_cast<float>(a[0]->imm)));
-    if (!x || x != x32) return std::nullopt;
+    if (x != x32) return std::nullopt;
     r.iimm = *x;
     return r;
   }

@@ -149,7 +149,7 @@ def _sweep(record: Record, nodes: dict[str, Any], xp: ArrayModule, seeds: Mappin
     for key in read_keys:
         if key in sw.ct:
             out[names[key]] = sw.ct[key]
-        elif state[key].dtype != bool:
+        elif state[key].dtype.kind == "f":  # the mask and integer planes have no gradient
             out[names[key]] = xp.zeros_like(state[key])
     for name, acc in sw.params.items():
         out[name] = xp.to_float(acc)

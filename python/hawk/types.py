@@ -192,7 +192,11 @@ class Guard:
     active_set: bool = False
 
 
-ALLOWED = "Param, Scalar, Vector[k], Matrix[r, c], Mutable[Scalar], Mutable[Vector[k]], Mutable[Matrix[r, c]], Terminated, Table[Scalar], Table[Vector[k]], Table[Matrix[r, c]] or Random"
+ALLOWED = (
+    "Param, Scalar, Vector[k], Matrix[r, c], Mutable[Scalar], Mutable[Vector[k]], Mutable[Matrix[r, c]], Terminated, "
+    "Table[Scalar], Table[Vector[k]], Table[Matrix[r, c]] or Random "
+    "(integer and bool planes: Scalar[hawk.int32], Vector[k, hawk.int64], Param[hawk.int32], Scalar[hawk.bool_], ...)"
+)
 
 
 def _name(t: Any) -> str:

@@ -139,6 +139,8 @@ class KernelFunction:
                 v = np.asarray(v, dtype=want)
         a = self._readable(v, s)
         dt = np.dtype(a.dtype)
+        if s.kind == "param" and dt != want and dt.kind == want.kind and getattr(jax.typeof(a), "weak_type", False):
+            return a.astype(want)  # a Python int traced by jit (weakly typed): the declared dtype
         if dt != want:
             fix = f"pass {s.name}.astype(jnp.{'bool_' if s.dtype == 'bool' else s.dtype})"
             if want == np.int64 and not jax.config.jax_enable_x64:
