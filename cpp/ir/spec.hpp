@@ -46,8 +46,8 @@ struct ParamSpec {
   SlotKind kind = SlotKind::Plane;  // Param, Plane, Mutable, Terminated or Table
   int width = 1;                    // k of Vector[k], 1 for Scalar
   bool is_vector = false;
-  int rows = 0;       // Matrix[rows, width / rows]; 0: not a matrix
   std::string error;  // non-empty: the annotation is wrong; this says why
+  int rows = 0;       // Matrix[rows, width / rows]; 0: not a matrix
 };
 
 struct KernelSpec {
