@@ -193,7 +193,9 @@ TV Lowerer::arith(const std::string& op, const TV& a, const TV& b, Loc loc) {
   const bool a_bool = a.kind == TV::Kind::Bool, b_bool = b.kind == TV::Kind::Bool;
   if (a_bool || b_bool) {
     if (a.shaped() || b.shaped())
-      error(loc, "cannot mix " + describe(a.shaped() ? a : b) + " and a bool with '" + op +
+      error(loc, std::string("cannot mix a ") +
+                     ((a.shaped() ? a : b).kind == TV::Kind::Matrix ? "Matrix" : "Vector") +
+                     " and a bool with '" + op +
                      "'; choose between vectors with "
                      "where(cond, a, b)");
     error(loc, "bools cannot be used in arithmetic ('" + op + "'); use where(cond, a, b)");

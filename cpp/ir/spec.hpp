@@ -46,9 +46,10 @@ struct ParamSpec {
   SlotKind kind = SlotKind::Plane;  // Param, Plane, Mutable, Terminated, Table or Random
   int width = 1;                    // k of Vector[k], 1 for Scalar
   bool is_vector = false;
-  int rows = 0;                // Matrix[rows, width / rows]; 0: not a matrix
-  Dtype dtype = Dtype::Float;  // Scalar[hawk.int32] etc. (Param, Plane, Mutable)
   std::string error;           // non-empty: the annotation is wrong; this says why
+  int rows = 0;                // Matrix[rows, width / rows]; 0: not a matrix (after `error`:
+                               //  positional initializers of the first five stay valid)
+  Dtype dtype = Dtype::Float;  // Scalar[hawk.int32] etc. (Param, Plane, Mutable)
 };
 
 struct KernelSpec {

@@ -757,7 +757,7 @@ TEST(LowerError, OtherRefusals) {
   EXPECT_REFUSAL(refuse("    y = x\n    for e in v:\n        y = e\n"), 23, 5, "for i in range(K)");
   EXPECT_REFUSAL(refuse("    y = x\n    for i in range(x):\n        y = y + 1\n"), 23, 20,
                  "a range bound must be an integer known when the kernel is defined");
-  EXPECT_REFUSAL(refuse("    y = x @ x\n"), 22, 9, "use dot(a, b)");
+  EXPECT_REFUSAL(refuse("    y = x @ x\n"), 22, 9, "'@' multiplies matrices and vectors");
   EXPECT_REFUSAL(refuse("    y = x\n    w = cross(v, vec(1.0, 2.0))\n"), 23, 9,
                  "cross() takes two Vector[3]");
   EXPECT_REFUSAL(refuse("    y = sqrt(x, x)\n"), 22, 9, "sqrt() takes 1 argument, got 2");
