@@ -508,14 +508,14 @@ def test_thread_counts_draw_the_same_numbers(tmp_path, threads):
 
 
 def test_benchmark_quick_run_checks_its_numbers(tmp_path):
-    """benchmarks/random.py --quick: both sides' numbers are checked against each other before
+    """benchmarks/random_draws.py --quick: both sides' numbers are checked against each other before
     timing (uniform bit for bit), so exit 0 means they agreed; the timings are not checked."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "random.py"
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "random_draws.py"
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "RAPTOR_CACHE_DIR": str(tmp_path / "cache")}
     p = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]

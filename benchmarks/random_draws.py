@@ -1,8 +1,8 @@
 """Random draws per second per core: hawk kernels (`rng: Random`) against jax.random on the CPU,
 side by side, for uniform and normal draws in float32 and float64.
 
-    python benchmarks/random.py            # prints a table: draws/s per core and the ratio
-    python benchmarks/random.py --quick    # a small N, for a smoke run
+    python benchmarks/random_draws.py            # prints a table: draws/s per core and the ratio
+    python benchmarks/random_draws.py --quick    # a small N, for a smoke run
 
 Both sides make the same numbers (checked before timing: uniform bit for bit, normal to the
 documented tolerance): draw j of sample i is jax.random's value of
@@ -18,9 +18,6 @@ from __future__ import annotations
 import os
 import sys
 
-# This file is named random.py: keep its folder off sys.path so `import random` (the standard
-# library's, which tempfile and others import) is not this script.
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
 # One thread on the jax side too (XLA's CPU backend may split elementwise work otherwise).
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
