@@ -21,6 +21,10 @@
 /* error codes written to raptor_args.error[0] */
 #define RAPTOR_OK 0
 #define RAPTOR_ERR_TABLE_INDEX 1 /* error[1] = table slot, error[2] = index, error[3] = sample */
+/* integer planes: `//` or `%` by zero; error[1] = the user's source line, error[3] = sample */
+#define RAPTOR_ERR_INT_DIV_ZERO 2
+/* integer planes: int(x) of NaN, an infinity or beyond int64; error[1] = line, error[3] = sample */
+#define RAPTOR_ERR_INT_CONVERSION 3
 
 typedef struct raptor_args {
   int64_t n;              /* samples in each plane: the stride between components */
@@ -67,6 +71,27 @@ template <class T> inline T rp_sign(T a) { return (a != a || a == T(0)) ? a : T(
 template <class T> inline int64_t rp_index(T a) {
   const T f = std::floor(a);
   return (f >= T(-9.0e18) && f <= T(9.0e18)) ? static_cast<int64_t>(f) : int64_t(-1);
+}
+// The C library's transcendental functions, called, never evaluated by the compiler: GCC
+// evaluates a call whose argument it can prove constant (after splitting a select, say)
+// correctly rounded with MPFR, which can differ by 1 ulp from glibc's result, which the IR
+// interpreter, the fold pass and every other build of the kernel get. noipa keeps each call a
+// call (the compiler never sees into it); const lets it still treat the call as pure.
+#define RP_LIBM(name, call)                                                   \
+  template <class T> __attribute__((noipa, const)) T rp_##name(T x) {         \
+    if constexpr (std::is_same_v<T, float>) return ::call##f(x);               \
+    else return ::call(x);                                                     \
+  }
+RP_LIBM(exp, exp) RP_LIBM(log, log) RP_LIBM(sin, sin) RP_LIBM(cos, cos) RP_LIBM(tan, tan)
+RP_LIBM(tanh, tanh)
+#undef RP_LIBM
+template <class T> __attribute__((noipa, const)) T rp_pow(T x, T y) {
+  if constexpr (std::is_same_v<T, float>) return ::powf(x, y);
+  else return ::pow(x, y);
+}
+template <class T> __attribute__((noipa, const)) T rp_atan2(T y, T x) {
+  if constexpr (std::is_same_v<T, float>) return ::atan2f(y, x);
+  else return ::atan2(y, x);
 }
 }  // namespace
 
