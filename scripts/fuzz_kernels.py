@@ -3,7 +3,8 @@
 
 Generates random well-typed kernels (tests/kernelgen.py) and checks each: compiled C++ in
 both dtypes against the reference interpreter (bitwise; sums within their reordering
-bound), its tangent against central differences, and the adjoint identity. Kernels are
+bound), its tangent against central differences, the adjoint identity, and (unless --no-xla)
+the JAX bridge's "xla" lowering against the interpreter. Kernels are
 compiled in batches (one translation unit per batch) by worker processes, each of which runs
 a bounded number of batches (loaded modules are never unloaded) in its own scratch cache.
 
@@ -11,6 +12,7 @@ a bounded number of batches (loaded modules are never unloaded) in its own scrat
     ... --count 1000 --start 5000          # seeds 5000..5999
     ... --seconds 600 --ir-only            # no C++ build: derivative checks on the IR only
     ... --cxxflags=-O0                      # faster builds (RAPTOR_CXXFLAGS), same checks
+    ... --no-xla                            # without the JAX "xla" lowering vs the interpreter
 
 Prints one line per worker and a summary; exits 1 when a mismatch was found, each printed
 with its seed and the kernel source (rerun one seed with --start SEED --count 1).
@@ -30,7 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 
-def worker(start: int, count: int, batch: int, ir_only: bool, deadline: float) -> int:
+def worker(start: int, count: int, batch: int, ir_only: bool, deadline: float, xla: bool = True) -> int:
     """Checks seeds start..start+count-1 (stopping at `deadline`); prints the mismatches and
     one JSON line of counts."""
     import kernelgen
@@ -40,7 +42,8 @@ def worker(start: int, count: int, batch: int, ir_only: bool, deadline: float) -
     with tempfile.TemporaryDirectory(prefix="raptor-fuzz-") as cache:
         while seed < start + count and time.time() < deadline:
             seeds = range(seed, min(seed + batch, start + count))
-            st = kernelgen.check_batch(seeds, cache, compiled=not ir_only)
+            checks = ("interp", "tangent", "adjoint") + (("xla",) if xla else ())
+            st = kernelgen.check_batch(seeds, cache, checks=checks, compiled=not ir_only)
             total.add(st)
             for m in st.mismatches:
                 print(m, flush=True)
@@ -49,8 +52,7 @@ def worker(start: int, count: int, batch: int, ir_only: bool, deadline: float) -
                 path = os.path.join(cache, name)
                 if os.path.isdir(path):
                     subprocess.run(["rm", "-rf", path], check=False)
-    counts = {f: getattr(total, f) for f in ("kernels", "runs_compared", "fd_elements", "fd_skipped", "adjoint_checked",
-                                              "adjoint_skipped", "table_errors")}
+    counts = {f: getattr(total, f) for f in kernelgen.COUNTS}
     counts["mismatches"] = len(total.mismatches)
     counts["next_seed"] = seed
     print("RESULT " + json.dumps(counts), flush=True)
@@ -65,6 +67,7 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=20, help="kernels per translation unit")
     ap.add_argument("--per-worker", type=int, default=400, help="kernels per worker process")
     ap.add_argument("--ir-only", action="store_true", help="no C++ build: tangent and adjoint kernels run by the interpreter")
+    ap.add_argument("--no-xla", action="store_true", help="skip the JAX 'xla' lowering against the interpreter (on by default)")
     ap.add_argument("--cxxflags", default=None, help="RAPTOR_CXXFLAGS for the builds (e.g. -O0 for speed)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)
@@ -72,7 +75,7 @@ def main() -> int:
     if args.cxxflags is not None:
         os.environ["RAPTOR_CXXFLAGS"] = args.cxxflags
     if args.worker:
-        return worker(args.start, args.count, args.batch, args.ir_only, args.deadline or float("inf"))
+        return worker(args.start, args.count, args.batch, args.ir_only, args.deadline or float("inf"), not args.no_xla)
     if args.seconds is None and args.count is None:
         ap.error("give --seconds or --count")
     t0 = time.time()
@@ -84,7 +87,7 @@ def main() -> int:
     while time.time() < deadline and (end is None or seed < end):
         n = args.per_worker if end is None else min(args.per_worker, end - seed)
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--start", str(seed), "--count", str(n),
-               "--batch", str(args.batch), "--deadline", repr(deadline)] + (["--ir-only"] if args.ir_only else [])
+               "--batch", str(args.batch), "--deadline", repr(deadline)] + (["--ir-only"] if args.ir_only else []) + (["--no-xla"] if args.no_xla else [])
         proc = subprocess.run(cmd, capture_output=True, text=True)
         result = None
         for line in proc.stdout.splitlines():
@@ -114,7 +117,9 @@ def main() -> int:
     print(f"[fuzz] done: {k} kernels ({mode}), seeds {args.start}..{seed - 1}, {el:.0f} s, {k / max(el, 1e-9):.2f} kernels/s; "
           f"{totals.get('runs_compared', 0)} compiled runs vs the interpreter, {totals.get('fd_elements', 0)} tangent elements "
           f"({totals.get('fd_skipped', 0)} skipped near kinks), {totals.get('adjoint_checked', 0)} adjoint identities, "
-          f"{totals.get('table_errors', 0)} table errors agreed; {totals.get('mismatches', 0)} mismatches", flush=True)
+          f"{totals.get('table_errors', 0)} table errors agreed, {totals.get('xla_compared', 0)} xla-lowering runs vs the interpreter "
+          f"({totals.get('xla_unsupported', 0)} unsupported, {totals.get('xla_skipped', 0)} skipped, {totals.get('xla_table_errors', 0)} "
+          f"table errors); {totals.get('mismatches', 0)} mismatches", flush=True)
     return 1 if totals.get("mismatches", 0) else 0
 
 

@@ -32,6 +32,10 @@ kernel's source text (a small module: imports, ``@hawk.func`` helpers, the kerne
    that cancel), to 10 times the rounding estimated by running each direction and each
    cotangent alone (``check_adjoint``).
 
+4. "xla" (when in ``checks``): the kernel through the JAX bridge's "xla" lowering against the
+   interpreter with ``zero_finished``, float64, within how far the outputs move when library
+   results are moved by XLA_ULPS (``check_xla``).
+
 A failure is a ``Mismatch`` holding the seed, the check, what differed and the kernel source.
 """
 
@@ -499,9 +503,11 @@ class Run:
     sum_abs: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def interpret(kernel: Any, n: int, m: int, values: dict[str, Any], float32: bool = False, perturb_ulps: int = 0) -> Run:
+def interpret(kernel: Any, n: int, m: int, values: dict[str, Any], float32: bool = False, perturb_ulps: int = 0,
+              zero_finished: bool = False) -> Run:
     """The reference interpreter over `values` (as the build of that dtype would read them);
-    perturb_ulps moves every inexact library result by that many ulps."""
+    perturb_ulps moves every inexact library result by that many ulps; zero_finished: a sample
+    masked on entry gets 0 in its pure outputs (the JAX bridge's semantics)."""
     ins: dict[str, list[float]] = {}
     mask: list[int] = []
     for s in kernel.slots:
@@ -514,7 +520,7 @@ def interpret(kernel: Any, n: int, m: int, values: dict[str, Any], float32: bool
             if float32:
                 a = a.astype(np.float32).astype(np.float64)
             ins[s.name] = a.reshape(-1).tolist()
-    outs, sum_abs, mask_out, _finished, err = kernel._core.interpret(n, ins, mask, False, float32, perturb_ulps)
+    outs, sum_abs, mask_out, _finished, err = kernel._core.interpret(n, ins, mask, zero_finished, float32, perturb_ulps)
     error = None
     if err[0] != 0:  # the table by name (a TableSum's error is its table's, as the runtime says)
         slot = kernel.slots[err[1]]
@@ -563,6 +569,10 @@ class Mismatch:
         return f"MISMATCH seed={self.seed} check={self.check}: {self.detail}\n--- kernel source (seed {self.seed}) ---\n{self.source}"
 
 
+COUNTS = ("kernels", "runs_compared", "fd_elements", "fd_skipped", "adjoint_checked", "adjoint_skipped", "table_errors",
+          "xla_compared", "xla_unsupported", "xla_skipped", "xla_table_errors")
+
+
 @dataclass
 class Stats:
     kernels: int = 0
@@ -572,10 +582,14 @@ class Stats:
     adjoint_checked: int = 0
     adjoint_skipped: int = 0  # not finite
     table_errors: int = 0  # runs where both sides reported the same table error
+    xla_compared: int = 0  # kernels run through the JAX "xla" lowering against the interpreter
+    xla_unsupported: int = 0  # kernels the "xla" lowering refuses (int / bool planes)
+    xla_skipped: int = 0  # xla runs not compared: the mask flips within XLA_ULPS
+    xla_table_errors: int = 0  # xla runs where the interpreter reported a table error (NaN there)
     mismatches: list[Mismatch] = field(default_factory=list)
 
     def add(self, other: "Stats") -> None:
-        for f in ("kernels", "runs_compared", "fd_elements", "fd_skipped", "adjoint_checked", "adjoint_skipped", "table_errors"):
+        for f in COUNTS:
             setattr(self, f, getattr(self, f) + getattr(other, f))
         self.mismatches += other.mismatches
 
@@ -583,7 +597,9 @@ class Stats:
         return (f"{self.kernels} kernels, {self.runs_compared} compiled runs compared with the interpreter, "
                 f"{self.fd_elements} tangent elements against differences ({self.fd_skipped} skipped near kinks), "
                 f"{self.adjoint_checked} adjoint identities ({self.adjoint_skipped} not finite), "
-                f"{self.table_errors} table errors agreed, {len(self.mismatches)} mismatches")
+                f"{self.table_errors} table errors agreed, {self.xla_compared} xla-lowering runs compared "
+                f"({self.xla_unsupported} kernels unsupported, {self.xla_skipped} skipped, {self.xla_table_errors} table errors), "
+                f"{len(self.mismatches)} mismatches")
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -832,7 +848,98 @@ def check_batch(seeds: Iterable[int], cache_dir: str | None, checks: tuple[str, 
     return st
 
 
+# How far XLA's library functions (its own exp, log, sin, tanh... on the CPU, not glibc's) may
+# be from glibc's, in ulps, for the "xla" check's tolerance (see check_xla).
+XLA_ULPS = 4
+XLA_RTOL = 1e-10  # plus this, relative: two results moved in opposite directions and cancelling
+
+
+def check_xla(g: GenKernel, k: Any, values: dict[str, Any], st: Stats) -> None:
+    """The kernel through ``eagle.frameworks.jax.function(k, lowering="xla")`` (float64,
+    the bridge's layout: inputs in ``f.inputs`` order, outputs the Mutables then the mask)
+    against the interpreter with ``zero_finished`` (a sample masked on entry is 0 in its pure
+    outputs), for kernels the lowering supports (others are counted in xla_unsupported).
+
+    The rule: XLA's transcendental functions are not glibc's, so an output may differ from the
+    interpreter by 8 times as much as it moves when every inexact library result is moved by
+    +-XLA_ULPS ulps (interpreter runs with perturb_ulps; that bound grows with the steps and
+    chaos as the kernel does, and is huge where a branch flips within it, so such samples are
+    in effect not compared), plus XLA_RTOL * (1 + |value|) for results moved in opposite
+    directions that then cancel (the uniform shifts move them alike). Where the mask or a table
+    error of those moved runs differs from the plain run (a termination flips), the run is
+    skipped (xla_skipped). Where the interpreter reports a table error, the xla path gives NaN
+    for that sample's outputs: agreed (xla_table_errors), but the erroring sample's outputs must
+    be NaN there. The mask must agree exactly elsewhere."""
+    import jax
+
+    from eagle.frameworks import _jax_xla
+    from eagle.frameworks import jax as eagle_jax
+
+    if not _jax_xla.supported(_jax_xla.op_list(k._core)):
+        st.xla_unsupported += 1
+        return
+    n, m = g.n, g.table_size
+    prev = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        f = eagle_jax.function(k, lowering="xla")
+        args = []
+        for name in f.inputs:
+            v = values[name]
+            args.append(v if np.ndim(v) == 0 else np.asarray(v, bool if k.slot(name).kind == "terminated" else np.float64))
+        res = f(*args)
+        res = res if isinstance(res, tuple) else (res,)
+        got = {name: np.asarray(r) for name, r in zip(f.outputs, res)}
+    finally:
+        jax.config.update("jax_enable_x64", prev)
+    want = interpret(k, n, m, values, zero_finished=True)
+    moved = [interpret(k, n, m, values, perturb_ulps=u, zero_finished=True) for u in (XLA_ULPS, -XLA_ULPS)]
+    if any((r.error is None) != (want.error is None) or not _same_mask(r.mask, want.mask) for r in moved):
+        st.xla_skipped += 1
+        return
+    st.xla_compared += 1
+    mask_name = next((s.name for s in k.slots if s.kind == "terminated"), None)
+    if want.error is not None:
+        st.xla_table_errors += 1
+        sample = want.error[2]
+        for s in k.slots:
+            if s.kind == "mutable" and s.name in got and 0 <= sample < n:
+                col = got[s.name].reshape(-1, n)[:, sample]
+                if not np.isnan(col).all():
+                    st.mismatches.append(Mismatch(g.seed, "xla-vs-interpreter",
+                                                  f"table error {want.error!r} in the interpreter, but xla's {s.name} at sample {sample} "
+                                                  f"is {col!r}, not NaN", g.report()))
+                    return
+        return
+    if mask_name is not None and not np.array_equal(got[mask_name].reshape(-1), want.mask):
+        st.mismatches.append(Mismatch(g.seed, "xla-vs-interpreter", f"mask: xla {got[mask_name].reshape(-1)}, interpreter {want.mask}", g.report()))
+        return
+    for s in k.slots:
+        if s.kind != "mutable":
+            continue
+        a, b = got[s.name].astype(np.float64).reshape(-1), want.outs[s.name]
+        if a.shape != b.shape:
+            st.mismatches.append(Mismatch(g.seed, "xla-vs-interpreter", f"{s.name}: {a.size} values, interpreter {b.size}", g.report()))
+            return
+        with np.errstate(invalid="ignore", over="ignore"):
+            spread = np.zeros_like(b)
+            for r in moved:
+                d = np.abs(r.outs[s.name] - b)
+                d[~_same_bits(r.outs[s.name], b) & ~np.isfinite(d)] = np.inf
+                spread = np.maximum(spread, np.nan_to_num(d, nan=np.inf))
+            tol = 8 * spread + XLA_RTOL * (1.0 + np.abs(b))
+            bad = ~(_same_bits(a, b) | (np.abs(a - b) <= tol))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            st.mismatches.append(Mismatch(g.seed, "xla-vs-interpreter",
+                                          f"{s.name}[{i}]: xla {a[i]!r}, interpreter {b[i]!r}, tolerance {tol[i]!r} "
+                                          f"({int(bad.sum())} of {a.size} differ)", g.report()))
+            return
+
+
 def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks) -> None:
+    if "xla" in checks:
+        check_xla(g, k, make_values(k, g.n, g.table_size, np.random.default_rng(g.seed)), st)
     n, m = g.n, g.table_size
     rng = np.random.default_rng(g.seed)
     values = make_values(k, n, m, rng)

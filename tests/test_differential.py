@@ -105,6 +105,31 @@ def test_derivatives_on_the_ir_of_many_kernels(unrecorded):
     assert st.fd_skipped < 0.01 * st.fd_elements  # the kink test skips little
 
 
+XLA_SEEDS = range(0, 40)  # ~25 s: one XLA compile per kernel
+
+
+def test_the_xla_lowering_matches_the_interpreter(unrecorded):
+    """Generated kernels through the JAX bridge's "xla" lowering (float64) against the
+    interpreter with zero_finished, within what XLA_ULPS of its library functions move."""
+    st = kernelgen.check_batch(XLA_SEEDS, None, compiled=False, checks=("xla",))
+    assert not st.mismatches, _fail_text(st)
+    assert st.kernels == len(XLA_SEEDS)
+    assert st.xla_compared >= 0.8 * len(XLA_SEEDS)
+    assert st.xla_compared + st.xla_skipped + st.xla_unsupported == len(XLA_SEEDS)
+
+
+def test_the_xla_check_catches_a_wrong_lowering(monkeypatch, unrecorded):
+    """With the lowering's sin replaced by a slightly wrong one, the check reports kernels."""
+    import jax.numpy as jnp
+
+    from eagle.frameworks import _jax_xla
+
+    monkeypatch.setitem(_jax_xla._UNARY, "sin", lambda a: jnp.sin(a) * (1 + 1e-7))
+    monkeypatch.setitem(_jax_xla._BINARY, "add", lambda a, b: (a + b) * (1 + 1e-9))
+    st = kernelgen.check_batch(range(5000, 5020), None, compiled=False, checks=("xla",))  # not traced before
+    assert len(st.mismatches) >= 10 and all(m.check == "xla-vs-interpreter" for m in st.mismatches)
+
+
 # ---------------------------------------------------------------- the checks have teeth
 
 
