@@ -98,8 +98,16 @@ class _Gen:
     """Writes one kernel. Every expression is text in parentheses; scopes hold the names
     that may be read (scalars, vectors by width, bools)."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, features: tuple[str, ...] = ()) -> None:
         self.r = random.Random(seed)
+        # which newer constructs to write where is drawn from a stream of its own, so that
+        # features=() gives exactly the kernels of the generator before them (the seeds in
+        # tests/test_differential.py's _FOUND were found then)
+        self.r2 = random.Random(seed * 7919 + 17)
+        self.features = features
+        # stop_gradient in a quarter of the kernels only: their tangents are not compared with
+        # differences (which see through it), see _check_one
+        self.sg = "stop_gradient" in features and self.r2.random() < 0.25
         self.seed = seed
         self.m = self.r.choice([1, 3, 5])
         self.k = self.r.choice([2, 3])  # the width of vector values
@@ -124,6 +132,8 @@ class _Gen:
         if d <= 0 or r.random() < 0.1:
             return self.leaf(sc)
         a = lambda: self.scal(sc, d - 1)  # noqa: E731
+        if self.sg and self.r2.random() < 0.06:
+            return f"hm.stop_gradient({a()})"
         c = r.randrange(26)
         if c < 6:
             return f"({a()} {r.choice(['+', '-', '*'])} {a()})"
@@ -270,6 +280,9 @@ class _Gen:
     def statements(self, sc: dict, lines: list[str], ind: str, count: int, depth: int, nest: int = 0) -> None:
         r = self.r
         for _ in range(count):
+            if "exits" in self.features and nest < 2 and not sc.get("in_helper") and self.r2.random() < 0.12:
+                self.exit_loop(sc, lines, ind, depth, nest)
+                continue
             c = r.randrange(14)
             if c < 5:
                 name = self.fresh("a")
@@ -300,6 +313,9 @@ class _Gen:
                 u = r.choice(sc["vec"])
                 lines.append(f"{ind}{name} = 0.0")
                 lines.append(f"{ind}for i in range({self.k}):")
+                if "exits" in self.features and not sc.get("in_helper") and self.r2.random() < 0.4:  # leave on the partial sum
+                    lines.append(f"{ind}    if {name} {r.choice(['>', '<'])} {self.scal(sc, 1)} and {self.live_term()}:")
+                    lines.append(f"{ind}        {r.choice(['break', 'continue'])}")
                 inner = f"{u}[i] * {self.scal(sc, 1)}"
                 if self.tables and not sc.get("in_helper") and r.random() < 0.5:
                     t, w = r.choice(self.tables)
@@ -321,6 +337,39 @@ class _Gen:
                 lines.append(f"{ind}{name} = {self.scal(sc, depth)}")
                 sc["scal"].append(name)
                 sc["own"].append(name)
+
+    def live_term(self) -> str:
+        """A condition on the kernel's plane x0, and'ed to every exit's condition: hawk refuses
+        an exit whose condition folds to True followed by more statements of the loop ("never
+        run", cpp/ir/lower.cpp), though Python runs it (`if 0.5 < 1.0: continue` then a
+        statement); the generated conditions of constants, or of a helper's constant
+        arguments, fold so. This keeps every exit data-dependent (exits are not generated in
+        helpers for the same reason)."""
+        return f"(x0 {self.r.choice(['<', '>', '<=', '>='])} {round(self.r.uniform(-1.5, 1.5), 2)})"
+
+    def exit_loop(self, sc: dict, lines: list[str], ind: str, depth: int, nest: int) -> None:
+        """A `for j in range(K)` whose iterations `break` or `continue` under conditions on the
+        sample's values (docs/language.md "Loops with exits"): an accumulator assigned before
+        the loop, a temporary assigned first in each iteration (before any exit, so it is
+        defined for every sample), one or two exits, updates between them. Only the
+        accumulator is read after the loop."""
+        r = self.r
+        acc, j, t = self.fresh("a"), self.fresh("j"), self.fresh("a")
+        lines.append(f"{ind}{acc} = {self.scal(sc, depth - 1)}")
+        lines.append(f"{ind}for {j} in range({r.choice([2, 3, 4, 6])}):")
+        inner = {key: list(v) for key, v in sc.items() if isinstance(v, list)}
+        inner["in_helper"] = sc.get("in_helper", False)
+        inner["scal"].append(acc)
+        step = r.choice([f"float({j})", f"{j}", f"({j} % 2)", "0.0"])
+        lines.append(f"{ind}    {t} = {self.scal(inner, depth - 1)} * 0.5 + {step}")
+        inner["scal"].append(t)
+        for _ in range(r.choice([1, 1, 2])):
+            lines.append(f"{ind}    if {self.cond(inner, depth - 1)} and {self.live_term()}:")
+            lines.append(f"{ind}        {r.choice(['break', 'continue'])}")
+            upd = r.choice([f"{acc} + 0.5 * tanh({self.scal(inner, depth - 1)})", f"{acc} * 0.75 + sin({self.scal(inner, depth - 1)})",
+                            f"{acc} - {t} * {self.const()}"])
+            lines.append(f"{ind}    {acc} = {upd}")
+        sc["scal"].append(acc)
 
     def if_block(self, sc: dict, lines: list[str], ind: str, depth: int, nest: int) -> None:
         """if / elif* / else? assigning the same new names in every branch (a default before
@@ -444,9 +493,15 @@ class _Gen:
         return GenKernel(self.seed, name, source, self.m, r.choice([1, 7, 37, 70]))
 
 
-def generate(seed: int) -> GenKernel:
-    """The kernel of ``seed`` (the same text for the same seed)."""
-    return _Gen(seed).kernel()
+FEATURES = ("exits", "stop_gradient")  # the newer constructs generate writes by default
+
+
+def generate(seed: int, features: tuple[str, ...] = FEATURES) -> GenKernel:
+    """The kernel of ``seed`` (the same text for the same seed and features). features:
+    "exits" (`break`/`continue` in loops under data-dependent conditions), "stop_gradient"
+    (``hm.stop_gradient(...)`` in expressions); () gives the kernels of the generator before
+    those (the seeds of fuzzer findings made then)."""
+    return _Gen(seed, features).kernel()
 
 
 # ---------------------------------------------------------------- running kernels
@@ -570,7 +625,7 @@ class Mismatch:
 
 
 COUNTS = ("kernels", "runs_compared", "fd_elements", "fd_skipped", "adjoint_checked", "adjoint_skipped", "table_errors",
-          "xla_compared", "xla_unsupported", "xla_skipped", "xla_table_errors")
+          "xla_compared", "xla_unsupported", "xla_skipped", "xla_table_errors", "fd_stop_gradient")
 
 
 @dataclass
@@ -586,6 +641,7 @@ class Stats:
     xla_unsupported: int = 0  # kernels the "xla" lowering refuses (int / bool planes)
     xla_skipped: int = 0  # xla runs not compared: the mask flips within XLA_ULPS
     xla_table_errors: int = 0  # xla runs where the interpreter reported a table error (NaN there)
+    fd_stop_gradient: int = 0  # kernels with stop_gradient: no tangent-vs-differences check
     mismatches: list[Mismatch] = field(default_factory=list)
 
     def add(self, other: "Stats") -> None:
@@ -596,7 +652,7 @@ class Stats:
     def summary(self) -> str:
         return (f"{self.kernels} kernels, {self.runs_compared} compiled runs compared with the interpreter, "
                 f"{self.fd_elements} tangent elements against differences ({self.fd_skipped} skipped near kinks), "
-                f"{self.adjoint_checked} adjoint identities ({self.adjoint_skipped} not finite), "
+                f"{self.fd_stop_gradient} kernels with stop_gradient not compared with differences, {self.adjoint_checked} adjoint identities ({self.adjoint_skipped} not finite), "
                 f"{self.table_errors} table errors agreed, {self.xla_compared} xla-lowering runs compared "
                 f"({self.xla_unsupported} kernels unsupported, {self.xla_skipped} skipped, {self.xla_table_errors} table errors), "
                 f"{len(self.mismatches)} mismatches")
@@ -813,7 +869,7 @@ def split_runs(k: Any, tk: Any, ak: Any, n: int, m: int, values: dict[str, Any],
 
 
 def check_batch(seeds: Iterable[int], cache_dir: str | None, checks: tuple[str, ...] = ("interp", "tangent", "adjoint"),
-                compiled: bool = True) -> Stats:
+                compiled: bool = True, features: tuple[str, ...] = FEATURES) -> Stats:
     """Generates, builds and checks the kernels of `seeds`: all of them, their tangents and
     adjoints in one eagle.plan.auto call (one translation unit) into `cache_dir`.
 
@@ -824,7 +880,7 @@ def check_batch(seeds: Iterable[int], cache_dir: str | None, checks: tuple[str, 
     st = Stats()
     items = []
     for seed in seeds:
-        g = generate(seed)
+        g = generate(seed, features)
         try:
             k = g.build()
             wrt = float_inputs(k)
@@ -982,7 +1038,12 @@ def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks) -> None:
             if not _same_bits(runs64["tangent"].outs[o], runs64["kernel"].outs[o]).all():
                 st.mismatches.append(Mismatch(g.seed, "tangent-primal", f"{o}: tangent kernel's primal output differs from the kernel's", g.report()))
                 return
-    if "tangent" in checks:
+    if "tangent" in checks and "stop_gradient(" in g.source:
+        # central differences see through stop_gradient (its argument moves with the inputs),
+        # the tangent by definition does not: no reference here; the adjoint identity, the
+        # compiled and the xla checks still run on these kernels
+        st.fd_stop_gradient += 1
+    elif "tangent" in checks:
         check_tangent(g, k, tdot, values, t, st)
     if "adjoint" in checks:
         bars = {w: runs64["adjoint"].outs[cn[w]] for w in wrt}
