@@ -26,15 +26,19 @@ kernel's source text (a small module: imports, ``@hawk.func`` helpers, the kerne
    the two differences agree with each other and the value is the mean of its neighbours at
    both steps; otherwise a kink or a jump (a comparison, floor, a table index, a termination
    flipping within h, or at the point itself) lies inside the interval, and the element is
-   skipped (counted).
+   skipped (counted). Kernels holding ``stop_gradient`` (a quarter of them) skip this
+   check: the differences see through it, the tangent does not (counted in fd_stop_gradient).
 3. ``<adjoint(ct), t> == <ct, tangent(t)>`` (float64, compiled) to 1e-10 relative to the sum
    of the terms' magnitudes; where rounding inside the kernels is larger than that (terms
    that cancel), to 10 times the rounding estimated by running each direction and each
    cotangent alone (``check_adjoint``).
-
 4. "xla" (when in ``checks``): the kernel through the JAX bridge's "xla" lowering against the
    interpreter with ``zero_finished``, float64, within how far the outputs move when library
    results are moved by XLA_ULPS (``check_xla``).
+
+The generator's newer constructs (``FEATURES``: loops with data-dependent ``break`` /
+``continue``, ``hm.stop_gradient``) are drawn from a random stream of their own, so
+``generate(seed, features=())`` writes exactly the kernels of the generator before them.
 
 A failure is a ``Mismatch`` holding the seed, the check, what differed and the kernel source.
 """
