@@ -3,7 +3,9 @@
 
 Generates random well-typed kernels (tests/kernelgen.py) and checks each: compiled C++ in
 both dtypes against the reference interpreter (bitwise; sums within their reordering
-bound), its tangent against central differences, and the adjoint identity. Kernels are
+bound), its tangent against central differences, the adjoint identity, and (unless --no-xla)
+the JAX bridge's "xla" lowering against the interpreter (the first --xla-count kernels: one XLA
+compile each). Kernels are
 compiled in batches (one translation unit per batch) by worker processes, each of which runs
 a bounded number of batches (loaded modules are never unloaded) in its own scratch cache.
 
@@ -11,6 +13,8 @@ a bounded number of batches (loaded modules are never unloaded) in its own scrat
     ... --count 1000 --start 5000          # seeds 5000..5999
     ... --seconds 600 --ir-only            # no C++ build: derivative checks on the IR only
     ... --cxxflags=-O0                      # faster builds (RAPTOR_CXXFLAGS), same checks
+    ... --xla-count 500                     # the first 500 also through the JAX "xla" lowering (default 60)
+    ... --no-xla                            # without the JAX "xla" lowering vs the interpreter
 
 Prints one line per worker and a summary; exits 1 when a mismatch was found, each printed
 with its seed and the kernel source (rerun one seed with --start SEED --count 1).
@@ -30,9 +34,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 
-def worker(start: int, count: int, batch: int, ir_only: bool, deadline: float) -> int:
-    """Checks seeds start..start+count-1 (stopping at `deadline`); prints the mismatches and
-    one JSON line of counts."""
+def worker(start: int, count: int, batch: int, ir_only: bool, deadline: float, xla_until: int = 0) -> int:
+    """Checks seeds start..start+count-1 (stopping at `deadline`), the ones below `xla_until`
+    also through the JAX "xla" lowering; prints the mismatches and one JSON line of counts."""
     import kernelgen
 
     total = kernelgen.Stats()
@@ -40,7 +44,10 @@ def worker(start: int, count: int, batch: int, ir_only: bool, deadline: float) -
     with tempfile.TemporaryDirectory(prefix="raptor-fuzz-") as cache:
         while seed < start + count and time.time() < deadline:
             seeds = range(seed, min(seed + batch, start + count))
-            st = kernelgen.check_batch(seeds, cache, compiled=not ir_only)
+            if seed < xla_until < seeds.stop:  # the batch straddles the last xla seed
+                seeds = range(seed, xla_until)
+            checks = ("interp", "tangent", "adjoint") + (("xla",) if seed < xla_until else ())
+            st = kernelgen.check_batch(seeds, cache, checks=checks, compiled=not ir_only)
             total.add(st)
             for m in st.mismatches:
                 print(m, flush=True)
@@ -49,8 +56,7 @@ def worker(start: int, count: int, batch: int, ir_only: bool, deadline: float) -
                 path = os.path.join(cache, name)
                 if os.path.isdir(path):
                     subprocess.run(["rm", "-rf", path], check=False)
-    counts = {f: getattr(total, f) for f in ("kernels", "runs_compared", "fd_elements", "fd_skipped", "adjoint_checked",
-                                              "adjoint_skipped", "table_errors")}
+    counts = {f: getattr(total, f) for f in kernelgen.COUNTS}
     counts["mismatches"] = len(total.mismatches)
     counts["next_seed"] = seed
     print("RESULT " + json.dumps(counts), flush=True)
@@ -65,26 +71,33 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=20, help="kernels per translation unit")
     ap.add_argument("--per-worker", type=int, default=400, help="kernels per worker process")
     ap.add_argument("--ir-only", action="store_true", help="no C++ build: tangent and adjoint kernels run by the interpreter")
+    ap.add_argument("--xla-count", type=int, default=60,
+                    help="check the first this many kernels also through the JAX 'xla' lowering against the interpreter "
+                         "(default 60: each is one XLA compile, ~0.5 s; -1: all)")
+    ap.add_argument("--no-xla", action="store_true", help="no JAX 'xla' lowering check (--xla-count 0)")
     ap.add_argument("--cxxflags", default=None, help="RAPTOR_CXXFLAGS for the builds (e.g. -O0 for speed)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--xla-until", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.cxxflags is not None:
         os.environ["RAPTOR_CXXFLAGS"] = args.cxxflags
     if args.worker:
-        return worker(args.start, args.count, args.batch, args.ir_only, args.deadline or float("inf"))
+        return worker(args.start, args.count, args.batch, args.ir_only, args.deadline or float("inf"), args.xla_until)
     if args.seconds is None and args.count is None:
         ap.error("give --seconds or --count")
     t0 = time.time()
     deadline = t0 + args.seconds if args.seconds is not None else float("inf")
     end = args.start + args.count if args.count is not None else None
     seed = args.start
+    xla_count = 0 if args.no_xla else args.xla_count
+    xla_until = 2**62 if xla_count < 0 else args.start + xla_count
     totals: dict[str, int] = {}
     mismatch_text: list[str] = []
     while time.time() < deadline and (end is None or seed < end):
         n = args.per_worker if end is None else min(args.per_worker, end - seed)
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--start", str(seed), "--count", str(n),
-               "--batch", str(args.batch), "--deadline", repr(deadline)] + (["--ir-only"] if args.ir_only else [])
+               "--batch", str(args.batch), "--deadline", repr(deadline)] + (["--ir-only"] if args.ir_only else []) + ["--xla-until", str(xla_until)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         result = None
         for line in proc.stdout.splitlines():
@@ -113,8 +126,11 @@ def main() -> int:
     mode = "IR only (interpreter)" if args.ir_only else f"compiled (RAPTOR_CXXFLAGS={os.environ.get('RAPTOR_CXXFLAGS', 'default')}) and interpreter"
     print(f"[fuzz] done: {k} kernels ({mode}), seeds {args.start}..{seed - 1}, {el:.0f} s, {k / max(el, 1e-9):.2f} kernels/s; "
           f"{totals.get('runs_compared', 0)} compiled runs vs the interpreter, {totals.get('fd_elements', 0)} tangent elements "
-          f"({totals.get('fd_skipped', 0)} skipped near kinks), {totals.get('adjoint_checked', 0)} adjoint identities, "
-          f"{totals.get('table_errors', 0)} table errors agreed; {totals.get('mismatches', 0)} mismatches", flush=True)
+          f"({totals.get('fd_skipped', 0)} skipped near kinks; {totals.get('fd_stop_gradient', 0)} kernels with stop_gradient not "
+          f"compared with differences), {totals.get('adjoint_checked', 0)} adjoint identities, "
+          f"{totals.get('table_errors', 0)} table errors agreed, {totals.get('xla_compared', 0)} xla-lowering runs vs the interpreter "
+          f"({totals.get('xla_unsupported', 0)} unsupported, {totals.get('xla_skipped', 0)} skipped, {totals.get('xla_table_errors', 0)} "
+          f"table errors); {totals.get('mismatches', 0)} mismatches", flush=True)
     return 1 if totals.get("mismatches", 0) else 0
 
 
