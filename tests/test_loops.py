@@ -455,3 +455,35 @@ def test_local_first_assigned_after_an_exit():
                 y = z
             y = z  # E:late
     check(e, "k_late", "late", "'z' is first assigned after a `break`/`continue`", "assign it before the loop")
+
+
+def test_an_exit_decided_when_the_kernel_is_defined_leaves_later_statements_legal(tmp_path):
+    """`if 0.5 < 1.0: continue` followed by statements is Python (dead code for every sample),
+    not the "statements after break/continue" refusal, which is for an exit in the same
+    block (found by the differential fuzzer, tests/kernelgen.py)."""
+
+    @hawk.kernel
+    def dead_tail(x: Scalar, y: Mutable[Scalar]):
+        a = x
+        for j in range(3):
+            a = a + 1.0
+            if 0.5 < 1.0:
+                continue
+            a = a * 0.75
+        y = a
+
+    (plan,) = eagle.plan.auto([dead_tail], cache_dir=tmp_path / "c")
+    x = np.linspace(-1.0, 1.0, 7)
+    y = np.zeros(7)
+    plan.bind(x=x, y=y).launch()
+
+    def ref(v):
+        a = v
+        for _ in range(3):
+            a = a + 1.0
+            if 0.5 < 1.0:
+                continue
+            a = a * 0.75  # noqa: unreachable in Python too
+        return a
+
+    np.testing.assert_array_equal(y, [ref(v) for v in x])

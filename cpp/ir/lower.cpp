@@ -497,7 +497,11 @@ void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
   }
   // In a loop after a `break`/`continue`, a sample that left keeps its value.
   const int live = guard_live();
-  if (live >= 0 && !const_value(live)) {
+  if (live >= 0 && is_false(live)) {  // dead code: every sample has left the loop
+    if (it != vars.end()) return;     // the old value stays
+    for (LoopCtx& l : loops_)         // a name first assigned here is unset after the loop
+      if (l.frame_depth == frames_.size()) l.late_names.insert(name);
+  } else if (live >= 0 && !const_value(live)) {
     if (it == vars.end()) {
       for (LoopCtx& l : loops_)
         if (l.frame_depth == frames_.size() && (l.brk >= 0 || l.cnt >= 0))
@@ -609,6 +613,9 @@ void Lowerer::if_stmt(const parse::Stmt& s) {
   if (const auto cv = const_value(cond)) {  // decided when the kernel is defined
     ++depth_;
     block(*cv != 0.0 ? s.body : s.orelse);
+    // `if True: continue` ends only this branch: the statements after the `if` are legal
+    // Python (dead for every sample: the exit has taken them out of the loop's liveness).
+    exited_ = false;
     --depth_;
     return;
   }
