@@ -72,6 +72,19 @@ def run_kernel(cache_dir) -> Callable[..., Any]:
     return run
 
 
+def nvrtc_missing() -> bool:
+    """Whether no NVRTC can be loaded here (CUDA emission tests skip then)."""
+    from raptor_core import _core
+
+    try:
+        _core.nvrtc_check([], "sm_80")
+    except RuntimeError as e:
+        if "NVRTC not found" in str(e):
+            return True
+        raise
+    return False
+
+
 def outputs_for(kernel: hawk.Kernel, n: int, dtype) -> dict[str, np.ndarray]:
     """Zero arrays for every pure output plane of a kernel (Mutable not read before written)."""
     out = {}

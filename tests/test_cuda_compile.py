@@ -14,19 +14,12 @@ import hawk
 from hawk import Mutable, Param, Scalar, Table, Terminated, Vector
 from hawk.math import norm, sin
 from raptor_core import _core
+from conftest import nvrtc_missing  # noqa: E402
 
 
-def _nvrtc_missing() -> bool:
-    try:
-        _core.nvrtc_check([], "sm_80")
-    except RuntimeError as e:
-        if "NVRTC not found" in str(e):
-            return True
-        raise
-    return False
 
 
-pytestmark = pytest.mark.skipif(_nvrtc_missing(), reason="NVRTC not found")
+pytestmark = pytest.mark.skipif(nvrtc_missing(), reason="NVRTC not found")
 
 ARCHS = ("sm_80", "sm_90")
 

@@ -20,6 +20,7 @@ from hawk import Mutable, Param, Scalar, Table, Vector
 from raptor_core import _core
 
 from conftest import DTYPES, plan_kernels
+from conftest import nvrtc_missing  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -411,17 +412,9 @@ def test_cuda_binding_checks_int_planes_without_a_gpu():
     assert lay.params[[s.name for s in int_ops.slots].index("k")] == 7.0
 
 
-def _nvrtc_missing() -> bool:
-    try:
-        _core.nvrtc_check([], "sm_80")
-    except RuntimeError as e:
-        if "NVRTC not found" in str(e):
-            return True
-        raise
-    return False
 
 
-@pytest.mark.skipif(_nvrtc_missing(), reason="NVRTC not found")
+@pytest.mark.skipif(nvrtc_missing(), reason="NVRTC not found")
 @pytest.mark.parametrize("case", ["counter", "int_ops", "ivec", "counter_adjoint", "mixed_tangent"])
 def test_cuda_emission_compiles(case):
     kernel = {

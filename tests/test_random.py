@@ -19,6 +19,7 @@ import hawk
 from eagle.frameworks import jax as ejax
 from hawk import Guard, Mutable, Param, Random, Scalar, Terminated
 from raptor_core import _core
+from conftest import nvrtc_missing  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -382,17 +383,9 @@ def test_bind_without_a_key_or_with_a_bad_one(plans):
 # ------------------------------------------------------------------------- CUDA
 
 
-def _nvrtc_missing() -> bool:
-    try:
-        _core.nvrtc_check([], "sm_80")
-    except RuntimeError as e:
-        if "NVRTC not found" in str(e):
-            return True
-        raise
-    return False
 
 
-@pytest.mark.skipif(_nvrtc_missing(), reason="NVRTC not found")
+@pytest.mark.skipif(nvrtc_missing(), reason="NVRTC not found")
 @pytest.mark.parametrize("make", [lambda: three, lambda: walk, lambda: masked, lambda: reparam_steps.adjoint(["mu", "sigma"]),
                                   lambda: reparam_steps.tangent(["mu"])], ids=["map", "steps", "masked", "adjoint", "tangent"])
 def test_cuda_emission_compiles_with_nvrtc(make):
