@@ -4,7 +4,8 @@
 #   2. asan    the same tests under AddressSanitizer + UBSan in build/asan (Debug)
 #   3. fuzz    each libFuzzer target for 10 s, built with clang in build/fuzz (skipped
 #              without clang++)
-#   4. pytest  python -m pytest -q tests (no tests collected counts as a failure)
+#   4. pytest  python -m pytest -q -n $JOBS --dist loadfile tests (pytest-xdist: each test file
+#              on one worker; no tests collected counts as a failure)
 #   5. jax_oldest  the JAX bridge's tests with jax/jaxlib 0.11.2 (the oldest supported) in
 #              .venv-jax-oldest
 #   6. fuzz_kernels  differential fuzzing of the compiler over fixed seed ranges (~1 min)
@@ -100,7 +101,7 @@ step_fuzz() {
 step_pytest() {
   local rc=0 log="$ROOT/build/pytest.log" gpu_skipped
   mkdir -p "$ROOT/build"
-  "$PY" -m pytest -q -rs tests 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
+  "$PY" -m pytest -q -rs -n "$JOBS" --dist loadfile tests 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
   if (( rc == 5 )); then
     echo "[test] FAIL: pytest collected no tests in tests/ (exit code 5): an empty test suite" \
          "is a failure, not a pass"
@@ -134,12 +135,12 @@ step_jax_oldest() {
   base="$("$PY" -c 'import sys; print(sys._base_executable)')"
   [[ -x "$venv/bin/python" ]] || "$base" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-    "jax==0.11.2" "jaxlib==0.11.2" numpy pytest flatbuffers matplotlib scikit-build-core nanobind
+    "jax==0.11.2" "jaxlib==0.11.2" numpy pytest pytest-xdist flatbuffers matplotlib scikit-build-core nanobind
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
     -Cbuild-dir=build/py-jax-oldest "$ROOT"
   "$venv/bin/python" -c 'import jax; assert jax.__version__ == "0.11.2", jax.__version__'
   # The NVRTC cubin check of these kernels already ran in the pytest step (the same CUDA).
-  RAPTOR_SKIP_NVRTC_CHECK=1 "$venv/bin/python" -m pytest -q tests/test_jax_bridge.py tests/test_jax_pages.py tests/test_jax_compat.py tests/test_exit_clean.py
+  RAPTOR_SKIP_NVRTC_CHECK=1 "$venv/bin/python" -m pytest -q -n "$JOBS" --dist loadfile tests/test_jax_bridge.py tests/test_jax_pages.py tests/test_jax_compat.py tests/test_exit_clean.py
 }
 
 declare -a SUMMARY=()

@@ -178,7 +178,8 @@ def _cuda_structure(core: Any) -> str:
 
 def _nvrtc_kernels(cores: list[Any]) -> tuple[list[Any], int]:
     """Each structurally distinct kernel once (see _cuda_structure; kernels with one digest
-    are one), followed by its derivable tangent and adjoint, deduplicated the same way; and
+    are one), followed by the derivable tangent and adjoint of each that is not itself
+    derived, deduplicated the same way; and
     how many distinct digests those were."""
     from raptor_core import _core
 
@@ -200,7 +201,10 @@ def _nvrtc_kernels(cores: list[Any]) -> tuple[list[Any], int]:
         add(core)
     for core in list(out):
         wrt = _float_inputs(core)
-        if not wrt:
+        # Derived kernels the tests made are compiled as they are, not derived again: the
+        # derivatives of a derivative are the same rules once more, and orders 3 to 5 took
+        # two thirds of the check's time (RAPTOR_NVRTC_PROFILE).
+        if not wrt or any(role != "p" for role, _ in core.slot_roles()):
             continue
         for derive in (lambda c: c.tangent(wrt, True), lambda c: c.adjoint(wrt)):
             try:
@@ -224,17 +228,36 @@ def _nvrtc_failures(batch: list[Any], arch: str) -> list[str]:
     return [err for core in batch for err in _nvrtc_failures([core], arch)]
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Compiles every kernel the session defined (and its derivatives) to cubin (issue 9)."""
-    if os.environ.get("RAPTOR_SKIP_NVRTC_CHECK") == "1" or not _session_kernels:
-        return
+def _nvrtc_profile(kernels: list[Any], path: str) -> None:
+    """Compiles each kernel alone for sm_80 and writes `seconds name lines` per kernel,
+    slowest first, to `path` (RAPTOR_NVRTC_PROFILE=path): where the check's time goes."""
+    import time
+
+    from raptor_core import _core
+
+    rows = []
+    for core in kernels:
+        t = time.perf_counter()
+        _core.nvrtc_check([core], "sm_80", True)
+        rows.append((time.perf_counter() - t, core.name, core.cuda("float64").count("\n")))
+    rows.sort(reverse=True)
+    with open(path, "w") as f:
+        for sec, name, lines in rows:
+            f.write(f"{sec:.3f} {name} {lines}\n")
+
+
+def _nvrtc_check() -> tuple[list[str], bool]:
+    """Compiles this process's session kernels (and their derivatives) to cubin: the lines to
+    report and whether the check failed."""
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    say = reporter.write_line if reporter is not None else print
     t0 = time.perf_counter()
     kernels, digests = _nvrtc_kernels(_session_kernels)
+    profile = os.environ.get("RAPTOR_NVRTC_PROFILE")
+    if profile:
+        _nvrtc_profile(kernels, profile)
+        return [f"nvrtc: profile of {len(kernels)} kernels written to {profile}"], False
     jobs = [
         (kernels[i : i + _NVRTC_BATCH], arch)
         for arch in _NVRTC_ARCHS
@@ -244,15 +267,48 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         failures = [f for fs in pool.map(lambda job: _nvrtc_failures(*job), jobs) for f in fs]
     if any("NVRTC not found" in f for f in failures):
-        say("nvrtc: NVRTC not found, the cubin check did not run")
-        return
+        return ["nvrtc: NVRTC not found, the cubin check did not run"], False
     if failures:
-        for f in failures:
-            say(f"nvrtc: FAILED: {f}")
-        session.exitstatus = 1
-        return
-    say(
+        return [f"nvrtc: FAILED: {f}" for f in failures], True
+    return [
         f"nvrtc: {len(kernels)} kernels compiled to cubin for {', '.join(_NVRTC_ARCHS)} "
         f"({digests} distinct digests with derivatives, deduplicated by structure; "
         f"{time.perf_counter() - t0:.1f} s)"
-    )
+    ], False
+
+
+# Under pytest-xdist (scripts/test.sh runs `-n`), each worker checks the kernels its tests
+# made and hands its lines to the controller in `workeroutput`; the controller prints them
+# and fails the session when a worker's check failed.
+_worker_reports: list[tuple[list[str], bool]] = []
+
+
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """xdist controller: keeps a finished worker's NVRTC report."""
+    report = getattr(node, "workeroutput", {}).get("raptor_nvrtc")
+    if report is not None:
+        _worker_reports.append((list(report[0]), bool(report[1])))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Compiles every kernel the session defined (and its derivatives) to cubin (issue 9)."""
+    if os.environ.get("RAPTOR_SKIP_NVRTC_CHECK") == "1":
+        return
+    reports = list(_worker_reports)
+    if _session_kernels:
+        reports.append(_nvrtc_check())
+    worker_output = getattr(session.config, "workeroutput", None)
+    if worker_output is not None:  # an xdist worker: the controller reports
+        if reports:
+            worker_output["raptor_nvrtc"] = reports[-1]
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    say = reporter.write_line if reporter is not None else print
+    if reporter is not None and reports:
+        reporter.write("\n")  # after the progress dots
+    for lines, failed in reports:
+        for line in lines:
+            say(line)
+        if failed:
+            session.exitstatus = 1

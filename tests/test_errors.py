@@ -432,6 +432,22 @@ def test_kernel_defined_by_exec(run_kernel):
     np.testing.assert_array_equal(outs["out"], x * 3.0 + 1.0)
 
 
+def test_exec_ignores_another_text_linecache_holds_under_the_same_name(run_kernel, monkeypatch):
+    """A library that exec's code may leave its own text in linecache under "<string>"
+    (pytest-xdist's execnet does): the kernel's source is the string that compiles to it."""
+    import linecache
+
+    other = "import sys\n\n\n\n\ndef channel(x):\n    return x\n"
+    monkeypatch.setitem(linecache.cache, "<string>", (len(other), None, other.splitlines(True), "<string>"))
+    source = KERNEL_SOURCE
+    ns: dict = {}
+    exec(source, ns)
+    x = np.linspace(-1, 1, 9)
+    outs = outputs_for(ns["from_exec"], x.size, x.dtype)
+    run_kernel(ns["from_exec"], x=x, s=2.0, **outs)
+    np.testing.assert_array_equal(outs["out"], x * 2.0 + 1.0)
+
+
 def test_kernel_defined_by_exec_of_compiled_code_with_filename(cache_dir):
     source = KERNEL_SOURCE.replace("from_exec", "from_exec2")
     ns: dict = {}

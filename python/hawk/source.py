@@ -41,6 +41,18 @@ def function_source(fn: Callable[..., Any]) -> tuple[str, str, int]:
     """
     code = fn.__code__
     file = code.co_filename
+    if file.startswith("<") and file.endswith(">"):
+        # A pseudo-file ("<string>", "<ipython-input-3>"): linecache may hold another text
+        # under the same name (exec'd by a library, e.g. pytest-xdist's execnet), so a text
+        # found there is taken only if it compiles to this function's bytecode.
+        cached = linecache.getlines(file)
+        hit = _match_whole_text(cached, code) if cached else None
+        if hit is not None:
+            return hit
+        found = _source_from_frames(fn)
+        if found is not None:
+            return found
+        raise _unavailable(fn, file)
     try:
         lines, first = inspect.getsourcelines(fn)
         return "".join(lines), file, max(first, 1)
@@ -56,7 +68,11 @@ def function_source(fn: Callable[..., Any]) -> tuple[str, str, int]:
     found = _source_from_frames(fn)
     if found is not None:
         return found
-    raise SourceUnavailable(
+    raise _unavailable(fn, file)
+
+
+def _unavailable(fn: Callable[..., Any], file: str) -> SourceUnavailable:
+    return SourceUnavailable(
         f"hawk: kernel '{fn.__name__}' ({file}): cannot read its source text. hawk compiles "
         "the function's source: define it in a file, a notebook cell or an exec() of a string "
         "that is still held in a variable, or register the text with "
@@ -78,6 +94,33 @@ def _source_from_frames(fn: Callable[..., Any]) -> tuple[str, str, int] | None:
                         return hit
         frame = frame.f_back
         depth += 1
+    return None
+
+
+def _match_whole_text(lines: list[str], code: types.CodeType) -> tuple[str, str, int] | None:
+    """The function's block in a file's whole text (as linecache holds it), if compiling that
+    text gives this function's code at the same line: the whole text, since the bytecode of a
+    block compiled alone may differ (CPython 3.13 calls `mod.f()` of a module-level import
+    differently)."""
+    try:
+        compiled = compile("".join(lines), code.co_filename, "exec")
+    except (SyntaxError, ValueError):
+        return _match_source("".join(lines), code)
+    pending = [compiled]
+    while pending:
+        c = pending.pop()
+        for const in c.co_consts:
+            if not isinstance(const, types.CodeType):
+                continue
+            if const.co_name == code.co_name and const.co_firstlineno == code.co_firstlineno:
+                if not _same_code(const, code):
+                    return None
+                try:
+                    block = "".join(inspect.getblock(lines[code.co_firstlineno - 1 :]))
+                except (IndexError, SyntaxError, TypeError):
+                    return None
+                return block, code.co_filename, code.co_firstlineno
+            pending.append(const)
     return None
 
 
