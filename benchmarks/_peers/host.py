@@ -28,11 +28,21 @@ class Setup:
     outputs: Callable[[], dict[str, np.ndarray]]
 
 
-def aligned_copy(a: np.ndarray, align: int = 64) -> np.ndarray:
-    """A C-contiguous copy of ``a`` whose data starts on an ``align``-byte boundary (raptor's
-    binding asks for aligned planes; every system gets the same memory)."""
-    buf = np.empty(a.nbytes + align, np.uint8)
-    start = (-buf.ctypes.data) % align
+# Where each plane starts within its 4 KiB page: the same in every system's process, and
+# 1 KiB apart from plane to plane. A load whose address matches an earlier, still pending
+# store in its low 12 bits waits for it (4K aliasing): with an output plane 64 bytes past an
+# input plane modulo 4096, one AVX-512 vector apart, the drag step at N = 2^17 takes 2.4x as
+# long in raptor and 2.2x in Numba (measured). Left to the allocator, the offsets differ from
+# process to process, and so did the winner of a comparison. docs/performance.md.
+PAGE_OFFSETS = (64, 1088, 2112, 3136)
+
+
+def aligned_copy(a: np.ndarray, place: int = 0) -> np.ndarray:
+    """A C-contiguous copy of ``a`` starting ``PAGE_OFFSETS[place % 4]`` bytes into a 4 KiB
+    page (so 64-byte aligned, as raptor's binding asks; every system gets the same layout)."""
+    page = 4096
+    buf = np.empty(a.nbytes + 2 * page, np.uint8)
+    start = (-buf.ctypes.data) % page + PAGE_OFFSETS[place % len(PAGE_OFFSETS)]
     out = buf[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
     out[...] = a
     return out
@@ -58,7 +68,7 @@ class Raptor:
     def prepare(self, case: str, arrays: dict[str, np.ndarray]) -> Setup:
         plan = self.plans[case]
         if case == "drag":
-            out = aligned_copy(np.zeros_like(arrays["v"]))
+            out = aligned_copy(np.zeros_like(arrays["v"]), place=len(arrays))
             bound = plan.bind(v=arrays["v"], cd=CD, dt=DT, g=G, v_next=out)
             return Setup(bound.launch, lambda: {"v_next": out})
         bound = plan.bind(dt=OSC_DT, c=OSC_C, **arrays)
@@ -85,7 +95,7 @@ class Numba:
         if case == "drag":
             v = arrays["v"]
             f = v.dtype.type
-            out = aligned_copy(np.zeros_like(v))
+            out = aligned_copy(np.zeros_like(v), place=len(arrays))
             cd, dt, g = f(CD), f(DT), f(G)
             return Setup(lambda: self.drag(v, cd, dt, g, out), lambda: {"v_next": out})
         a = arrays
@@ -123,7 +133,7 @@ class WarpCPU:
         if case == "drag":
             v = arrays["v"]
             f = v.dtype.type
-            out = aligned_copy(np.zeros_like(v))
+            out = aligned_copy(np.zeros_like(v), place=len(arrays))
             w_out = wp.array(out, dtype=wp.dtype_from_numpy(out.dtype), device="cpu", copy=False)
             k = self.kernels[v.dtype.name]["drag"]
             inputs = [w["v"], f(CD), f(DT), f(G), w_out]
@@ -148,7 +158,7 @@ def run_worker(system: str, n: int, cases: list[str], dtypes: list[str], repeat:
     for case in cases:
         for dtype in dtypes:
             fresh = make_inputs(case, n, dtype)
-            arrays = {k: aligned_copy(a) for k, a in fresh.items()}
+            arrays = {k: aligned_copy(a, place=i) for i, (k, a) in enumerate(sorted(fresh.items()))}
             setup = impl.prepare(case, arrays)
             setup.step()
             check(system, case, dtype, n, setup.outputs(), reference(case, fresh))

@@ -101,6 +101,12 @@ class OpList:
         self.stores: list[tuple[int, int, int, int, int]] = [tuple(s) for s in data["stores"]]
         self.terminate: int = int(data["terminate"])
         self.unsupported: str = self._first_unsupported()
+        # Each Mutable slot's stored values, component by component (the IR stores each once).
+        self.mutable_stores: dict[int, tuple[int, ...]] = {}
+        for s, (_, kind, width, *_rest) in enumerate(self.slots):
+            if kind == "mutable":
+                by_comp = {c: v for slot, c, v, _, _ in self.stores if slot == s}
+                self.mutable_stores[s] = tuple(by_comp[c] for c in range(width))
 
     def _first_unsupported(self) -> str:
         for name, kind, *_ in self.slots:
@@ -199,7 +205,7 @@ class _Run:
         return self.table_size[table_of if kind == "table_sum" else slot]
 
 
-def _step(run: _Run, state: dict[tuple[int, int], Any], step: Any = 0) -> tuple[list[Any], Any]:
+def _step(run: _Run, state: dict[int, Any], step: Any = 0) -> tuple[list[Any], Any]:
     """Evaluates every value of step `step` (of the call) over all samples; returns them and
     the per-sample flag of a table read out of range under a holding predicate."""
     dt = run.dtype
@@ -214,7 +220,7 @@ def _step(run: _Run, state: dict[tuple[int, int], Any], step: Any = 0) -> tuple[
         elif op == "load_plane":
             x = run.plane(slot, comp)
         elif op == "load_state":
-            x = state[(slot, comp)]
+            x = state[slot][comp]
         elif op == "load_mask":
             x = jnp.zeros((), bool)  # only live samples' results are kept
         elif op == "load_table":
@@ -244,6 +250,80 @@ def _step(run: _Run, state: dict[tuple[int, int], Any], step: Any = 0) -> tuple[
     return vals, bad
 
 
+# Ops whose lanes can run as one array op when every lane has the same op (and immediate).
+_LANEWISE = frozenset(_UNARY) | frozenset(_BINARY) | {"select", "to_index", "powi", "stop_grad", "custom_jvp"}
+_MAX_LANE_DEPTH = 400  # beyond this, lanes are stacked from their scalar values (no deep recursion)
+
+
+class _Lanes:
+    """The values of several components at once, as one (k, N) array (a size-1 axis where a
+    lane's value is the same for all lanes or all samples): the IR holds a Vector[k] plane's
+    components as k scalar values, and evaluating them as k (N,) arrays that are stacked at
+    the end makes XLA's CPU fusions concatenate row by row, twice as slow as one op over the
+    (k, N) plane (measured: a 360-step scan of the drag step at N = 256). So the stores of a
+    Mutable plane are evaluated lane-wise, SLP-style: lanes with the same op are one array op
+    over the lanes of their operands; a plane's components 0..k-1 are the plane itself; lanes
+    that differ fall back to stacking their scalar values (``vals``: every value as one array
+    over the samples, which XLA drops where unused)."""
+
+    def __init__(self, run: _Run, state: dict[int, Any], vals: list[Any]) -> None:
+        self.run = run
+        self.state = state
+        self.vals = vals
+        self.memo: dict[tuple[int, ...], Any] = {}
+
+    def of(self, ids: Sequence[int], depth: int = 0) -> Any:
+        """The lanes ``ids`` as an array that broadcasts to (k, N): (k, N), (k, 1), (N,) or ()."""
+        ids = tuple(ids)
+        hit = self.memo.get(ids)
+        if hit is None:
+            hit = self.memo[ids] = self._make(ids, depth)
+        return hit
+
+    def _stacked(self, ids: tuple[int, ...]) -> Any:
+        xs = [self.vals[i] for i in ids]
+        if all(jnp.ndim(x) == 0 for x in xs):
+            return jnp.stack(xs)[:, None]
+        return jnp.stack([jnp.broadcast_to(x, (self.run.n,)) for x in xs])
+
+    def _make(self, ids: tuple[int, ...], depth: int) -> Any:
+        values = self.run.ops.values
+        if len(set(ids)) == 1:
+            # One value for every lane: as it is, () or (N,), which broadcasts against the
+            # (k, N) lanes (no reshape: XLA then merges it with the same value elsewhere).
+            return self.vals[ids[0]]
+        first = values[ids[0]]
+        op, typ, _, slot, _, _, iimm, _ = first
+        same = all(values[i][0] == op and values[i][1] == typ for i in ids)
+        if not same or depth > _MAX_LANE_DEPTH:
+            return self._stacked(ids)
+        comps = [values[i][4] for i in ids]
+        if op in ("load_plane", "load_state") and all(values[i][3] == slot for i in ids):
+            a = self.state[slot] if op == "load_state" else self.run.arg[slot]
+            if a.ndim == 1:
+                return self._stacked(ids)
+            c0 = comps[0]
+            if comps == list(range(c0, c0 + len(comps))):
+                return a[c0 : c0 + len(comps)]
+            return a[np.asarray(comps)]
+        if op == "const":
+            return self._stacked(ids)
+        if op not in _LANEWISE or (op == "powi" and any(values[i][6] != iimm for i in ids)):
+            return self._stacked(ids)
+        args = [self.of(tuple(values[i][2][j] for i in ids), depth + 1) for j in range(len(first[2]))]
+        if op == "select":
+            return jnp.where(args[0], args[1], args[2])
+        if op == "to_index":
+            return _to_index(args[0])
+        if op == "powi":
+            return lax.integer_pow(args[0], int(iimm))
+        if op in ("stop_grad", "custom_jvp"):
+            return args[0]
+        if op in _UNARY:
+            return _UNARY[op](args[0])
+        return _BINARY[op](args[0], args[1])
+
+
 def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any], n: int, result_slots: Sequence[int], result_shapes: Sequence[tuple], dtype: Any) -> list[Any]:
     """The kernel's results (in ``result_slots`` order, of ``result_shapes``) for
     ``operands`` (of ``slot_of_operand``, the bridge's layout: planes (width, N) or (N,),
@@ -253,13 +333,12 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
     dt = np.dtype(dtype)
     run = _Run(ops, slot_of_operand, operands, n, dt)
 
-    # state: each Mutable component, (N,); sums: each sum slot, (entries, width) or (width,)
-    state: dict[tuple[int, int], Any] = {}
+    # state: each Mutable slot, (width, N); sums: each sum slot, (entries, width) or (width,)
+    state: dict[int, Any] = {}
     sums: dict[int, Any] = {}
     for s, (name, kind, width, inout, table_of) in enumerate(ops.slots):
         if kind == "mutable":
-            for c in range(width):
-                state[(s, c)] = jnp.asarray(run.plane(s, c), dt) if inout else jnp.zeros((n,), dt)
+            state[s] = jnp.asarray(run.arg[s], dt).reshape(width, n) if inout else jnp.zeros((width, n), dt)
         elif kind == "param_sum":
             sums[s] = jnp.zeros((width,), dt)
         elif kind == "table_sum":
@@ -273,13 +352,16 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
         state, sums, live, bad = carry
         vals, step_bad = _step(run, state, step)
         bad = bad | (step_bad & live)
+        lanes = _Lanes(run, state, vals)
         nxt = dict(state)
         sums = dict(sums)
+        for slot, ids in ops.mutable_stores.items():
+            x = jnp.broadcast_to(lanes.of(ids), (len(ids), n)).astype(dt)
+            nxt[slot] = jnp.where(live[None, :], x, state[slot]) if ops.has_mask else x
         for slot, comp, value, index, pred in ops.stores:
             kind = ops.slots[slot][1]
             x = vals[value]
             if kind == "mutable":
-                nxt[(slot, comp)] = jnp.where(live, x, state[(slot, comp)]) if ops.has_mask else jnp.broadcast_to(x, (n,)).astype(dt)
                 continue
             on = live if pred == -1 else live & vals[pred]
             contrib = jnp.where(on, x, jnp.zeros((), dt))
@@ -321,8 +403,7 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
     for s, shape in zip(result_slots, result_shapes):
         name, kind, width, inout, table_of = ops.slots[s]
         if kind == "mutable":
-            comps = [jnp.where(bad, nan, state[(s, c)]) if checked else state[(s, c)] for c in range(width)]
-            r = jnp.stack(comps) if len(shape) >= 2 else comps[0]  # (r, c, N) by the reshape below
+            r = jnp.where(bad[None, :], nan, state[s]) if checked else state[s]  # (width, N)
         elif kind in ("param_sum", "table_sum"):
             r = jnp.where(any_bad, nan, sums[s]) if checked else sums[s]
         elif kind == "terminated":
