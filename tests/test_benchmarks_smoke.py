@@ -114,3 +114,15 @@ print("ok", t_eagle > 0 and t_cpp > 0)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().endswith("ok True"), out.stdout
+
+
+def test_triad_benchmark_runs_and_prints_both_bandwidths():
+    """benchmarks/triad.py at a small N: the triad builds and runs, the launch agrees with
+    NumPy (checked inside before timing), and the ratio line is printed."""
+    env = dict(os.environ, RAPTOR_SKIP_NVRTC_CHECK="1")
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "triad.py"), "--log2n", "14"],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "STREAM-like triad" in r.stdout and "GB/s" in r.stdout
+    ratio = next(line for line in r.stdout.splitlines() if line.startswith("launch / triad bandwidth"))
+    assert float(ratio.split(":")[1].split()[0]) > 0
