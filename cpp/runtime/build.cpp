@@ -21,6 +21,7 @@ KernelEntry describe_kernel(const ir::Kernel& k, DType dtype) {
   e.set_interface(KernelInterface::of(k, dtype == DType::F32 ? ElemType::F32 : ElemType::F64,
                                       kernel_digest(k, dtype)));
   e.active_set = k.active_set;
+  e.steps = k.steps;
   return e;
 }
 

@@ -88,12 +88,12 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
   int64_t chunk_len = count;
   const bool parallel = pool != nullptr && pool->size() > 1 && count >= serial_threshold;
   if (parallel) {
-    // One contiguous chunk per thread for kernels without a mask: each thread streams one
-    // long run, as a static OpenMP (or Numba) loop does; 2 chunks per thread made the drag
-    // step at 2^20 1.6x slower (1242 us against 769 us, benchmarks/peers.py). Masked kernels
-    // (stepping loops among them) finish unevenly: 4 per thread balances them (1 per thread
-    // made until_done of 1e5 oscillators 1.4x slower).
-    const int64_t per_thread = has_mask ? 4 : 1;
+    // One contiguous chunk per thread: each thread streams one long run, as a static OpenMP
+    // (or Numba) loop does; 2 chunks per thread made the drag step at 2^20 1.6x slower (1242
+    // us against 769 us, benchmarks/peers.py). A masked kernel of several steps finishes its
+    // chunks unevenly (samples stop at different steps): 4 per thread balances them (1 per
+    // thread made until_done of 1e5 oscillators 1.4x slower).
+    const int64_t per_thread = has_mask && e.steps > 1 ? 4 : 1;
     const int64_t want = pool->size() * per_thread;
     chunk_len = (count + want - 1) / want;
     chunk_len = std::max<int64_t>(kAlign, (chunk_len + kAlign - 1) / kAlign * kAlign);

@@ -28,6 +28,8 @@ struct KernelEntry {
   std::string digest;                    // registry key (see registry.hpp; == iface.digest())
   int dtype_size = 8;                    // 4: float32, 8: float64 (sum outputs are written so)
   bool active_set = false;               // Guard(active_set=True): callers pass an index
+  int steps = 1;                         // steps per launch (builds know it; a kernel found
+                                         //  through a manifest counts as 1): chunking only
   std::shared_ptr<const Module> module;  // keeps `fn` loaded
 
   // Sets `iface` and the fields copied from it (name, digest, dtype_size).
