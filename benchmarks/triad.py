@@ -49,9 +49,7 @@ LAUNCH = textwrap.dedent(f"""
 
 
 def main() -> None:
-    global N
-    if "--log2n" in sys.argv:
-        N = 1 << int(sys.argv[sys.argv.index("--log2n") + 1])
+    n = 1 << int(sys.argv[sys.argv.index("--log2n") + 1]) if "--log2n" in sys.argv else N
     tmp = tempfile.mkdtemp()
     exe = os.path.join(tmp, "triad")
     subprocess.run(["g++", "-O3", "-march=native", "-fopenmp", os.path.join(HERE, "baselines", "triad.cpp"), "-o", exe], check=True)
@@ -60,14 +58,14 @@ def main() -> None:
     triad, launch = [], []
     threads = "?"
     for _ in range(3):
-        out = subprocess.run([exe, str(N), "30"], check=True, capture_output=True, text=True).stdout.split()
+        out = subprocess.run([exe, str(n), "30"], check=True, capture_output=True, text=True).stdout.split()
         triad.append(float(out[0]))
         threads = out[1]
-        launch.append(float(subprocess.run([sys.executable, "-c", LAUNCH, str(N), "30", cache], check=True, capture_output=True, text=True).stdout))
+        launch.append(float(subprocess.run([sys.executable, "-c", LAUNCH, str(n), "30", cache], check=True, capture_output=True, text=True).stdout))
     t_triad, t_launch = min(triad), min(launch)
-    bw_triad = 24 * N / t_triad / 1e9
-    bw_launch = 48 * N / t_launch / 1e9
-    print(f"N = 2^{N.bit_length() - 1} float64, {threads} threads, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
+    bw_triad = 24 * n / t_triad / 1e9
+    bw_launch = 48 * n / t_launch / 1e9
+    print(f"N = 2^{n.bit_length() - 1} float64, {threads} threads, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
     print(f"STREAM-like triad (OpenMP)        {t_triad * 1e3:8.3f} ms  {bw_triad:6.1f} GB/s (24 B per element)")
     print(f"drag step, plan.bind().launch()   {t_launch * 1e3:8.3f} ms  {bw_launch:6.1f} GB/s (48 B per sample)")
     print(f"launch / triad bandwidth: {bw_launch / bw_triad:.2f} (target >= 0.85)")

@@ -129,8 +129,9 @@ class Page:
 
 # --- The NVRTC check of issue 9 (CI, no GPU needed) ----------------------------------------
 # Every hawk.Kernel the session creates is recorded (its `_core`, a strong reference); at the
-# end each distinct one, and its tangent and adjoint with respect to all its float inputs where
-# those derive, is compiled with NVRTC to cubins for sm_80 and sm_90 in both dtypes
+# end each distinct one, and for each one that is not itself derived its tangent and adjoint
+# with respect to all its float inputs where those derive, is compiled with NVRTC to cubins
+# for sm_80 and sm_90 in both dtypes
 # (raptor_core._core.nvrtc_check, in batches over threads, with --Ofast-compile=max: the front
 # end, NVVM and ptxas all run, with less optimization, about 3x faster). A failure fails the
 # session. RAPTOR_SKIP_NVRTC_CHECK=1 skips it.

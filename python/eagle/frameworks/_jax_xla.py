@@ -232,26 +232,34 @@ def _step(run: _Run, state: dict[int, Any], step: Any = 0) -> tuple[list[Any], A
             bad = bad | out
             col = run.table_column(slot, comp)
             x = col[jnp.clip(idx, 0, max(m - 1, 0)).astype(jnp.int32)] if m > 0 else jnp.zeros_like(idx)
-        elif op == "select":
-            x = jnp.where(a[0], a[1], a[2])
-        elif op == "to_index":
-            x = _to_index(a[0])
-        elif op == "powi":
-            x = lax.integer_pow(a[0], int(iimm))
-        elif op in ("stop_grad", "custom_jvp"):
-            x = a[0]
         elif op in ("rand_uniform", "rand_normal"):
             x = run.draws(slot, step + int(iimm), int(comp), op == "rand_normal")
-        elif op in _UNARY:
-            x = _UNARY[op](a[0])
         else:
-            x = _BINARY[op](a[0], a[1])
+            x = _elementwise(op, iimm, a)
         vals.append(x)
     return vals, bad
 
 
-# Ops whose lanes can run as one array op when every lane has the same op (and immediate).
+# The ops that compute a value from their operands alone (no slot, no step): `_elementwise`
+# evaluates them, on one component's (N,) arrays in `_step` or on (k, N) lanes in `_Lanes`.
 _LANEWISE = frozenset(_UNARY) | frozenset(_BINARY) | {"select", "to_index", "powi", "stop_grad", "custom_jvp"}
+
+
+def _elementwise(op: str, iimm: int, a: Sequence[Any]) -> Any:
+    """Op `op` (one of _LANEWISE) of operands `a`, elementwise with broadcasting."""
+    if op == "select":
+        return jnp.where(a[0], a[1], a[2])
+    if op == "to_index":
+        return _to_index(a[0])
+    if op == "powi":
+        return lax.integer_pow(a[0], int(iimm))
+    if op in ("stop_grad", "custom_jvp"):
+        return a[0]
+    if op in _UNARY:
+        return _UNARY[op](a[0])
+    return _BINARY[op](a[0], a[1])
+
+
 _MAX_LANE_DEPTH = 400  # beyond this, lanes are stacked from their scalar values (no deep recursion)
 
 
@@ -297,31 +305,20 @@ class _Lanes:
         same = all(values[i][0] == op and values[i][1] == typ for i in ids)
         if not same or depth > _MAX_LANE_DEPTH:
             return self._stacked(ids)
-        comps = [values[i][4] for i in ids]
         if op in ("load_plane", "load_state") and all(values[i][3] == slot for i in ids):
             a = self.state[slot] if op == "load_state" else self.run.arg[slot]
             if a.ndim == 1:
                 return self._stacked(ids)
+            comps = [values[i][4] for i in ids]
             c0 = comps[0]
             if comps == list(range(c0, c0 + len(comps))):
                 return a[c0 : c0 + len(comps)]
             return a[np.asarray(comps)]
-        if op == "const":
-            return self._stacked(ids)
+        # Constants, parameters, table reads and draws differ per lane: stacked.
         if op not in _LANEWISE or (op == "powi" and any(values[i][6] != iimm for i in ids)):
             return self._stacked(ids)
         args = [self.of(tuple(values[i][2][j] for i in ids), depth + 1) for j in range(len(first[2]))]
-        if op == "select":
-            return jnp.where(args[0], args[1], args[2])
-        if op == "to_index":
-            return _to_index(args[0])
-        if op == "powi":
-            return lax.integer_pow(args[0], int(iimm))
-        if op in ("stop_grad", "custom_jvp"):
-            return args[0]
-        if op in _UNARY:
-            return _UNARY[op](args[0])
-        return _BINARY[op](args[0], args[1])
+        return _elementwise(op, iimm, args)
 
 
 def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any], n: int, result_slots: Sequence[int], result_shapes: Sequence[tuple], dtype: Any) -> list[Any]:
