@@ -9,6 +9,7 @@
 #include <set>
 
 #include "ad/adjoint.hpp"
+#include "ad/linearize.hpp"
 #include "ad/tangent.hpp"
 #include "bindings/bindings.hpp"
 #include "codegen/cpp_emitter.hpp"
@@ -337,7 +338,9 @@ void bind_compiler(nb::module_& m) {
               out.emplace_back(std::string(1, s.role), s.primal.empty() ? s.name : s.primal);
             return out;
           },
-          "(role, primal name) per slot: 'p' primal, 't' tangent, 'c' cotangent of that slot.")
+          "(role, primal name) per slot: 'p' primal, 't' tangent, 'c' cotangent of that slot, 'r' "
+          "a "
+          "residual of linearize.")
       .def("op_list", &op_list,
            "The optimized IR as plain data: {name, steps, slots: (name, kind, width, inout, "
            "table_of), values: (op, type 'F'|'B'|'I', args, slot, comp, imm, iimm, pred), "
@@ -380,6 +383,15 @@ void bind_compiler(nb::module_& m) {
            [](const KernelHandle& h, const std::vector<std::string>& wrt) {
              return derived(ad::adjoint(*h.kernel, wrt));
            })
+      .def(
+          "linearize",
+          [](const KernelHandle& h, const std::vector<std::string>& wrt) {
+            ad::Linearized l = ad::linearize(*h.kernel, wrt);
+            return std::make_pair(derived(std::move(l.primal)), derived(std::move(l.linear)));
+          },
+          "(primal, linear): the JVP split as JAX linearizes (ad/linearize.hpp): the primal "
+          "kernel also writes residual planes (role 'r'), which the linear kernel reads with the "
+          "input tangents instead of recomputing the primal.")
       .def(
           "without_unread_inputs",
           [](const KernelHandle& h) {

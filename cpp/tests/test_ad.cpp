@@ -22,6 +22,7 @@
 
 #include "ad/adjoint.hpp"
 #include "ad/common.hpp"
+#include "ad/linearize.hpp"
 #include "ad/tangent.hpp"
 #include "ad/unroll.hpp"
 #include "ir/interp.hpp"
@@ -259,10 +260,25 @@ void check_tangent(const Kernel& k, Harness& h, const std::vector<std::string>& 
   EXPECT_EQ(rt.error, RAPTOR_OK);
   EXPECT_EQ(rtp.mask, r0.mask);
   EXPECT_EQ(rtp.finished, r0.finished);
+  // linearize(k): its primal kernel gives k's outputs and residuals, from which its linear
+  // kernel gives tangent(k)'s tangents, bit for bit.
+  const Linearized lin = linearize(through(k, h.pipeline()), wrt);
+  const auto ra = h.run(lin.primal, in);
+  EXPECT_EQ(ra.mask, r0.mask);
+  EXPECT_EQ(ra.finished, r0.finished);
+  EXPECT_EQ(ra.error, r0.error);
+  Data lin_in = tpin;
+  for (const auto& s : lin.primal.slots)
+    if (s.role == 'r') lin_in[s.name] = ra.out.at(s.name);
+  const auto rl = h.run(lin.linear, lin_in);
+  EXPECT_EQ(rl.error, RAPTOR_OK);
+  EXPECT_EQ(lin.linear.terminate, -1);
   for (const auto& s : k.slots) {
     if (!is_output(s)) continue;
     const auto& tan = rt.out.at(tn.out.at(s.name));
     EXPECT_EQ(rtp.out.at(tpn.out.at(s.name)), tan) << s.name;
+    EXPECT_EQ(ra.out.at(s.name), r0.out.at(s.name)) << "linearize: " << s.name;
+    EXPECT_EQ(rl.out.at(tpn.out.at(s.name)), tan) << "linearize: " << s.name;
     EXPECT_EQ(rtp.out.at(s.name), r0.out.at(s.name)) << s.name;
     const auto& a = rp.out.at(s.name);
     const auto& b = rm.out.at(s.name);
@@ -855,6 +871,38 @@ TEST(AD, OptimizedDerivedKernelsGiveTheSameBits) {
     }
   }
   EXPECT_GT(smaller, 0u) << "passes::optimize removed nothing from any derived kernel";
+}
+
+TEST(AD, LinearKernelReadsResidualsInsteadOfRecomputingThePrimal) {
+  const Kernel k = through(drag_kernel(), Pipeline::Optimized);
+  const Kernel t = through(tangent(k, {"v", "cd"}, false), Pipeline::Optimized);
+  const Linearized lin = linearize(k, {"v", "cd"});
+  EXPECT_EQ(count_ops(t, Op::Sqrt), 1);  // the tangent kernel recomputes |v|
+  EXPECT_EQ(count_ops(lin.linear, Op::Sqrt), 0);
+  EXPECT_EQ(count_ops(lin.primal, Op::Sqrt), 1);
+  EXPECT_EQ(lin.primal.name, k.name + "_jvp_primal");
+  EXPECT_EQ(lin.linear.name, k.name + "_jvp_linear");
+  int residuals = 0;
+  for (size_t s = 0; s < lin.primal.slots.size(); ++s) {
+    const ir::Slot& slot = lin.primal.slots[s];
+    if (slot.role != 'r') {
+      EXPECT_EQ(slot.name, k.slots.at(s).name);  // k's slots first, in order
+      continue;
+    }
+    ++residuals;
+    EXPECT_EQ(slot.kind, SlotKind::Mutable);
+    EXPECT_EQ(slot.dtype, ir::Dtype::Float);
+    const int b = lin.linear.find_slot(slot.name);
+    ASSERT_GE(b, 0) << slot.name;
+    EXPECT_EQ(lin.linear.slots[b].kind, SlotKind::Plane);
+    EXPECT_EQ(lin.linear.slots[b].role, 'r');
+  }
+  EXPECT_GE(residuals, 1);
+  EXPECT_LE(residuals, 3);                    // |v| and what the tangent of -cd |v| v needs of it
+  for (const ir::Slot& s : lin.linear.slots)  // no primal outputs in the linear kernel
+    if (s.role == 'p') {
+      EXPECT_NE(s.kind, SlotKind::Mutable) << s.name;
+    }
 }
 
 TEST(AD, DerivedValuesKeepUserNames) {

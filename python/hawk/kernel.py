@@ -189,6 +189,17 @@ class Kernel:
         ``<w>_bar`` for each ``w`` in wrt (sums over samples for Params and Tables)."""
         return Kernel(self._core.adjoint(list(_names(wrt))), None, f"adjoint of {self.name}")
 
+    def linearize(self, wrt: Sequence[str]) -> tuple["Kernel", "Kernel"]:
+        """The forward-mode kernel split as JAX linearizes (cpp/ad/linearize.hpp):
+        ``(primal, linear)``. ``primal`` takes this kernel's inputs and gives its outputs plus
+        residual planes (``res0``, ``res1``, ... : values the tangents need); ``linear`` takes
+        the inputs, the residuals and ``<w>_dot`` for each ``w`` in wrt and gives the tangent
+        outputs of ``tangent(wrt, with_primal=False)``, linear in the ``_dot`` inputs, without
+        recomputing the primal."""
+        primal, linear = self._core.linearize(list(_names(wrt)))
+        return (Kernel(primal, None, f"linearized primal of {self.name}"),
+                Kernel(linear, None, f"linearized tangent of {self.name}"))
+
     def without_unread_inputs(self) -> "Kernel":
         """The same kernel without the Param, plane and Table inputs it never reads.
 
