@@ -454,3 +454,61 @@ def test_vector_stores_lower_as_whole_planes_without_concatenate():
     ref = v + 0.01 * (jnp.array([0.0, 0.0, -9.81])[:, None] - 0.1 * jnp.linalg.norm(v, axis=0) * v)
     np.testing.assert_allclose(np.asarray(f["xla"](v, w, 0.1)[0]), np.asarray(ref), rtol=1e-12)
     np.testing.assert_allclose(np.asarray(f["xla"](v, w, 0.1)[1]), np.asarray(jnp.cross(v.T, w.T).T + 2.0 * w), rtol=1e-12)
+
+
+def test_xla_jvp_is_the_linearize_split_and_ffi_keeps_the_tangent_kernel():
+    """On the xla path a kernel's JVP is the linearize split (cpp/ad/linearize.hpp): the primal
+    with residual outputs and a linear kernel reading them, so neither the tangents nor reverse
+    mode recompute the primal step; the FFI path keeps the primal call and the tangent kernel.
+    Both give jax.numpy's derivatives, in forward and reverse mode, at order 2."""
+    import jax
+
+    @hawk.kernel
+    def split_step(v: Vector[3], cd: Param, out: Mutable[Vector[3]], speed: Mutable[Scalar]):
+        s = norm(v)
+        out = v + 0.01 * (vec(0.0, 0.0, -9.81) - cd * s * v)
+        speed = s if s > 1.0 else 2.0 * s
+
+    v = jax.random.normal(jax.random.key(3), (3, 16))
+
+    def jnp_step(v, cd):
+        s = jnp.linalg.norm(v, axis=0)
+        return v + 0.01 * (jnp.array([0.0, 0.0, -9.81])[:, None] - cd * s * v), jnp.where(s > 1.0, s, 2.0 * s)
+
+    names = {}
+    for low in ("xla", "ffi"):
+        f = eagle_jax.function(split_step, wrt=("v", "cd"), lowering=low)
+        jaxpr = str(jax.make_jaxpr(lambda v, cd: jax.jvp(lambda v, cd: f(v, cd), (v, cd), (v, 1.0)))(v, 0.1))
+        names[low] = jaxpr
+        got = jax.jvp(lambda v, cd: f(v, cd), (v, 0.1), (v, 1.0))
+        want = jax.jvp(jnp_step, (v, 0.1), (v, 1.0))
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-13)
+        check_grads(lambda v, cd: f(v, cd)[0], (v, 0.1), order=2, modes=("fwd", "rev"))
+    assert "split_step_jvp_primal" in names["xla"] and "split_step_jvp_linear" in names["xla"], names["xla"]
+    assert "split_step_jvp" not in names["ffi"] and "split_step_tangent" in names["ffi"], names["ffi"]
+
+
+def test_sums_over_a_vectors_components_lower_as_one_reduction():
+    """An Add chain over the components of a vector (a dot product, a norm, an adjoint's sum)
+    becomes one reduction over the lanes on the xla path (_jax_xla._lane_sums), which XLA
+    computes once instead of copying the adds into every fusion that reads them. The numbers
+    are the FFI path's within rounding (XLA:CPU may contract a multiply and an add into an FMA,
+    with or without the reduction)."""
+    import jax
+
+    @hawk.kernel
+    def dots(v: Vector[4], w: Vector[4], d: Mutable[Scalar], n: Mutable[Scalar]):
+        d = v[0] * w[0] + v[1] * w[1] + v[2] * w[2] + v[3] * w[3]
+        n = norm(v)
+
+    ops = call_for(dots, np.float64).ops()
+    assert len(ops.lane_sums) >= 2, ops.lane_sums
+    f = {low: eagle_jax.function(dots, lowering=low) for low in ("xla", "ffi")}
+    v = jax.random.normal(jax.random.key(4), (4, 32))
+    w = jax.random.normal(jax.random.key(5), (4, 32))
+    assert jax.jit(f["xla"]).lower(v, w).as_text().count("reduce(") >= 2
+    for a, b in zip(f["xla"](v, w), f["ffi"](v, w)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(f["xla"](v, w)[0]), np.asarray(jnp.sum(v * w, axis=0)), rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(f["xla"](v, w)[1]), np.asarray(jnp.linalg.norm(v, axis=0)), rtol=1e-13)

@@ -133,19 +133,35 @@ class KernelCall:
         """The call of the adjoint kernel with respect to ``wrt``."""
         return self._derived("a", wrt, lambda: self.kernel.adjoint(list(wrt)))
 
+    def linearized(self, wrt: Sequence[str]) -> tuple["KernelCall", "KernelCall"]:
+        """The calls of the linearize split with respect to ``wrt`` (hawk.Kernel.linearize):
+        the primal with residual outputs (role 'r'), and the linear tangent kernel reading them."""
+        key = ("l", tuple(wrt))
+        with _lock:
+            hit = self._derived_calls.get(key)
+        if hit is None:
+            primal, linear = self.kernel.linearize(list(wrt))
+            hit = (self._call_of(primal), self._call_of(linear))
+            with _lock:
+                self._derived_calls[key] = hit
+        return hit  # type: ignore[return-value]
+
     def _derived(self, kind: str, wrt: Sequence[str], make: Callable[[], Kernel]) -> "KernelCall":
         key = (kind, tuple(wrt))
         with _lock:
             hit = self._derived_calls.get(key)
         if hit is None:
-            full = make()
-            trimmed = full.without_unread_inputs()
-            # A call takes N from its planes: keep the unread ones if trimming left none.
-            keep = trimmed.interface().n_operand_slot >= 0 or full.interface().n_operand_slot < 0
-            hit = call_for(trimmed if keep else full, self.dtype, self.plan.cache_dir)
+            hit = self._call_of(make())
             with _lock:
                 self._derived_calls[key] = hit
-        return hit
+        return hit  # type: ignore[return-value]
+
+    def _call_of(self, full: Kernel) -> "KernelCall":
+        """The call of a derived kernel, trimmed to the inputs it reads."""
+        trimmed = full.without_unread_inputs()
+        # A call takes N from its planes: keep the unread ones if trimming left none.
+        keep = trimmed.interface().n_operand_slot >= 0 or full.interface().n_operand_slot < 0
+        return call_for(trimmed if keep else full, self.dtype, self.plan.cache_dir)
 
 
 def no_plane_message(name: str) -> str:

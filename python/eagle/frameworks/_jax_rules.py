@@ -207,18 +207,31 @@ kernel_p.def_impl(_impl)
 
 
 def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall, lowering: str = "ffi") -> tuple[list, list]:
-    outs = kernel_p.bind(*primals, call=call, lowering=lowering)
     # Integer and bool inputs carry no derivative (their tangents are float0, as JAX gives ints);
     # integer outputs keep Zero(float0) tangents: the tangent kernel has none for them. Nor does
     # a Random key.
     nz = [i for i, t in enumerate(tangents)
           if type(t) is not ad.Zero and call.inputs[i].kind not in ("terminated", "random") and call.inputs[i].is_float]
-    zeros = [ad.Zero(jax.typeof(o).to_tangent_aval()) for o in outs]
-    if not nz:
-        return outs, zeros
-    tcall = call.tangent([call.inputs[i].name for i in nz])
     by_name_primal = {s.name: p for s, p in zip(call.inputs, primals)}
     by_name_tangent = {call.inputs[i].name: tangents[i] for i in nz}
+    if nz and _splits(call, primals, lowering):
+        # XLA's own operations: the primal computes each value once and hands the tangent
+        # kernel its residuals, as JAX's own JVP rules do (docs/jax.md "Derivatives").
+        pcall, tcall = call.linearized([call.inputs[i].name for i in nz])
+        p_outs = kernel_p.bind(*[by_name_primal[pcall.role(s)[1]] for s in pcall.inputs], call=pcall, lowering=lowering)
+        outs: list[Any] = [None] * len(call.outputs)
+        for s, o in zip(pcall.outputs, p_outs):
+            role, primal = pcall.role(s)
+            if role == "r":
+                by_name_primal[primal] = o
+            else:
+                outs[call.output_index(primal)] = o
+    else:
+        outs = kernel_p.bind(*primals, call=call, lowering=lowering)
+        tcall = call.tangent([call.inputs[i].name for i in nz]) if nz else None
+    zeros = [ad.Zero(jax.typeof(o).to_tangent_aval()) for o in outs]
+    if tcall is None:
+        return outs, zeros
     t_args = []
     for s in tcall.inputs:
         role, primal = tcall.role(s)
@@ -230,6 +243,17 @@ def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall, l
         if role == "t":
             out_tangents[call.output_index(primal)] = t
     return outs, out_tangents
+
+
+def _splits(call: KernelCall, primals: Sequence[Any], lowering: str) -> bool:
+    """Whether the JVP of this call is the linearize split (cpp/ad/linearize.hpp) rather than
+    the primal call and the tangent kernel, which recomputes the primal. The split is for
+    XLA's own operations, where residuals are values inside one fused program; through the
+    custom call each residual would be a plane written to memory and read back."""
+    if lowering == "auto":
+        lowering = _jax_lowering.forced() or _jax_lowering.choose(
+            call.ops(), call.sample_count([tuple(jnp.shape(p)) for p in primals]), jax.default_backend())
+    return lowering == "xla"
 
 
 ad.primitive_jvps[kernel_p] = _jvp

@@ -107,6 +107,7 @@ class OpList:
             if kind == "mutable":
                 by_comp = {c: v for slot, c, v, _, _ in self.stores if slot == s}
                 self.mutable_stores[s] = tuple(by_comp[c] for c in range(width))
+        self.lane_sums: dict[int, tuple[int, ...]] = _lane_sums(self.values)
 
     def _first_unsupported(self) -> str:
         for name, kind, *_ in self.slots:
@@ -132,6 +133,40 @@ class OpList:
     @property
     def reads_tables(self) -> bool:
         return any(v[0] == "load_table" for v in self.values) or any(self.slots[s[0]][1] == "table_sum" for s in self.stores)
+
+
+# The longest Add chain read as one sum over lanes.
+_MAX_SUM_LANES = 64
+
+
+def _lane_sums(values: Sequence[tuple]) -> dict[int, tuple[int, ...]]:
+    """The float Add chains ``((l0 + l1) + l2) + ...`` of three or more terms that compute the
+    same op in every term (a dot product, a norm, the adjoint's sum over a vector's
+    components): value -> its terms in order. ``_step`` evaluates them as one sum over the terms'
+    lanes (``_Lanes.sum``), a reduction XLA computes once, as it does jnp.sum's; written as adds
+    of row slices, XLA's CPU fusions copy the chain into every fusion that reads it."""
+    out: dict[int, tuple[int, ...]] = {}
+    for i, v in enumerate(values):
+        if v[0] != "add" or v[1] != "F":
+            continue
+        # The left spine: rights[d] is the right operand d adds down, lefts[d] the left one.
+        rights: list[int] = []
+        lefts: list[int] = []
+        j = i
+        while values[j][0] == "add" and values[j][1] == "F" and len(rights) < _MAX_SUM_LANES:
+            rights.append(values[j][2][1])
+            lefts.append(values[j][2][0])
+            j = lefts[-1]
+        # The longest sum from the top whose terms all compute the same op (a term may itself
+        # be an add: x * dx + x * dx per component, then summed).
+        for d in range(len(rights), 1, -1):
+            terms = (lefts[d - 1], *reversed(rights[:d]))
+            op = values[terms[0]][0]
+            if (all(values[t][0] == op and values[t][1] == "F" for t in terms) and len(set(terms)) == len(terms)
+                    and (op in _LANEWISE or op in ("load_plane", "load_state"))):
+                out[i] = terms
+                break
+    return out
 
 
 def op_list(core: Any) -> OpList:
@@ -205,13 +240,21 @@ class _Run:
         return self.table_size[table_of if kind == "table_sum" else slot]
 
 
-def _step(run: _Run, state: dict[int, Any], step: Any = 0) -> tuple[list[Any], Any]:
-    """Evaluates every value of step `step` (of the call) over all samples; returns them and
-    the per-sample flag of a table read out of range under a holding predicate."""
+def _step(run: _Run, state: dict[int, Any], step: Any = 0) -> tuple[list[Any], Any, "_Lanes"]:
+    """Evaluates every value of step `step` (of the call) over all samples; returns them, the
+    per-sample flag of a table read out of range under a holding predicate, and the lanes over
+    them (for the stores)."""
     dt = run.dtype
     vals: list[Any] = []
+    lanes = _Lanes(run, state, vals)
     bad = jnp.zeros((), bool)
-    for op, typ, args, slot, comp, imm, iimm, pred in run.ops.values:
+    for i, (op, typ, args, slot, comp, imm, iimm, pred) in enumerate(run.ops.values):
+        terms = run.ops.lane_sums.get(i)
+        if terms is not None:
+            x = lanes.sum(terms)
+            if x is not None:
+                vals.append(x)
+                continue
         a = [vals[j] for j in args]
         if op == "const":
             x = jnp.asarray(imm != 0.0) if typ == "B" else jnp.asarray(float(iimm) if typ == "I" else imm, dt)
@@ -237,7 +280,7 @@ def _step(run: _Run, state: dict[int, Any], step: Any = 0) -> tuple[list[Any], A
         else:
             x = _elementwise(op, iimm, a)
         vals.append(x)
-    return vals, bad
+    return vals, bad, lanes
 
 
 # The ops that compute a value from their operands alone (no slot, no step): `_elementwise`
@@ -279,6 +322,18 @@ class _Lanes:
         self.state = state
         self.vals = vals
         self.memo: dict[tuple[int, ...], Any] = {}
+        self.stacked = 0  # how many lane sets fell back to stacking scalar values
+
+    def sum(self, ids: Sequence[int]) -> Any:
+        """vals[ids[0]] + vals[ids[1]] + ... (in that order) as one reduction over their lanes,
+        or None when the lanes are not one array op (they would be stacked: the adds are
+        cheaper)."""
+        before = self.stacked
+        x = self.of(ids)
+        if self.stacked != before or jnp.ndim(x) != 2:
+            return None
+        total = jnp.sum(x, axis=0)
+        return total.reshape(()) if total.shape == (1,) else total
 
     def of(self, ids: Sequence[int], depth: int = 0) -> Any:
         """The lanes ``ids`` as an array that broadcasts to (k, N): (k, N), (k, 1), (N,) or ()."""
@@ -289,6 +344,7 @@ class _Lanes:
         return hit
 
     def _stacked(self, ids: tuple[int, ...]) -> Any:
+        self.stacked += 1
         xs = [self.vals[i] for i in ids]
         if all(jnp.ndim(x) == 0 for x in xs):
             return jnp.stack(xs)[:, None]
@@ -347,9 +403,8 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
 
     def one_step(carry: tuple, step: Any = 0) -> tuple:
         state, sums, live, bad = carry
-        vals, step_bad = _step(run, state, step)
+        vals, step_bad, lanes = _step(run, state, step)
         bad = bad | (step_bad & live)
-        lanes = _Lanes(run, state, vals)
         nxt = dict(state)
         sums = dict(sums)
         for slot, ids in ops.mutable_stores.items():
