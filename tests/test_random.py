@@ -514,3 +514,44 @@ def test_benchmark_quick_run_checks_its_numbers(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     rows = [ln.split() for ln in p.stdout.splitlines() if ln.startswith(("uniform", "normal"))]
     assert "hawk / jax" in p.stdout and len(rows) == 4 and all(r[-1].endswith("x") for r in rows)
+
+
+@hawk.kernel(steps=60)
+def uneven_walk(rate: Scalar, rng: Random, terminated: Terminated, x: Mutable[Scalar], hits: Mutable[Scalar]):
+    # each sample stops at its own step (about 1 / rate of them), in blocks of 64 on the host
+    x = x + rate * rng.uniform()
+    hits = hits + 1.0
+    terminated = x > 1.0
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("threshold", [None, 64])
+def test_stepping_blocks_whose_samples_stop_unevenly_equal_the_interpreter(module_cache_dir, dtype, threshold):
+    """A 60-step kernel whose samples stop at steps 2 to 60 (and some never), reading a plane
+    and drawing in every step: every sample's planes, draws (by global sample and step), mask
+    and the finished count equal the reference interpreter's bit for bit, with samples masked
+    on entry skipped, over several chunks."""
+    (plan,) = eagle.plan.auto([uneven_walk], cache_dir=module_cache_dir)
+    n = 1000  # not a multiple of 64
+    rng = np.random.default_rng(4)
+    rate = rng.uniform(0.02, 0.9, n).astype(dtype)
+    mask = rng.random(n) < 0.1
+    x = np.zeros(n, dtype)
+    hits = np.zeros(n, dtype)
+    term = mask.copy()
+    b = plan.bind(rate=rate, rng=77, terminated=term, x=x, hits=hits)
+    if threshold:
+        b._core.serial_threshold = threshold
+    m_in = mask.copy()
+    got_finished = b.launch()
+    kd = [float(w) for w in np.asarray(jax.random.key_data(jax.random.fold_in(jax.random.key(77), 0)))]
+    outs, _, m_out, finished, err = uneven_walk._core.interpret(
+        n, {"rate": [float(r) for r in rate], "rng": kd, "x": [0.0] * n, "hits": [0.0] * n},
+        mask=list(m_in.astype(np.uint8)), float32=dtype == np.float32)
+    assert err[0] == 0
+    np.testing.assert_array_equal(x, np.asarray(outs["x"], dtype))
+    np.testing.assert_array_equal(hits, np.asarray(outs["hits"], dtype))
+    np.testing.assert_array_equal(term, np.asarray(m_out, bool))
+    assert got_finished == finished
+    steps = np.asarray(outs["hits"])[~m_in]
+    assert steps.min() <= 4 and steps.max() == 60 and len(np.unique(steps)) > 20
