@@ -35,12 +35,13 @@ _calls: dict[tuple[str, str, str], "KernelCall"] = {}
 class KernelCall:
     """A kernel compiled for one dtype, with the bridge's view of its slots."""
 
-    def __init__(self, kernel: Kernel, dtype: np.dtype, plan: Any) -> None:
+    def __init__(self, kernel: Kernel, dtype: np.dtype, cache_dir: str | None) -> None:
         self.kernel = kernel
         self.dtype = np.dtype(dtype)
-        self.plan = plan
-        self.digest = plan.digest(self.dtype)
+        self.cache_dir = cache_dir
+        self._plan: Any = None  # the host build, made when the FFI path first needs it
         self.interface = kernel.interface(self.dtype)
+        self.digest = self.interface.digest
         self.inputs: tuple[SlotInfo, ...] = tuple(kernel.slots[i] for i in self.interface.operands)
         self.outputs: tuple[SlotInfo, ...] = tuple(kernel.slots[i] for i in self.interface.results)
         # The slot of each operand / result, and each result's dtype (for abstract evaluation).
@@ -112,6 +113,25 @@ class KernelCall:
             self._ops = _jax_xla.op_list(self.kernel._core)
         return self._ops
 
+    @property
+    def plan(self) -> Any:
+        """The kernel's host build (``eagle.plan.auto``), compiled (or loaded from the cache)
+        and registered for the XLA handlers on first use: only the "ffi" path needs it, so a
+        call lowered with "xla" never compiles C++."""
+        with _lock:
+            plan = self._plan
+        if plan is None:
+            (plan,) = eagle.plan.auto([self.kernel], cache_dir=self.cache_dir)
+            if plan.digest(self.dtype) != self.digest:
+                raise RuntimeError(f"eagle.frameworks.jax: kernel '{self.kernel.name}': its build and its interface disagree on the digest")
+            with _lock:
+                self._plan = plan
+        return plan
+
+    def ensure_host(self) -> None:
+        """Builds and registers the kernel for the XLA CPU handler (see ``plan``)."""
+        _ = self.plan
+
     def ensure_cuda(self) -> None:
         """Builds this kernel for CUDA (NVRTC to PTX, cached on disk) and registers it for the
         XLA CUDA handler, once per process."""
@@ -120,7 +140,7 @@ class KernelCall:
                 return
         from raptor_core import _core
 
-        _core.build_cuda([self.kernel._core], _core.Compiler(self.plan.cache_dir))
+        _core.build_cuda([self.kernel._core], _core.Compiler(self.cache_dir))
         with _lock:
             self._cuda_built = True
 
@@ -161,7 +181,7 @@ class KernelCall:
         trimmed = full.without_unread_inputs()
         # A call takes N from its planes: keep the unread ones if trimming left none.
         keep = trimmed.interface().n_operand_slot >= 0 or full.interface().n_operand_slot < 0
-        return call_for(trimmed if keep else full, self.dtype, self.plan.cache_dir)
+        return call_for(trimmed if keep else full, self.dtype, self.cache_dir)
 
 
 def no_plane_message(name: str) -> str:
@@ -181,15 +201,15 @@ def _cache_key(cache_dir: str | None) -> str:
 
 
 def call_for(kernel: Kernel, dtype: Any, cache_dir: str | None = None) -> KernelCall:
-    """The KernelCall of ``kernel`` in ``dtype``, compiling (or loading from the cache) and
-    registering it for the XLA handlers on first use."""
+    """The KernelCall of ``kernel`` in ``dtype``; its C++ build is made (or loaded from the
+    cache) and registered for the XLA handlers when the "ffi" path first lowers it."""
     dtype = np.dtype(dtype)
     key = (kernel.digest(dtype.name), dtype.name, _cache_key(cache_dir))
     with _lock:
         hit = _calls.get(key)
     if hit is not None:
         return hit
-    (plan,) = eagle.plan.auto([kernel], cache_dir=cache_dir)
-    call = KernelCall(kernel, dtype, plan)
+    # The directory is the one in force now: a later change of $RAPTOR_CACHE_DIR makes a new call.
+    call = KernelCall(kernel, dtype, _cache_key(cache_dir) or None)
     with _lock:
         return _calls.setdefault(key, call)

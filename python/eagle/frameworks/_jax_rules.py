@@ -107,6 +107,7 @@ kernel_p.def_abstract_eval(_abstract_eval)
 
 
 def _ffi_lowering(ctx: Any, *operands: Any, call: KernelCall) -> Any:
+    call.ensure_host()  # the C++ build the handler runs (cached on disk), made on first use
     rule = jax.ffi.ffi_lowering(TARGET, operand_output_aliases=call.aliases() or None)
     return rule(ctx, *operands, digest=call.digest)
 
@@ -214,10 +215,13 @@ def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall, l
           if type(t) is not ad.Zero and call.inputs[i].kind not in ("terminated", "random") and call.inputs[i].is_float]
     by_name_primal = {s.name: p for s, p in zip(call.inputs, primals)}
     by_name_tangent = {call.inputs[i].name: tangents[i] for i in nz}
-    if nz and _splits(call, primals, lowering):
+    split = call.linearized([call.inputs[i].name for i in nz]) if nz and _splits(call, primals, lowering) else None
+    if split is not None and sum(r == "r" for r, _ in split[0].roles) > MAX_RESIDUALS:
+        split = None
+    if split is not None:
         # XLA's own operations: the primal computes each value once and hands the tangent
-        # kernel its residuals, as JAX's own JVP rules do (docs/jax.md "Derivatives").
-        pcall, tcall = call.linearized([call.inputs[i].name for i in nz])
+        # kernel its residuals, as JAX's own JVP rules do (docs/jax.md "How it works").
+        pcall, tcall = split
         p_outs = kernel_p.bind(*[by_name_primal[pcall.role(s)[1]] for s in pcall.inputs], call=pcall, lowering=lowering)
         outs: list[Any] = [None] * len(call.outputs)
         for s, o in zip(pcall.outputs, p_outs):
@@ -245,11 +249,21 @@ def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall, l
     return outs, out_tangents
 
 
+# The most residuals a linearize split may pass: beyond, the JVP keeps the tangent kernel.
+MAX_RESIDUALS = 64
+
+
 def _splits(call: KernelCall, primals: Sequence[Any], lowering: str) -> bool:
     """Whether the JVP of this call is the linearize split (cpp/ad/linearize.hpp) rather than
     the primal call and the tangent kernel, which recomputes the primal. The split is for
     XLA's own operations, where residuals are values inside one fused program; through the
-    custom call each residual would be a plane written to memory and read back."""
+    custom call each residual would be a plane written to memory and read back. Only for a
+    kernel of one step: the split's primal is the steps unrolled, where the kernel itself is
+    one loop body, and XLA's compile time grows with the operations (a 5-step kernel with a
+    loop inside went from 116 values to 610 and 148 residuals; its order-2 check_grads took
+    twice as long). A split with more than MAX_RESIDUALS residuals is not taken either."""
+    if call.ops().steps != 1:
+        return False
     if lowering == "auto":
         lowering = _jax_lowering.forced() or _jax_lowering.choose(
             call.ops(), call.sample_count([tuple(jnp.shape(p)) for p in primals]), jax.default_backend())
