@@ -285,16 +285,16 @@ def test_unconditional_break_stops_unrolling():
     assert once.ir.count("add") == 1
 
 
-def test_long_loop_refusal_names_the_limit():
-    with pytest.raises(hawk.KernelError) as e:
-        @hawk.kernel
-        def too_long(x: Scalar, y: Mutable[Scalar]):
-            y = x
-            for i in range(5000):
-                y = y * 0.999
-                if y < 0.1:
-                    break
-    assert "'too_long'" in str(e.value) and "4096" in str(e.value)
+def test_a_loop_longer_than_the_unrolling_limit_is_a_loop():
+    """Beyond 4096 iterations a loop is kept as a loop (tests/test_long_loops.py)."""
+    @hawk.kernel
+    def long_one(x: Scalar, y: Mutable[Scalar]):
+        y = x
+        for i in range(5000):
+            y = y * 0.999
+            if y < 0.1:
+                break
+    assert "loop_begin x5000" in long_one.ir and long_one.ir.count("mul") == 1
 
 
 # ---------------------------------------------------------------- derivatives

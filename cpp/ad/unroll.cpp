@@ -4,6 +4,8 @@
 
 #include <bit>
 #include <map>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 
 #include "ad/common.hpp"
@@ -42,6 +44,15 @@ class Leaves {
 }  // namespace
 
 ir::Kernel unroll(const ir::Kernel& k) {
+  for (const ir::Value& v : k.values)
+    if (v.op == Op::LoopBegin)
+      throw std::invalid_argument(
+          "raptor: kernel '" + k.name + "': its `for` loop at line " + std::to_string(v.loc.line) +
+          " runs " + std::to_string(v.iimm) +
+          " iterations, more than the 4096 a kernel unrolls, so it is compiled as a loop; "
+          "derivatives (tangent and adjoint kernels) of such loops are not available yet. "
+          "Differentiate a kernel whose loops have 4096 iterations in all or fewer, or carry "
+          "the loop over steps (@hawk.kernel(steps=k) with a Terminated mask)");
   ir::Kernel u = derived_kernel(k, k.name);
   u.slots = k.slots;
   Builder b(u);

@@ -445,6 +445,13 @@ std::string StepWriter::expr(int i) const {
     case Op::Mod:
     case Op::ToInt:
       return "";  // written as statements (value())
+    case Op::LoopBegin:
+    case Op::LoopCarry:
+    case Op::LoopIndex:
+    case Op::LoopNext:
+    case Op::LoopEnd:
+    case Op::LoopResult:
+      return "";  // written as statements (loop_value())
   }
   return "/* ? */";
 }
@@ -471,9 +478,63 @@ void StepWriter::source_comment(const ir::Loc& loc, ir::Loc& last, const std::st
   os_ << "\n";
 }
 
-void StepWriter::value(int i, const std::string& indent, ir::Loc& last) {
+void StepWriter::loop_value(int i, const std::string& indent) {
   const Value& v = k_.values[i];
+  const std::string counter = "lp" + std::to_string(v.op == Op::LoopBegin ? i : v.args[0]);
+  switch (v.op) {
+    case Op::LoopBegin: {
+      // The carried values live across iterations: declared before the loop.
+      for (int j = i + 1; j < static_cast<int>(k_.values.size()); ++j) {
+        const Value& c = k_.values[j];
+        if (c.op == Op::LoopEnd && c.args[0] == i) break;
+        if (c.op == Op::LoopCarry && c.args[1] == i)
+          os_ << indent << ctype(c.type) << " " << var(j) << " = " << var(c.args[0]) << ";\n";
+      }
+      os_ << indent << "for (int64_t " << counter << " = 0; " << counter << " < " << v.iimm
+          << "; ++" << counter << ") {\n";
+      ++loop_depth_;
+      return;
+    }
+    case Op::LoopCarry:
+      return;  // declared before the loop, assigned at its end
+    case Op::LoopIndex:
+      os_ << indent << "const int64_t " << var(i) << " = " << counter << ";\n";
+      return;
+    case Op::LoopNext:
+      os_ << indent << "const " << ctype(v.type) << " " << var(i) << " = " << var(v.args[1])
+          << ";\n";
+      return;
+    case Op::LoopEnd: {
+      const int begin = v.args[0];
+      for (int j = begin + 1; j < i; ++j) {
+        const Value& x = k_.values[j];
+        if (x.op == Op::LoopNext && k_.values[x.args[0]].args[1] == begin)
+          os_ << indent << var(x.args[0]) << " = " << var(j) << ";\n";
+      }
+      const Value& exit = k_.values[v.args[1]];
+      if (!(exit.op == Op::Const && exit.imm == 0.0))
+        os_ << indent << "if (" << var(v.args[1]) << ") break;\n";
+      --loop_depth_;
+      os_ << indent.substr(0, indent.size() >= 2 ? indent.size() - 2 : 0) << "}\n";
+      return;
+    }
+    case Op::LoopResult:
+      os_ << indent << "const " << ctype(v.type) << " " << var(i) << " = " << var(v.args[0])
+          << ";\n";
+      return;
+    default:
+      return;
+  }
+}
+
+void StepWriter::value(int i, const std::string& base_indent, ir::Loc& last) {
+  const Value& v = k_.values[i];
+  const std::string indent = base_indent + std::string(2 * static_cast<size_t>(loop_depth_), ' ');
   source_comment(v.loc, last, indent);
+  if (ir::is_loop_op(v.op)) {
+    loop_value(i, indent);
+    return;
+  }
   if (v.op == Op::LoadTable) {
     const std::string nm = name(v.slot);
     const std::string ix = "ix" + std::to_string(i);

@@ -111,6 +111,9 @@ class StepWriter {
  private:
   std::string expr(int i) const;
   void value(int i, const std::string& indent, ir::Loc& last);
+  // LoopBegin .. LoopResult: a C++ `for` whose carried values are declared before it.
+  void loop_value(int i, const std::string& indent);
+  int loop_depth_ = 0;  // loops open while writing the step
   void source_comment(const ir::Loc& loc, ir::Loc& last, const std::string& indent);
 };
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -62,7 +63,7 @@ class SampleRunner {
         for (int c = 0; c < slot.width; ++c) state[s][c] = b_.slots[s].in[c * N + n];
     }
     for (int step = 0; step < k_.steps; ++step) {
-      for (size_t v = 0; v < k_.values.size(); ++v) eval_value(static_cast<int>(v), n, step, state);
+      run_values(n, step, state);
       if (!b_.trace_values.empty()) {
         const size_t t = b_.trace_values.size();
         double* row = b_.trace_out.data() + (static_cast<size_t>(n) * k_.steps + step) * t;
@@ -194,6 +195,68 @@ class SampleRunner {
     b_.error[3] = sample;
   }
 
+  // Every value of one step in order; a loop (LoopBegin .. LoopEnd) runs its values again
+  // until K iterations are done or its exit condition holds at the end of one.
+  void run_values(int64_t n, int step, const std::vector<std::vector<double>>& state) {
+    struct Open {
+      int begin;
+      int64_t iter;
+    };
+    std::vector<Open> open;
+    const int nv = static_cast<int>(k_.values.size());
+    for (int i = 0; i < nv;) {
+      const Value& v = k_.values[i];
+      switch (v.op) {
+        case Op::LoopBegin:
+          open.push_back({i, 0});
+          break;
+        case Op::LoopCarry:  // its entry value on the first iteration; then set by LoopEnd
+          if (open.back().iter == 0) copy(i, v.args[0]);
+          break;
+        case Op::LoopIndex:
+          i_[i] = open.back().iter;
+          break;
+        case Op::LoopNext:
+          copy(i, v.args[1]);
+          break;
+        case Op::LoopEnd: {
+          for (const int next : nexts_of(i)) copy(k_.values[next].args[0], next);
+          Open& o = open.back();
+          ++o.iter;
+          if (o.iter < k_.values[o.begin].iimm && f_[v.args[1]] == 0.0) {
+            i = o.begin + 1;
+            continue;
+          }
+          open.pop_back();
+          break;
+        }
+        case Op::LoopResult:
+          copy(i, v.args[0]);
+          break;
+        default:
+          eval_value(i, n, step, state);
+      }
+      ++i;
+    }
+  }
+
+  void copy(int to, int from) {
+    f_[to] = f_[from];
+    i_[to] = i_[from];
+  }
+
+  // The LoopNext values of the loop that LoopEnd `end` closes (not those of inner loops).
+  const std::vector<int>& nexts_of(int end) {
+    auto [it, fresh] = nexts_.try_emplace(end);
+    if (fresh) {
+      const int begin = k_.values[end].args[0];
+      for (int j = begin + 1; j < end; ++j)
+        if (k_.values[j].op == Op::LoopNext && k_.values[k_.values[j].args[0]].args[1] == begin)
+          it->second.push_back(j);
+    }
+    return it->second;
+  }
+
   void eval_value(int i, int64_t n, int step, const std::vector<std::vector<double>>& state) {
     const Value& v = k_.values[i];
     const int64_t N = b_.n;
@@ -278,8 +341,9 @@ class SampleRunner {
 
   const Kernel& k_;
   InterpBinding& b_;
-  std::vector<double> f_;   // F and B values (bools as 0/1)
-  std::vector<int64_t> i_;  // I values
+  std::vector<double> f_;                  // F and B values (bools as 0/1)
+  std::vector<int64_t> i_;                 // I values
+  std::map<int, std::vector<int>> nexts_;  // LoopEnd -> its loop's LoopNext values
 };
 
 }  // namespace

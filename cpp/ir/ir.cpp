@@ -109,6 +109,18 @@ OpInfo info(Op op) {
       return {"to_float", 1};
     case Op::ToInt:
       return {"to_int", 1};
+    case Op::LoopBegin:
+      return {"loop_begin", 0};
+    case Op::LoopCarry:
+      return {"loop_carry", 2};
+    case Op::LoopIndex:
+      return {"loop_index", 1};
+    case Op::LoopNext:
+      return {"loop_next", 2};
+    case Op::LoopEnd:
+      return {"loop_end", 2};
+    case Op::LoopResult:
+      return {"loop_result", 2};
   }
   return {"?", 0};
 }
@@ -152,6 +164,14 @@ Type operand_type(Op op, int i, Type result) {
       return i == 0 ? Type::B : result;
     case Op::ToIndex:
       return Type::F;
+    case Op::LoopCarry:
+    case Op::LoopResult:
+      return i == 0 ? result : Type::B;
+    case Op::LoopIndex:
+    case Op::LoopEnd:
+      return Type::B;
+    case Op::LoopNext:
+      return result;
     default:
       return Type::F;
   }
@@ -221,8 +241,16 @@ const char* slot_kind_name(SlotKind k) {
   return "?";
 }
 
+bool is_loop_op(Op op) {
+  return op == Op::LoopBegin || op == Op::LoopCarry || op == Op::LoopIndex || op == Op::LoopNext ||
+         op == Op::LoopEnd || op == Op::LoopResult;
+}
+
 Type result_type(Op op, Type declared) {
   switch (op) {
+    case Op::LoopCarry:
+    case Op::LoopNext:
+    case Op::LoopResult:
     case Op::Const:
     case Op::Select:
     case Op::LoadParam:
@@ -254,7 +282,11 @@ Type result_type(Op op, Type declared) {
     case Op::Or:
       return Type::B;
     case Op::ToIndex:
+    case Op::LoopIndex:
       return Type::I;
+    case Op::LoopBegin:
+    case Op::LoopEnd:
+      return Type::B;
     default:
       return Type::F;
   }
@@ -289,6 +321,92 @@ void verify(const Kernel& k) {
            std::string(what) + " %" + std::to_string(ref) + " has type " +
                type_name(k.values[ref].type) + ", expected " + type_name(want));
   };
+  // Loops: scope[i] is the innermost LoopBegin holding value i (-1: none), parent[b] the
+  // loop holding loop b; a value may be used where its scope encloses the user's.
+  std::vector<int> scope(nv, -1), parent(nv, -1), end_of(nv, -1);
+  std::vector<int> open;
+  auto encloses = [&](int outer, int inner) {
+    for (int s = inner;; s = parent[s]) {
+      if (s == outer) return true;
+      if (s < 0) return false;
+    }
+  };
+  for (int i = 0; i < nv; ++i) {
+    const Value& v = k.values[i];
+    scope[i] = open.empty() ? -1 : open.back();
+    auto in_loop = [&](int ref, const char* what) {
+      if (ref < 0 || ref >= i || k.values[ref].op != Op::LoopBegin || open.empty() ||
+          open.back() != ref)
+        fail(k, i, std::string(what) + " does not name the innermost open loop_begin");
+    };
+    auto carry_of = [&](int ref, int begin) {
+      if (ref < 0 || ref >= i || k.values[ref].op != Op::LoopCarry ||
+          k.values[ref].args[1] != begin)
+        fail(k, i, "loop value does not name a loop_carry of its loop");
+    };
+    switch (v.op) {
+      case Op::LoopBegin:
+        if (v.iimm < 1) fail(k, i, "a loop of fewer than 1 iteration");
+        parent[i] = scope[i];
+        open.push_back(i);
+        break;
+      case Op::LoopCarry:
+        in_loop(v.args[1], "loop_carry");
+        if (v.args[0] >= v.args[1])
+          fail(k, i, "a loop_carry's entry value is defined inside its loop");
+        break;
+      case Op::LoopIndex:
+        in_loop(v.args[0], "loop_index");
+        break;
+      case Op::LoopNext:
+        if (open.empty()) fail(k, i, "loop_next outside a loop");
+        carry_of(v.args[0], open.back());
+        break;
+      case Op::LoopEnd:
+        in_loop(v.args[0], "loop_end");
+        end_of[v.args[0]] = i;
+        open.pop_back();  // the loop_end itself is the loop's last value
+        break;
+      case Op::LoopResult: {
+        const int c = v.args[0];
+        if (c < 0 || c >= i || k.values[c].op != Op::LoopCarry)
+          fail(k, i, "loop_result of a value that is not a loop_carry");
+        const int b = k.values[c].args[1];
+        if (end_of[b] < 0 || v.args[1] != end_of[b])
+          fail(k, i, "loop_result does not name its loop's loop_end");
+        break;
+      }
+      default:
+        break;
+    }
+    const int here = scope[i];
+    for (int a = 0; a < op_arity(v.op); ++a) {
+      const int ref = v.args[a];
+      if (ref < 0 || ref >= i) continue;                // reported below
+      const bool closed_loop = v.op == Op::LoopResult;  // names its carry and loop_end
+      const bool loop_link = (v.op == Op::LoopCarry && a == 1) || (v.op == Op::LoopIndex) ||
+                             (v.op == Op::LoopEnd && a == 0);
+      if (closed_loop || loop_link) continue;
+      if (!encloses(scope[ref], here))
+        fail(k, i,
+             "operand %" + std::to_string(ref) + " is defined inside a loop this value is not in");
+    }
+    if (v.pred >= 0 && v.pred < i && !encloses(scope[v.pred], here))
+      fail(k, i,
+           "predicate %" + std::to_string(v.pred) +
+               " is defined inside a loop this value is not in");
+  }
+  if (!open.empty()) fail(k, open.back(), "loop_begin without its loop_end");
+  auto outside = [&](int ref, const char* what) {
+    if (ref >= 0 && ref < nv && scope[ref] != -1)
+      fail(k, -1, std::string(what) + " %" + std::to_string(ref) + " is defined inside a loop");
+  };
+  for (const Store& s : k.stores) {
+    outside(s.value, "stored value");
+    outside(s.index, "table_sum index");
+    outside(s.pred, "store predicate");
+  }
+  outside(k.terminate, "terminate");
   for (int i = 0; i < nv; ++i) {
     const Value& v = k.values[i];
     if (v.type != result_type(v.op, v.type))
@@ -404,6 +522,9 @@ void print_value(std::ostringstream& os, const Kernel& k, int i, bool with_names
       break;
     case Op::PowI:
       os << " ^" << v.iimm;
+      break;
+    case Op::LoopBegin:
+      os << " x" << v.iimm;
       break;
     case Op::RandUniform:
     case Op::RandNormal:

@@ -3,8 +3,9 @@
 // Shape of the IR (see docs/architecture.md):
 // - A kernel runs once per sample. Its `body` is one *step*: straight-line SSA over scalar
 //   values (vectors are split into components by the front end; `if` becomes `Select`;
-//   `for range(K)` is unrolled). Values are indices into `Kernel::values`; an operand
-//   always has a smaller index than its user.
+//   `for range(K)` is unrolled up to 4096 iterations, longer loops are loop regions, see
+//   Op::LoopBegin). Values are indices into `Kernel::values`; an operand always has a
+//   smaller index than its user.
 // - The interface is explicit: `slots` are the kernel's parameters (params, planes, mutable
 //   planes, the mask, tables, and, for derived kernels, reduction outputs). Loads read a
 //   slot; `Kernel::stores` say which value each output component ends the step with.
@@ -101,6 +102,19 @@ enum class Op : uint8_t {
   // F -> I: int(x), truncated toward zero; NaN, inf or beyond int64 is
   //   RAPTOR_ERR_INT_CONVERSION when `pred` holds, and gives 0
   ToInt,
+  // Loops (`for i in range(K)` with more iterations than the front end unrolls; docs/
+  // architecture.md "Loops"). A loop is the values from a LoopBegin to its LoopEnd, run in
+  // order up to K times per sample. Its values are visible only inside it (and in loops it
+  // holds); what leaves it is a LoopResult.
+  LoopBegin,   // B (a marker, no value): iimm = K >= 1, the most iterations
+  LoopCarry,   // T: a value carried across iterations: args[0] its value entering the loop
+               //    (defined before the LoopBegin), args[1] the LoopBegin
+  LoopIndex,   // I: the iteration, 0 .. K-1; args[0] the LoopBegin
+  LoopNext,    // T (a marker): args[0] a LoopCarry of this loop, args[1] its value in the next
+               //    iteration (at most one LoopNext per carry; none: it keeps its entry value)
+  LoopEnd,     // B (a marker): args[0] the LoopBegin, args[1] a B value: when it holds at the
+               //    end of an iteration the loop is left (`break`)
+  LoopResult,  // T: args[0] a LoopCarry, args[1] its LoopEnd: the carry's value after the loop
 };
 
 // The element type of a slot's buffer. Float slots have the build's dtype (float32 or
@@ -115,6 +129,8 @@ Type value_type(Dtype d);
 
 const char* op_name(Op op);
 int op_arity(Op op);
+// LoopBegin .. LoopResult.
+bool is_loop_op(Op op);
 // The type of an `op` value; `declared` is the type of a Const, or of a Select's choices.
 Type result_type(Op op, Type declared);
 

@@ -219,6 +219,11 @@ class Lowerer {
   void assign_name(const std::string& name, TV value, parse::Loc loc);
   void if_stmt(const parse::Stmt& s);
   void for_stmt(const parse::Stmt& s);
+  // A `for` loop with more iterations than are left to unroll: one LoopBegin .. LoopEnd
+  // region (lower_loop.cpp), its body lowered once.
+  void real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64_t count);
+  // Drops the front end's caches of values made after `first` (inside a loop now closed).
+  void forget_values_from(int first);
   void exit_stmt(const parse::Stmt& s);  // `break` / `continue`
   // The value assigned to a variable that held `old`: `now` where `cond` holds, `old`
   // elsewhere (per component; ints become floats when they differ). When the kinds differ
@@ -249,7 +254,9 @@ class Lowerer {
   std::map<std::pair<int, uint64_t>, int> const_cache_;
   std::optional<TV> return_value_;
   int unrolled_ = 0;
-  int draws_ = 0;  // draws emitted so far: the next draw's index j (source and unroll order)
+  int draws_ = 0;       // draws emitted so far: the next draw's index j (source and unroll order)
+  int real_loops_ = 0;  // real loops (not unrolled) being lowered
+  int real_loop_line_ = 0;  // the innermost one's line
   int depth_ = 0;
   Loc cur_loc_;  // the statement being lowered, stamped on every value emitted
 

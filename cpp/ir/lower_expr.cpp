@@ -590,6 +590,13 @@ TV Lowerer::draw(int slot, const std::string& method, size_t nargs, parse::Loc l
                    "() takes no arguments (it draws one number of the kernel's "
                    "dtype; scale and shift it: mu + sigma * " +
                    nm + ".normal())");
+  if (real_loops_ > 0)
+    error(loc, nm + "." + method + "() inside the loop at line " + std::to_string(real_loop_line_) +
+                   ", which has more iterations than a kernel unrolls (4096) and so runs as a "
+                   "loop: draws are numbered when the kernel is defined, and inside such a loop "
+                   "each iteration would repeat them. Draw in a loop of at most 4096 "
+                   "iterations, or step the kernel (@hawk.kernel(steps=k)): every step draws "
+                   "fresh numbers");
   Value v;
   v.op = method == "uniform" ? Op::RandUniform : Op::RandNormal;
   v.type = Type::F;

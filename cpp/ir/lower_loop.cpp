@@ -18,7 +18,10 @@
 // - when no sample can be alive (an unconditional `break`), the unrolling stops.
 // A local first assigned after an exit is not set for every sample; reading it in a later
 // iteration before assigning it, or after the loop, is refused (Python would raise there).
+#include <algorithm>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "ir/lower_ctx.hpp"
 
@@ -27,6 +30,40 @@ namespace raptor::ir::front {
 namespace {
 
 constexpr int kMaxUnrolled = 4096;
+// The most iterations of one loop (a real loop's counter and index are int64; this bounds a
+// mistyped range() well below that).
+constexpr int64_t kMaxLoopIterations = int64_t(1) << 40;
+
+// The names a block assigns (targets of =, op=, inner loop variables), inner blocks included.
+void assigned_names(const parse::Block& b, std::vector<std::string>& out) {
+  auto add = [&](const std::string& n) {
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  };
+  std::function<void(const parse::Expr&)> target = [&](const parse::Expr& e) {
+    if (e.kind == parse::ExprKind::Name) add(e.name);
+    if (e.kind == parse::ExprKind::Tuple)
+      for (const auto& a : e.args) target(*a);
+    if (e.kind == parse::ExprKind::Subscript && e.args[0]->kind == parse::ExprKind::Name)
+      add(e.args[0]->name);
+  };
+  for (const auto& st : b) {
+    if (st->kind == parse::StmtKind::Assign)
+      for (const auto& t : st->targets) target(*t);
+    if (st->kind == parse::StmtKind::AugAssign && st->target) target(*st->target);
+    if (st->kind == parse::StmtKind::For) add(st->var);
+    assigned_names(st->body, out);
+    assigned_names(st->orelse, out);
+  }
+}
+
+// Whether a block holds a `break` of the loop it is the body of (not of inner loops).
+bool breaks(const parse::Block& b) {
+  for (const auto& st : b) {
+    if (st->kind == parse::StmtKind::Other && st->keyword == "break") return true;
+    if (st->kind == parse::StmtKind::If && (breaks(st->body) || breaks(st->orelse))) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -129,6 +166,24 @@ void Lowerer::for_stmt(const parse::Stmt& s) {
   if (r.size() >= 2) start = r[0], stop = r[1];
   if (r.size() == 3) step = r[2];
   if (step == 0) error(s.range_args[2]->loc, "range() step must not be zero");
+  // Iterations of range(start, stop, step), as Python counts them (exact in 128 bits).
+  const __int128 span =
+      step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
+  const __int128 steps_abs = step > 0 ? step : -static_cast<__int128>(step);
+  const __int128 count = span <= 0 ? 0 : (span + steps_abs - 1) / steps_abs;
+  // A body that leaves unconditionally runs once: unrolled (the unrolling stops there).
+  bool leaves_at_once = false;
+  for (const auto& st : s.body)
+    leaves_at_once |= st->kind == parse::StmtKind::Other && st->keyword == "break";
+  if (count > 0 && unrolled_ + count > kMaxUnrolled && !leaves_at_once) {
+    if (count > kMaxLoopIterations)
+      error(s.loc, "this loop runs " + std::to_string(static_cast<long long>(count)) +
+                       " iterations; a kernel's loops run at most " +
+                       std::to_string(kMaxLoopIterations) +
+                       " (per step); step the kernel instead (@hawk.kernel(steps=k))");
+    real_loop(s, start, step, static_cast<int64_t>(count));
+    return;
+  }
   ++depth_;
   LoopCtx ctx;
   ctx.frame_depth = frames_.size();
@@ -177,6 +232,208 @@ void Lowerer::for_stmt(const parse::Stmt& s) {
           "variable (n = n + 1 in the body)";
     }
   }
+}
+
+void Lowerer::forget_values_from(int first) {
+  for (auto* cache : {&pred_cache_, &load_cache_})
+    for (auto it = cache->begin(); it != cache->end();)
+      it = it->second >= first ? cache->erase(it) : std::next(it);
+  for (auto it = const_cache_.begin(); it != const_cache_.end();)
+    it = it->second >= first ? const_cache_.erase(it) : std::next(it);
+}
+
+// A real loop (docs/language.md "Loops with exits"): the variables the body assigns that exist
+// before the loop are carried (one LoopCarry per component, the value entering the loop; one
+// LoopNext per component, the value at the end of the body; one LoopResult per component
+// after the loop); the loop variable is start + step * LoopIndex, a runtime integer. A `break`
+// adds a carried Bool, the sample's liveness: the body runs as one unrolled iteration does,
+// with the liveness at its start being that carry, and the loop is left when it turns false.
+// Locals first assigned in the body are the body's own: reading one after the loop is
+// refused, as is a draw inside it (draws are numbered when the kernel is defined).
+void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64_t count) {
+  std::vector<std::string> names;
+  assigned_names(s.body, names);
+  auto& vars = frame().vars;
+  struct Carried {
+    std::string name;
+    TV entry;            // the value entering the loop (integers as runtime values)
+    std::vector<int> c;  // its LoopCarry per component
+  };
+  std::vector<Carried> carried;
+  std::vector<std::string> locals;  // assigned in the body, not defined before it
+  for (const std::string& n : names) {
+    if (n == s.var) continue;
+    auto it = vars.find(n);
+    if (it == vars.end() || it->second.maybe_undefined) {
+      locals.push_back(n);
+      continue;
+    }
+    Var& var = it->second;
+    TV v = var.value;
+    if (var.param_slot >= 0)  // a Mutable component not assigned yet: its old value
+      for (size_t c = 0; c < v.comps.size(); ++c)
+        if (v.comps[c] < 0) v.comps[c] = materialize(var.param_slot, static_cast<int>(c));
+    if (v.kind == TV::Kind::Int)
+      v = TV::iv(to_int_value(v, s.loc, "a variable carried by the loop"));
+    const bool ok = v.kind == TV::Kind::Float || v.kind == TV::Kind::Vector ||
+                    v.kind == TV::Kind::Matrix || v.kind == TV::Kind::Bool ||
+                    v.kind == TV::Kind::IntVal || v.kind == TV::Kind::IVector;
+    if (!ok)
+      error(s.loc, "'" + n + "' is " + describe(v) + " and is assigned in the loop at line " +
+                       std::to_string(s.loc.line) +
+                       ", which runs as a loop (more iterations than a kernel unrolls): only "
+                       "numbers, bools, vectors and matrices can change from one iteration to "
+                       "the next");
+    carried.push_back({n, v, {}});
+  }
+  const bool has_break = breaks(s.body);
+  const int alive_entry = has_break ? (live_ < 0 ? kbool(true) : live_) : -1;
+  const int live_before = live_;
+
+  Value begin_v;
+  begin_v.op = Op::LoopBegin;
+  begin_v.type = Type::B;
+  begin_v.iimm = count;
+  begin_v.loc = cur_loc_;
+  const int begin = k.add(begin_v);
+  auto carry = [&](int entry, std::string name) {
+    Value c;
+    c.op = Op::LoopCarry;
+    c.type = k.values[entry].type;
+    c.args[0] = entry;
+    c.args[1] = begin;
+    c.loc = cur_loc_;
+    c.name = std::move(name);
+    return k.add(c);
+  };
+  for (Carried& cv : carried) {
+    for (size_t c = 0; c < cv.entry.comps.size(); ++c)
+      cv.c.push_back(carry(cv.entry.comps[c], cv.entry.comps.size() == 1
+                                                  ? cv.name
+                                                  : cv.name + "[" + std::to_string(c) + "]"));
+    Var& var = vars[cv.name];
+    var.value = cv.entry.like(cv.c);
+    if (cv.entry.kind == TV::Kind::Float || cv.entry.kind == TV::Kind::Bool ||
+        cv.entry.kind == TV::Kind::IntVal) {
+      var.value = cv.entry;
+      var.value.comps = cv.c;
+    }
+  }
+  const int alive = has_break ? carry(alive_entry, "live") : -1;
+  ++depth_;
+  ++real_loops_;
+  const int saved_line = real_loop_line_;
+  real_loop_line_ = s.loc.line;
+
+  Value index_v;
+  index_v.op = Op::LoopIndex;
+  index_v.type = Type::I;
+  index_v.args[0] = begin;
+  index_v.loc = cur_loc_;
+  index_v.name = s.var;
+  int index = k.add(index_v);
+  if (step != 1) index = unguarded(emit(Op::Mul, Type::I, index, kint(step)));
+  if (start != 0) index = unguarded(emit(Op::Add, Type::I, index, kint(start)));
+  {
+    Var& loop_var = vars[s.var];
+    loop_var.value = TV::iv(index);
+    loop_var.param_slot = -1;
+    loop_var.maybe_undefined = false;
+    loop_var.undefined_why.clear();
+  }
+  LoopCtx ctx;
+  ctx.frame_depth = frames_.size();
+  ctx.outer_live = has_break ? alive : live_before;
+  ctx.line = s.loc.line;
+  loops_.push_back(ctx);
+  update_live();
+  block(s.body);
+  exited_ = false;
+  const LoopCtx done = loops_.back();
+  loops_.pop_back();
+
+  // The values of the next iteration, each of the kind it entered with.
+  for (Carried& cv : carried) {
+    TV now = read_var(cv.name, s.loc);
+    if (cv.entry.kind == TV::Kind::Float && now.kind == TV::Kind::Int)
+      now = TV::f(to_float(now, s.loc, "a value"));
+    if (cv.entry.kind == TV::Kind::IntVal && now.kind == TV::Kind::Int)
+      now = TV::iv(to_int_value(now, s.loc, "a value"));
+    if (now.kind != cv.entry.kind || now.comps.size() != cv.entry.comps.size() ||
+        now.rows != cv.entry.rows)
+      error(s.loc, "'" + cv.name + "' is " + describe(cv.entry) + " before the loop at line " +
+                       std::to_string(s.loc.line) + " and " + describe(now) +
+                       " at the end of its body; a variable the loop changes keeps its kind "
+                       "from one iteration to the next");
+    for (size_t c = 0; c < cv.c.size(); ++c) {
+      Value nx;
+      nx.op = Op::LoopNext;
+      nx.type = k.values[cv.c[c]].type;
+      nx.args[0] = cv.c[c];
+      nx.args[1] = now.comps[c];
+      nx.loc = cur_loc_;
+      k.add(nx);
+    }
+  }
+  int exit = -1;
+  if (has_break) {
+    const int next_alive = done.brk < 0 ? alive : and_b(alive, not_b(done.brk));
+    Value nx;
+    nx.op = Op::LoopNext;
+    nx.type = Type::B;
+    nx.args[0] = alive;
+    nx.args[1] = next_alive;
+    nx.loc = cur_loc_;
+    k.add(nx);
+    exit = not_b(next_alive);
+  } else {
+    exit = kbool(false);
+  }
+  Value end_v;
+  end_v.op = Op::LoopEnd;
+  end_v.type = Type::B;
+  end_v.args[0] = begin;
+  end_v.args[1] = exit;
+  end_v.loc = cur_loc_;
+  const int end = k.add(end_v);
+  forget_values_from(begin);
+  --real_loops_;
+  real_loop_line_ = saved_line;
+  --depth_;
+  live_ = live_before;
+
+  for (Carried& cv : carried) {
+    std::vector<int> out;
+    for (const int c : cv.c) {
+      Value r;
+      r.op = Op::LoopResult;
+      r.type = k.values[c].type;
+      r.args[0] = c;
+      r.args[1] = end;
+      r.loc = cur_loc_;
+      r.name = k.values[c].name;
+      out.push_back(k.add(r));
+    }
+    Var& var = vars[cv.name];
+    var.value.comps = out;
+  }
+  for (const std::string& n : locals) {
+    Var& var = vars[n];
+    var.maybe_undefined = true;
+    var.undefined_line = s.loc.line;
+    var.undefined_why = "'" + n + "' is first assigned inside the loop at line " +
+                        std::to_string(s.loc.line) +
+                        ", which has more iterations than a kernel unrolls and so runs as a "
+                        "loop: its values stay inside the loop; assign '" +
+                        n + "' before the loop to carry it out";
+  }
+  Var& loop_var = vars[s.var];
+  loop_var.maybe_undefined = true;
+  loop_var.undefined_line = s.loc.line;
+  loop_var.undefined_why = "the loop variable '" + s.var + "' after the loop at line " +
+                           std::to_string(s.loc.line) +
+                           " (which runs as a loop): count the iterations in a variable "
+                           "assigned before the loop (n = n + 1 in the body)";
 }
 
 TV Lowerer::choose(int cond, TV x, TV y, int param_slot, const std::string& n, parse::Loc loc,

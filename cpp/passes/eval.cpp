@@ -248,6 +248,12 @@ bool foldable(Op op) {
     case Op::LoadTable:
     case Op::RandUniform:  // a draw depends on the key, step and sample: never a constant
     case Op::RandNormal:
+    case Op::LoopBegin:
+    case Op::LoopCarry:
+    case Op::LoopIndex:
+    case Op::LoopNext:
+    case Op::LoopEnd:
+    case Op::LoopResult:
       return false;
     default:
       return true;

@@ -93,6 +93,8 @@ void fold_and_cse(Kernel& k) {
   const int n = static_cast<int>(k.values.size());
   std::vector<int> repl(n);
   std::map<Key, int> seen;
+  // The keys each open loop added: a value inside a loop is not visible after it.
+  std::vector<std::vector<Key>> scopes;
   auto map = [&](int v) { return v < 0 ? v : repl[v]; };
   for (int i = 0; i < n; ++i) {
     Value& v = k.values[i];
@@ -103,6 +105,14 @@ void fold_and_cse(Kernel& k) {
       if (const_bool(k, v.pred, c) && c) v.pred = -1;
     }
     repl[i] = i;
+    if (ir::is_loop_op(v.op)) {  // never merged: each is its own loop's
+      if (v.op == Op::LoopBegin) scopes.emplace_back();
+      if (v.op == Op::LoopEnd) {
+        for (const Key& key : scopes.back()) seen.erase(key);
+        scopes.pop_back();
+      }
+      continue;
+    }
     if (foldable(v.op) && v.op != Op::Const) {
       const int arity = ir::op_arity(v.op);
       const Value* args[3] = {nullptr, nullptr, nullptr};
@@ -122,6 +132,7 @@ void fold_and_cse(Kernel& k) {
     }
     if (v.op == Op::Const) v.pred = -1;
     const auto [it, inserted] = seen.emplace(key_of(v), i);
+    if (inserted && !scopes.empty()) scopes.back().push_back(it->first);
     if (!inserted) {
       // Keep the user's variable name on the surviving value when it has none.
       if (k.values[it->second].name.empty()) k.values[it->second].name = v.name;
@@ -152,6 +163,13 @@ void dce(Kernel& k) {
     mark(s.pred);
   }
   mark(k.terminate);
+  // A loop keeps its structure and what it carries (a loop whose results are unused still
+  // runs; its body's dead values go).
+  for (int i = 0; i < n; ++i) {
+    const Op op = k.values[i].op;
+    if (op == Op::LoopBegin || op == Op::LoopCarry || op == Op::LoopNext || op == Op::LoopEnd)
+      live[i] = 1;
+  }
   for (int i = n - 1; i >= 0; --i) {
     if (!live[i]) continue;
     const Value& v = k.values[i];

@@ -186,6 +186,28 @@ TEST(CodegenGolden, SteppedTable) { check_golden("stepped_table", stepped_table_
 TEST(CodegenGolden, RigidPose) { check_golden("rigid_pose", rigid_pose_kernel()); }
 TEST(CodegenGolden, NewtonWithBreak) { check_golden("newton_break", newton_kernel()); }
 
+// A loop longer than a kernel unrolls: a C++ `for` with its carried values declared before it
+// and a `break` on the sample's liveness (ir/lower_loop.cpp, Lowerer::real_loop).
+ir::Kernel long_newton_kernel() {
+  return lowered(R"(@hawk.kernel
+def long_newton(a: Scalar, tol: Param, root: Mutable[Scalar], iters: Mutable[Scalar]):
+    x = a
+    n = 0.0
+    for _ in range(100000):
+        dx = (x * x - a) / (2.0 * x)
+        x = x - dx
+        n = n + 1.0
+        if abs(dx) < tol:
+            break
+    root = x
+    iters = n
+)",
+                 {Scalar("a"), Param("tol"), MutScalar("root"), MutScalar("iters")}, 1,
+                 "examples/long_newton.py", 10);
+}
+
+TEST(CodegenGolden, LongLoop) { check_golden("long_loop", long_newton_kernel()); }
+
 // Integer planes: an int32 counter (in-out), an int Param, an int table index, `//` with its
 // zero-divisor check and int(x) with its conversion check (docs/language.md).
 ir::Kernel int_counter_kernel() {

@@ -308,6 +308,86 @@ TEST(LowerLoopExits, UnconditionalBreakStopsUnrolling) {
   EXPECT_EQ(count_ops(k, Op::Select), 0);
 }
 
+// Loops longer than a kernel unrolls are one loop region (Op::LoopBegin .. LoopResult).
+TEST(LowerRealLoops, OneRegionWhoseInterpreterRunMatchesTheLoop) {
+  const ir::Kernel k = lower_source(R"(def k(x: Scalar, y: Mutable[Scalar], n: Mutable[Scalar]):
+    s = x
+    c = 0.0
+    for i in range(100000):
+        if i % 2 == 1:
+            continue
+        s = s * 0.5 + 1.0
+        c = c + 1.0
+        if s > 1.9999:
+            break
+    y = s
+    n = c
+)",
+                                    {Scalar("x"), MutScalar("y"), MutScalar("n")});
+  ir::verify(k);
+  EXPECT_EQ(count_ops(k, Op::LoopBegin), 1);
+  EXPECT_EQ(count_ops(k, Op::LoopEnd), 1);
+  EXPECT_LT(k.values.size(), 60u);
+  ir::InterpBinding b = ir::make_binding(k, 3, 0);
+  set_in(k, b, "x", {0.0, 1.9, 5.0});
+  ir::interpret(k, b);
+  std::vector<double> ys, ns;
+  for (const double x0 : {0.0, 1.9, 5.0}) {
+    double s = x0, c = 0;
+    for (int64_t i = 0; i < 100000; ++i) {
+      if (i % 2 == 1) continue;
+      s = s * 0.5 + 1.0;
+      c = c + 1.0;
+      if (s > 1.9999) break;
+    }
+    ys.push_back(s);
+    ns.push_back(c);
+  }
+  EXPECT_EQ(out_of(k, b, "y"), ys);
+  EXPECT_EQ(out_of(k, b, "n"), ns);
+}
+
+TEST(LowerRealLoops, PassesKeepValuesInsideTheirLoop) {
+  // x * 2.0 inside the loop and after it: CSE must not let the second read the first.
+  ir::Kernel k = lower_source(R"(def k(x: Scalar, y: Mutable[Scalar], z: Mutable[Scalar]):
+    s = x
+    for i in range(5000):
+        s = s + x * 2.0
+    y = s
+    z = x * 2.0
+)",
+                              {Scalar("x"), MutScalar("y"), MutScalar("z")});
+  passes::optimize(k);
+  EXPECT_NO_THROW(ir::verify(k));
+  EXPECT_EQ(count_ops(k, Op::LoopBegin), 1);
+  ir::InterpBinding b = ir::make_binding(k, 1, 0);
+  set_in(k, b, "x", {0.25});
+  ir::interpret(k, b);
+  EXPECT_EQ(out_of(k, b, "y"), (std::vector<double>{0.25 + 5000 * 0.5}));
+  EXPECT_EQ(out_of(k, b, "z"), (std::vector<double>{0.5}));
+}
+
+TEST(LowerRealLoops, TheVerifierRefusesALoopValueUsedAfterTheLoop) {
+  ir::Kernel k = lower_source(R"(def k(x: Scalar, y: Mutable[Scalar]):
+    s = x
+    for i in range(5000):
+        s = s * 0.5
+    y = s
+)",
+                              {Scalar("x"), MutScalar("y")});
+  int inside = -1;
+  for (size_t i = 0; i < k.values.size(); ++i)
+    if (k.values[i].op == Op::Mul) inside = static_cast<int>(i);
+  ASSERT_GE(inside, 0);
+  k.stores[0].value = inside;  // y = the body's product, outside the loop
+  try {
+    ir::verify(k);
+    FAIL() << "verify accepted a loop value stored after the loop";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("defined inside a loop"), std::string::npos) << e.what();
+  }
+}
+
 // kernel.trace's half in C++: lower_traced keeps the locals' end-of-step values, and the
 // interpreter records them per step (NaN for the steps a sample did not run).
 TEST(LowerTrace, LocalsPerStepAndNaNAfterTheSampleFinished) {
@@ -778,8 +858,14 @@ TEST(LowerLoopExits, Refusals) {
       refuse("    y = x\n    for i in range(3):\n        if y > 1:\n            continue\n        "
              "z = y\n        y = z * 2\n    y = z\n"),
       28, 9, "'z' is first assigned after a `break`/`continue`", "assign it before the loop");
-  EXPECT_REFUSAL(refuse("    y = x\n    for i in range(5000):\n        y = y * 0.5\n"), 23, 5,
-                 "more than 4096 iterations", "not compiled as loops yet");
+  // a loop longer than a kernel unrolls runs as a loop: its own locals stay inside it
+  EXPECT_REFUSAL(
+      refuse(
+          "    y = x\n    for i in range(5000):\n        z = y * 0.5\n        y = z\n    y = z\n"),
+      26, 9, "'z' is first assigned inside the loop at line 23", "assign 'z' before the loop");
+  EXPECT_REFUSAL(
+      refuse("    y = x\n    for i in range(5000):\n        y = y * 0.5\n    y = y + i\n"), 25, 13,
+      "the loop variable 'i' after the loop at line 23", "count the iterations");
   // a helper's break leaves only the helper's own loops
   SpecOptions opt;
   opt.first_line = 20;
