@@ -69,6 +69,10 @@ CONSTS = ("0.5", "1.25", "-2.0", "3", "0.75", "-0.5", "2", "1e-3", "(2 ** 3 // 3
 
 # ---------------------------------------------------------------- the generator
 
+# Integer inputs' ranges (make_values draws them): the interpreter's binding holds ints as
+# doubles, exact within 2**53.
+INT_RANGE = {"int32": 50, "int64": 3000, "param": 20}
+
 
 @dataclass
 class GenKernel:
@@ -512,34 +516,87 @@ def generate(seed: int, features: tuple[str, ...] = FEATURES) -> GenKernel:
 
 
 def _shape(slot: Any, n: int, m: int) -> tuple[int, ...]:
+    """The array shape of a slot: a Matrix[r, c] is (r, c, N) as a plane, (M, r, c) as a table."""
+    inner = (slot.rows, slot.width // slot.rows) if slot.rows else (slot.width,) if slot.is_vector else ()
     if slot.kind in ("table", "table_sum"):
-        return (m, slot.width) if slot.is_vector else (m,)
+        return (m, *inner)
     if slot.kind == "param_sum":
         return (slot.width,)
-    return (slot.width, n) if slot.is_vector else (n,)
+    return (*inner, n)
+
+
+_INT_DTYPES = {"int32": np.int32, "int64": np.int64, "bool": np.bool_}
+
+
+def _np_dtype(slot: Any, float_dtype: Any) -> Any:
+    """The element type eagle binds a slot with: the build's float dtype, or the slot's own."""
+    return float_dtype if slot.dtype == "float" else _INT_DTYPES[slot.dtype]
 
 
 def float_inputs(kernel: Any) -> list[str]:
-    """The inputs derivatives can be taken with respect to (planes, Params, Tables, in-out
-    Mutables)."""
-    return [s.name for s in kernel.slots if s.kind in ("plane", "param", "table") or (s.kind == "mutable" and s.inout)]
+    """The inputs derivatives can be taken with respect to (float planes, Params, Tables,
+    in-out Mutables; not integer ones, which have no derivative, nor the Random key)."""
+    return [s.name for s in kernel.slots
+            if s.dtype == "float" and (s.kind in ("plane", "param", "table") or (s.kind == "mutable" and s.inout))]
 
 
 def outputs_of(kernel: Any) -> list[str]:
-    return [s.name for s in kernel.slots if s.kind == "mutable"]
+    """The outputs with derivatives: float Mutables (an integer output has no tangent or
+    cotangent; the compiled-vs-interpreter check compares it all the same, exactly)."""
+    return [s.name for s in kernel.slots if s.kind == "mutable" and s.dtype == "float"]
 
 
 def make_values(kernel: Any, n: int, m: int, rng: np.random.Generator) -> dict[str, Any]:
-    """Random inputs for every input slot of a primal kernel (float64; the mask as bool)."""
+    """Random inputs for every input slot of a primal kernel (float64; the mask as bool;
+    integer planes and Params as ints within INT_RANGE, the bounds the generator assumes;
+    the Random key as the uint32 (2,) key plan.bind takes, see launch_key)."""
     out: dict[str, Any] = {}
     for s in kernel.slots:
-        if s.kind == "param":
+        if s.kind == "param" and s.dtype != "float":
+            out[s.name] = int(rng.integers(-INT_RANGE["param"], INT_RANGE["param"] + 1))
+        elif s.kind == "param":
             out[s.name] = float(rng.uniform(-1.5, 1.5))
+        elif (s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout)) and s.dtype in ("int32", "int64"):
+            b = INT_RANGE[s.dtype]
+            out[s.name] = rng.integers(-b, b + 1, _shape(s, n, m)).astype(_INT_DTYPES[s.dtype])
+        elif (s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout)) and s.dtype == "bool":
+            out[s.name] = rng.random(_shape(s, n, m)) < 0.5
         elif s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout):
             out[s.name] = rng.standard_normal(_shape(s, n, m))
         elif s.kind == "terminated":
             out[s.name] = rng.random(n) < 0.2
+        elif s.kind == "random":
+            out[s.name] = rng.integers(0, 2**32, 2, dtype=np.uint64).astype(np.uint32)
     return out
+
+
+# ---------------------------------------------------------------- the Random key
+
+_M32 = 0xFFFFFFFF
+
+
+def _threefry2x32(k0: int, k1: int, x0: int, x1: int) -> tuple[int, int]:
+    """jax's threefry2x32 hash of one pair (jax/_src/prng.py, 20 rounds)."""
+    rot = ((13, 15, 26, 6), (17, 29, 16, 24))
+    ks = (k0, k1, k0 ^ k1 ^ 0x1BD11BDA)
+    x0, x1 = (x0 + ks[0]) & _M32, (x1 + ks[1]) & _M32
+    for i in range(5):
+        for r in rot[i % 2]:
+            x0 = (x0 + x1) & _M32
+            x1 = ((x1 << r) | (x1 >> (32 - r))) & _M32
+            x1 ^= x0
+        x0 = (x0 + ks[(i + 1) % 3]) & _M32
+        x1 = (x1 + ks[(i + 2) % 3] + i + 1) & _M32
+    return x0, x1
+
+
+def launch_key(key: Any, launch: int = 0) -> tuple[int, int]:
+    """The key words launch `launch` of a kernel bound with ``rng=key`` (a uint32 (2,) key)
+    draws with: ``jax.random.fold_in(key, launch)`` (docs/language.md "Random numbers": eagle
+    folds the launch count in). The interpreter and the JAX bridge use the key they are given
+    as it is, so both are given this one; tests/test_differential.py checks it against jax."""
+    k = np.asarray(key, np.uint32)
+    return _threefry2x32(int(k[0]), int(k[1]), 0, int(launch) & _M32)
 
 
 def direction(kernel: Any, values: dict[str, Any], names: Iterable[str], rng: np.random.Generator) -> dict[str, Any]:
@@ -549,6 +606,11 @@ def direction(kernel: Any, values: dict[str, Any], names: Iterable[str], rng: np
 def roles(kernel: Any, role: str) -> dict[str, str]:
     """{primal name: slot name} of a derived kernel's slots with `role` ('t' or 'c')."""
     return {prim: s.name for s, (r, prim) in zip(kernel.slots, kernel._core.slot_roles()) if r == role}
+
+
+# The interpreter's integer errors (runtime/abi.h) as a Run's error[0]: the words the compiled
+# launch's RuntimeError says (runtime/launch.cpp describe_error).
+INT_ERRORS = {2: "integer division or modulo by zero", 3: "int() of NaN, an infinity or a float beyond int64"}
 
 
 @dataclass
@@ -574,16 +636,20 @@ def interpret(kernel: Any, n: int, m: int, values: dict[str, Any], float32: bool
             mask = [int(b) for b in np.asarray(values[s.name], bool)]
         elif s.kind == "param":
             ins[s.name] = [float(values[s.name])]
+        elif s.kind == "random":  # launch 0's key, as a build bound with rng=values[...] draws
+            ins[s.name] = [float(w) for w in launch_key(values[s.name])]
         elif s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout):
-            a = np.asarray(values[s.name], np.float64)
-            if float32:
+            a = np.asarray(values[s.name], np.float64)  # ints as doubles: exact within 2**53
+            if float32 and s.dtype == "float":
                 a = a.astype(np.float32).astype(np.float64)
             ins[s.name] = a.reshape(-1).tolist()
     outs, sum_abs, mask_out, _finished, err = kernel._core.interpret(n, ins, mask, zero_finished, float32, perturb_ulps)
     error = None
-    if err[0] != 0:  # the table by name (a TableSum's error is its table's, as the runtime says)
+    if err[0] == 1:  # RAPTOR_ERR_TABLE_INDEX: the table by name (a TableSum's error is its table's, as the runtime says)
         slot = kernel.slots[err[1]]
         error = (kernel.slots[slot.table_of].name if slot.kind == "table_sum" else slot.name, err[2], err[3])
+    elif err[0] != 0:  # an integer division by zero (2) or int() of NaN / inf / beyond int64 (3): the line
+        error = (INT_ERRORS.get(err[0], f"error code {err[0]}"), err[1], err[3])
     has_mask = any(s.kind == "terminated" for s in kernel.slots)
     return Run({k: np.asarray(v, np.float64) for k, v in outs.items()}, np.asarray(mask_out, bool) if has_mask else None,
                error, {k: np.asarray(v, np.float64) for k, v in sum_abs.items()})
@@ -595,13 +661,15 @@ def launch(plan: Any, n: int, m: int, values: dict[str, Any], dtype: Any) -> Run
     arrays: dict[str, Any] = {}
     for s in k.slots:
         if s.kind == "param":
-            arrays[s.name] = float(values[s.name])
+            arrays[s.name] = float(values[s.name]) if s.dtype == "float" else int(values[s.name])
         elif s.kind == "terminated":
             arrays[s.name] = np.array(values[s.name], bool)
+        elif s.kind == "random":
+            arrays[s.name] = np.array(values[s.name], np.uint32)
         elif s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout):
-            arrays[s.name] = np.array(values[s.name], dtype)
+            arrays[s.name] = np.array(values[s.name], _np_dtype(s, dtype))
         else:
-            arrays[s.name] = np.zeros(_shape(s, n, m), dtype)
+            arrays[s.name] = np.zeros(_shape(s, n, m), _np_dtype(s, dtype))
     error = None
     try:
         plan.bind(**arrays).launch()
@@ -682,9 +750,11 @@ def compare(kernel: Any, got: Run, want: Run, n: int, dtype: Any, moved: tuple[R
     if (got.error is None) != (want.error is None):
         return f"table error: compiled {got.error!r}, interpreter {want.error!r}"
     if want.error is not None:
-        tname = f"table '{want.error[0]}'"
+        # the table by name, or the kind of integer error (its line and sample may be another
+        # sample's: the build's chunks report their own first error)
+        tname = want.error[0] if want.error[0] in INT_ERRORS.values() else f"table '{want.error[0]}'"
         if tname not in str(got.error):
-            return f"table error names another table: compiled {got.error!r}, interpreter {want.error!r}"
+            return f"the error differs: compiled {got.error!r}, interpreter {want.error!r}"
         return None  # outputs after an error are not specified beyond the error
     if not _same_mask(got.mask, want.mask):
         return f"mask: compiled {got.mask}, interpreter {want.mask}"
@@ -945,8 +1015,13 @@ def check_xla(g: GenKernel, k: Any, values: dict[str, Any], st: Stats) -> None:
         f = eagle_jax.function(k, lowering="xla")
         args = []
         for name in f.inputs:
-            v = values[name]
-            args.append(v if np.ndim(v) == 0 else np.asarray(v, bool if k.slot(name).kind == "terminated" else np.float64))
+            v, s = values[name], k.slot(name)
+            if s.kind == "random":  # the key as given: launch 0's, the interpreter's (launch_key)
+                args.append(np.asarray(launch_key(v), np.uint32))
+            elif np.ndim(v) == 0:
+                args.append(v)
+            else:
+                args.append(np.asarray(v, bool if s.kind == "terminated" else _np_dtype(s, np.float64)))
         res = f(*args)
         res = res if isinstance(res, tuple) else (res,)
         got = {name: np.asarray(r) for name, r in zip(f.outputs, res)}
@@ -1038,7 +1113,8 @@ def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks) -> None:
         return
     tdot = {o: runs64["tangent"].outs[tn[o]] for o in outs}
     if tk.slots and any(r == "p" and s.kind == "mutable" for s, (r, _) in zip(tk.slots, tk._core.slot_roles())):
-        for o in outs:  # the tangent's primal outputs are the kernel's
+        for o in (s.name for s in k.slots if s.kind == "mutable" and s.name in runs64["tangent"].outs):
+            # the tangent's primal outputs are the kernel's (integer ones too)
             if not _same_bits(runs64["tangent"].outs[o], runs64["kernel"].outs[o]).all():
                 st.mismatches.append(Mismatch(g.seed, "tangent-primal", f"{o}: tangent kernel's primal output differs from the kernel's", g.report()))
                 return
