@@ -64,14 +64,29 @@ from hawk import Mutable, Param, Scalar, Table, Terminated, Vector
 from hawk.math import ({MATH_NAMES})
 """
 
+# The imports of the newer features, after HEADER in the kernels that use them (only there: the
+# other kernels' text stays that of the generator before them).
+FEATURE_HEADER = """from hawk import Matrix, Random
+from hawk.math import (det, identity, inverse, mat, outer, quat_conj, quat_from_axis_angle, quat_mul, quat_rotate,
+                       quat_to_matrix, trace, transpose)
+"""
+
 CONSTS = ("0.5", "1.25", "-2.0", "3", "0.75", "-0.5", "2", "1e-3", "(2 ** 3 // 3)", "(-7 % 3)", "float(5 // 2)", "1.5e1")
 
 
 # ---------------------------------------------------------------- the generator
 
-# Integer inputs' ranges (make_values draws them): the interpreter's binding holds ints as
-# doubles, exact within 2**53.
+# Integer inputs' ranges (make_values draws them) and the bound every generated int expression
+# keeps (_Gen.iexpr): the interpreter's binding holds ints as doubles, exact within 2**53.
 INT_RANGE = {"int32": 50, "int64": 3000, "param": 20}
+IBOUND = 2**40
+
+
+def _new_scope() -> dict[str, list]:
+    """The scope entries of the newer features: ints (name, bound, may be constant), matrices (name, rows,
+    columns), the local matrices a statement may assign components of, unit quaternions."""
+    return {"int": [], "mat": [], "ownmat": [], "quat": []}
+
 
 
 @dataclass
@@ -116,6 +131,13 @@ class _Gen:
         # stop_gradient in a quarter of the kernels only: their tangents are not compared with
         # differences (which see through it), see _check_one
         self.sg = "stop_gradient" in features and self.r2.random() < 0.25
+        # the newer planes and values, each in a share of the kernels (drawn from r2, in this
+        # order, only for the features asked for: features without them draw as before)
+        self.ints = "int" in features and self.r2.random() < 0.35  # int planes, locals, outputs
+        self.mats = "matrix" in features and self.r2.random() < 0.35  # Matrix planes, quaternions
+        self.rand = "random" in features and self.r2.random() < 0.3  # rng: Random draws
+        self.mn = self.r2.choice([2, 3]) if self.mats else 0  # the size of square matrices
+        self.mtable: tuple[str, int] | None = None  # a Table[Matrix[mn, mn]]
         self.seed = seed
         self.m = self.r.choice([1, 3, 5])
         self.k = self.r.choice([2, 3])  # the width of vector values
@@ -142,6 +164,10 @@ class _Gen:
         a = lambda: self.scal(sc, d - 1)  # noqa: E731
         if self.sg and self.r2.random() < 0.06:
             return f"hm.stop_gradient({a()})"
+        if self.ints and self.r2.random() < 0.06:
+            return self.int_to_float(sc, d)
+        if self.mats and self.r2.random() < 0.06:
+            return self.mat_scal(sc, d)
         c = r.randrange(26)
         if c < 6:
             return f"({a()} {r.choice(['+', '-', '*'])} {a()})"
@@ -227,6 +253,8 @@ class _Gen:
     def cond(self, sc: dict, d: int) -> str:
         r = self.r
         a = lambda: self.scal(sc, max(d - 1, 0))  # noqa: E731
+        if self.ints and self.r2.random() < 0.12:
+            return self.int_cond(sc, d)
         c = r.randrange(10)
         if c < 4 or d <= 0:
             return f"({a()} {r.choice(['<', '<=', '>', '>=', '==', '!='])} {a()})"
@@ -257,6 +285,10 @@ class _Gen:
             return f"vec({', '.join(self.scal(sc, 1) for _ in range(k))})"
         u = lambda: self.vect(sc, d - 1)  # noqa: E731
         s = lambda: self.scal(sc, d - 1)  # noqa: E731
+        if self.mats and self.r2.random() < 0.1:
+            return self.mat_vec(sc, d)
+        if self.ints and self.r2.random() < 0.06 and sc["int"]:
+            return self.int_vec(sc, d)
         c = r.randrange(12)
         if c < 3:
             return f"({u()} {r.choice(['+', '-', '*'])} {u()})"
@@ -290,6 +322,8 @@ class _Gen:
         for _ in range(count):
             if "exits" in self.features and nest < 2 and not sc.get("in_helper") and self.r2.random() < 0.12:
                 self.exit_loop(sc, lines, ind, depth, nest)
+                continue
+            if self.feature_statement(sc, lines, ind, depth):
                 continue
             c = r.randrange(14)
             if c < 5:
@@ -409,12 +443,459 @@ class _Gen:
         if vtarget:
             sc["vec"].append(vtarget)
 
+    # --- the newer features' statements (each drawn from r2; content from r as the rest)
+    def feature_statement(self, sc: dict, lines: list[str], ind: str, depth: int) -> bool:
+        """An int, matrix / quaternion or random statement in place of an ordinary one, in the
+        kernels that have the feature; True when one was written."""
+        if self.ints and self.r2.random() < 0.16:
+            self.int_statement(sc, lines, ind, depth)
+            return True
+        if self.mats and self.r2.random() < 0.16:
+            self.mat_statement(sc, lines, ind, depth)
+            return True
+        if self.rand and not sc.get("in_helper") and self.r2.random() < 0.16:
+            self.rand_statement(sc, lines, ind, depth)
+            return True
+        return False
+
+    # --- integers (docs/language.md "Integer and bool planes")
+    def int_leaf(self, sc: dict) -> tuple[str, int, bool]:
+        """An int value, a bound on its magnitude and whether it may be a compile-time
+        constant (see iexpr): a name in scope (planes, Params, locals, an int Vector's
+        component), a literal, int(x) of a float kept finite and in range, or int(cond)."""
+        r = self.r
+        if sc["int"] and r.random() < 0.7:
+            return r.choice(sc["int"])
+        c = r.randrange(4)
+        if c == 0:
+            v = r.choice([0, 1, 2, 3, 5, 7, 12, -1, -4])
+            return (str(v) if v >= 0 else f"({v})"), abs(v), True
+        if c == 1:  # int() of NaN, an infinity or beyond int64 is a launch error: guarded
+            x = self.scal(sc, 1)
+            # (a constant where x is an int constant: the condition folds and picks x)
+            return f"int({x} if abs({x}) < 1e6 else 0.0)", 10**6, True
+        if c == 2:
+            return f"int(clamp({self.scal(sc, 1)}, -40.0, 40.0))", 40, False
+        return f"int({self.cond(sc, 0)})", 1, False
+
+    @staticmethod
+    def _int_typed(text: str, const: bool) -> tuple[str, bool]:
+        """hawk makes abs, min, max and `a if c else b` of compile-time integer constants
+        floats, where Python gives ints (docs/architecture.md "The differential fuzzer"); a
+        conditional whose condition folds is the branch it picks, a constant if that is one.
+        Where every argument may be a constant (`const`), the result is made an int again
+        through a float, int(float(...)): exact, the values are small (int() of an int
+        constant would stay a constant; int() of a float is an int value)."""
+        return (f"int(float({text}))", False) if const else (text, False)
+
+    def iexpr(self, sc: dict, d: int) -> tuple[str, int, bool]:
+        """An int expression, a bound on its magnitude (kept within IBOUND, so that every int
+        the interpreter's binding holds as a double is exact: within 2**53) and whether it may
+        be a compile-time constant (built from literals and loop variables only)."""
+        r = self.r
+        if d <= 0 or r.random() < 0.2:
+            return self.int_leaf(sc)
+        a = lambda: self.iexpr(sc, d - 1)  # noqa: E731
+        c = r.randrange(11)
+        if c < 3:
+            (x, bx, cx), (y, by, cy) = a(), a()
+            op = r.choice(["+", "-", "*"])
+            if op == "*" and bx * by > IBOUND:
+                op = r.choice(["+", "-"])
+            return f"({x} {op} {y})", (bx * by if op == "*" else bx + by), cx and cy
+        if c == 3:  # by a nonzero literal: floor division and modulo as Python's
+            (x, bx, cx), k = a(), r.choice([2, 3, 4, 7, 10, -2, -3, -5])
+            if r.random() < 0.5:
+                return f"({x} // {k})", bx // abs(k) + 1, cx
+            return f"({x} % {k})", abs(k), cx
+        if c == 4:  # by an int that is never 0
+            (x, bx, cx), (y, by, cy) = a(), a()
+            div, _ = self._int_typed(r.choice([f"(abs({y}) + 1)", f"max(abs({y}), 1)"]), cy)
+            if r.random() < 0.5:
+                return f"({x} // {div})", bx, False
+            return f"({x} % {div})", by + 1, False
+        if c == 5:  # by an int that may be 0, guarded as the language asks (the branch not taken never raises)
+            (x, bx, cx), (y, by, cy), (z, bz, cz) = a(), a(), a()
+            op = r.choice(["//", "%"])
+            if r.random() < 0.03:  # unguarded: where y is 0, a launch error both sides report
+                return f"({x} {op} {y})", (bx if op == "//" else by), cx and cy
+            # (a condition that folds picks one branch: a constant where that one is)
+            t, const = self._int_typed(f"({x} {op} {y} if {y} != 0 else {z})", (cx and cy) or cz)
+            return t, max(bx if op == "//" else by, bz), const
+        if c == 6:
+            x, bx, cx = a()
+            if r.random() < 0.5:
+                return f"(-{x})", bx, cx
+            return self._int_typed(f"abs({x})", cx)[0], bx, False
+        if c == 7:
+            (x, bx, cx), (y, by, cy) = a(), a()
+            return (self._int_typed(f"{r.choice(['min', 'max'])}({x}, {y})", cx and cy)[0], max(bx, by), False)
+        if c == 8:
+            (x, bx, cx), (y, by, cy) = a(), a()
+            return (self._int_typed(f"({x} if {self.cond(sc, d - 1)} else {y})", cx or cy)[0], max(bx, by), False)
+        if c == 9:
+            x, bx, cx = a()
+            n = r.choice([2, 3])
+            if bx**n <= IBOUND:
+                return f"({x} ** {n})", bx**n, cx
+            return f"({x} % 97)", 97, cx
+        return self.int_leaf(sc)
+
+    def small_int(self, sc: dict, d: int) -> str:
+        """An int expression of magnitude at most 10**4 (reduced by % where larger), for the
+        floats made from ints: an int near 2**40 would make the float outputs too large for
+        the tangent check."""
+        x, bx, _ = self.iexpr(sc, d)
+        return x if bx <= 10**4 else f"({x} % {self.r.choice([7, 97, -13, 1000])})"
+
+    def int_to_float(self, sc: dict, d: int) -> str:
+        """A float made from ints (always float-typed: an int-typed value assigned to a float
+        local would make if branches disagree in type): float(i), an int meeting a float
+        literal (float(i) implied), i / j (a float), a table read at an int index."""
+        r = self.r
+        i = self.small_int(sc, min(d - 1, 3))
+        c = r.randrange(7)
+        if c == 0:
+            return f"float({i})"
+        if c == 1:
+            return f"({i} * {r.choice(['0.5', '-1.25', '0.01', '2.0'])})"
+        if c == 2:
+            return f"({self.scal(sc, d - 1)} {r.choice(['+', '-'])} {i} * 0.5)"
+        if c == 3:
+            j = self.small_int(sc, min(d - 1, 2))
+            return f"({i} / ({j} * {j} + 1))"
+        if c == 4:
+            return f"(float({i}) * {self.scal(sc, d - 1)})"
+        if self.tables and not sc.get("in_helper"):
+            t, w = r.choice(self.tables)
+            comp = f"[{r.randrange(w)}]" if w > 1 else ""
+            if r.random() < 0.04:  # unguarded: out of range for some samples, a table error both sides report
+                return f"{t}.at({i}){comp}"
+            if c == 5:
+                return f"{t}.at({i} % {self.m}){comp}"  # % floors: in [0, M)
+            return f"({t}.at({i}){comp} if 0 <= {i} and {i} < {self.m} else {self.scal(sc, d - 1)})"
+        return f"float({i})"
+
+    def int_cond(self, sc: dict, d: int) -> str:
+        r = self.r
+        i = self.iexpr(sc, max(min(d, 2), 0))[0]
+        c = r.randrange(4)
+        if c == 0:
+            return f"({i} {r.choice(['<', '<=', '>', '>=', '==', '!='])} {self.iexpr(sc, max(min(d, 2), 0))[0]})"
+        if c == 1:
+            return f"({i} % {r.choice([2, 3])} == {r.choice([0, 1])})"
+        if c == 2:  # an int compared with a float compares float(i)
+            return f"({i} {r.choice(['<', '>=', '=='])} {self.scal(sc, max(d - 1, 0))})"
+        return f"({i} {r.choice(['>', '<=', '!='])} {r.choice([0, 1, -2, 5])})"
+
+    def int_vec(self, sc: dict, d: int) -> str:
+        """A width-k vector read from a table at an int index, or a float vector times an int."""
+        r = self.r
+        vt = [t for t, w in self.tables if w == self.k]
+        i = self.small_int(sc, 2)
+        if vt and not sc.get("in_helper") and r.random() < 0.6:
+            return f"{r.choice(vt)}.at({i} % {self.m})"
+        return f"(float({i}) * {self.vect(sc, d - 1)})"
+
+    def int_statement(self, sc: dict, lines: list[str], ind: str, depth: int) -> None:
+        r = self.r
+        name = self.fresh("k")
+        if r.random() < 0.2:  # a loop over ints, reduced each iteration
+            x = self.iexpr(sc, min(depth - 1, 2))[0]
+            k = r.choice([97, 1000, -13])
+            lines.append(f"{ind}{name} = {x} % {k}")
+            lines.append(f"{ind}for i in range({r.choice([2, 3])}):")
+            inner = {key: list(v) for key, v in sc.items() if isinstance(v, list)}
+            inner["in_helper"] = sc.get("in_helper", False)
+            inner["int"] += [(name, abs(k), True), ("i", 3, True)]  # (a constant, for all we know here)
+            lines.append(f"{ind}    {name} = ({name} * {r.choice([2, 3, -1])} + {self.iexpr(inner, 1)[0]}) % {k}")
+            sc["int"].append((name, abs(k), True))
+            return
+        x, bx, cx = self.iexpr(sc, min(depth, 3))
+        lines.append(f"{ind}{name} = {x}")
+        sc["int"].append((name, bx, cx))
+
+    # --- matrices and quaternions (docs/language.md "Matrices and quaternions")
+    def vecn(self, sc: dict, d: int, w: int) -> str:
+        """A float vector of width w."""
+        if w == self.k:
+            return self.vect(sc, max(d, 0))
+        if w == 4:
+            return self.qexpr(sc, max(d, 0))
+        return f"vec({', '.join(self.scal(sc, min(max(d, 0), 1)) for _ in range(w))})"
+
+    def mleaf(self, sc: dict, rr: int, cc: int) -> str:
+        r = self.r
+        c = r.randrange(6)
+        if c == 0 and rr == cc:
+            return f"identity({rr})"
+        if c == 1:
+            return f"outer({self.vecn(sc, 0, rr)}, {self.vecn(sc, 0, cc)})"
+        if c == 2 and self.mtable and (rr, cc) == (self.mn, self.mn) and not sc.get("in_helper"):
+            if self.ints and sc["int"] and r.random() < 0.5:
+                return f"{self.mtable[0]}.at({self.small_int(sc, 1)} % {self.m})"
+            return f"{self.mtable[0]}.at(clamp({self.scal(sc, 1)}, 0.0, {self.m - 1}.0))"
+        if c == 3 and (rr, cc) == (3, 3):
+            return f"quat_to_matrix({self.qexpr(sc, 0)})"
+        rows = []
+        for _ in range(rr):
+            xs = ", ".join(self.scal(sc, 1) for _ in range(cc))
+            rows.append(f"vec({xs})" if r.random() < 0.5 else f"({xs})")
+        return f"mat({', '.join(rows)})"
+
+    def well(self, sc: dict, d: int, n: int) -> str:
+        """A well-conditioned n x n matrix, for inverse and det: the identity plus a small
+        perturbation (|entries| <= 0.25, so the perturbation's norm is below 1), the identity
+        plus 0.1 T^T T (eigenvalues >= 1), or a rotation."""
+        r = self.r
+        c = r.randrange(3)
+        if c == 0:
+            return f"(identity({n}) + {r.choice(['0.1', '0.2', '0.25'])} * tanh({self.mexpr(sc, d, n, n)}))"
+        if c == 1 or n != 3:
+            t = f"tanh({self.mexpr(sc, d, r.choice([2, 3]) if c == 1 else n, n)})"
+            return f"(identity({n}) + 0.1 * (transpose({t}) @ {t}))"
+        return f"quat_to_matrix({self.qexpr(sc, d)})"
+
+    def mexpr(self, sc: dict, d: int, rr: int, cc: int) -> str:
+        """A Matrix[rr, cc] expression."""
+        r = self.r
+        if d <= 0 or r.random() < 0.25:
+            pool = [m for m, a, b in sc["mat"] if (a, b) == (rr, cc)]
+            if pool and r.random() < 0.7:
+                return r.choice(pool)
+            return self.mleaf(sc, rr, cc)
+        m = lambda: self.mexpr(sc, d - 1, rr, cc)  # noqa: E731
+        s = lambda: self.scal(sc, min(d - 1, 1))  # noqa: E731
+        c = r.randrange(13)
+        if c < 2:
+            return f"({m()} {r.choice(['+', '-', '*'])} {m()})"
+        if c == 2:
+            return r.choice([f"({s()} * {m()})", f"({m()} * {s()})", f"({m()} + {s()})"])
+        if c == 3:
+            x = s()
+            return f"({m()} / ({x} * {x} + 1.0))"
+        if c < 6:
+            p = r.choice([2, 3])
+            return f"({self.mexpr(sc, d - 1, rr, p)} @ {self.mexpr(sc, d - 1, p, cc)})"
+        if c == 6:
+            return f"{r.choice(['sin', 'tanh', 'cos', 'abs', 'hm.tanh'])}({m()})"
+        if c == 7:
+            return f"transpose({self.mexpr(sc, d - 1, cc, rr)})"
+        if c == 8 and rr == cc:
+            return f"inverse({self.well(sc, min(d - 1, 1), rr)})"
+        if c == 9:
+            return r.choice([f"({m()} if {self.cond(sc, d - 1)} else {m()})", f"where({self.cond(sc, d - 1)}, {m()}, {m()})"])
+        if c == 10:
+            return f"{r.choice(['minimum', 'maximum'])}({m()}, {r.choice([s(), m()])})"
+        if c == 11 and self.sg:
+            return f"hm.stop_gradient({m()})"
+        return f"(-{m()})"
+
+    def qexpr(self, sc: dict, d: int) -> str:
+        """A unit quaternion (Vector[4], (x, y, z, w)): what quat_rotate and quat_to_matrix
+        assume; products, conjugates and selections of unit quaternions are unit."""
+        r = self.r
+        if d <= 0 or r.random() < 0.3:
+            if sc["quat"] and r.random() < 0.6:
+                return r.choice(sc["quat"])
+            if r.random() < 0.5:  # an axis that is never 0
+                return f"quat_from_axis_angle(vec(1.0, {self.scal(sc, 1)}, {self.scal(sc, 1)}), {self.scal(sc, 1)})"
+            w = self.scal(sc, 1)
+            return f"normalize(vec({self.scal(sc, 1)}, {self.scal(sc, 1)}, {self.scal(sc, 1)}, {w} * {w} + 1.0))"
+        q = lambda: self.qexpr(sc, d - 1)  # noqa: E731
+        c = r.randrange(5)
+        if c < 2:
+            return f"quat_mul({q()}, {q()})"
+        if c == 2:
+            return f"quat_conj({q()})"
+        if c == 3:
+            return f"({q()} if {self.cond(sc, d - 1)} else {q()})"
+        return f"where({self.cond(sc, d - 1)}, {q()}, {q()})"
+
+    def mat_scal(self, sc: dict, d: int) -> str:
+        """A Scalar from matrices or quaternions."""
+        r = self.r
+        n, dm = self.mn, min(d - 1, 2)
+        rr, cc = r.choice([2, 3]), r.choice([2, 3])
+        c = r.randrange(8)
+        if c == 0:
+            return f"det({self.mexpr(sc, dm, n, n)})"
+        if c == 1:
+            return f"trace({self.mexpr(sc, dm, n, n)})"
+        if c == 2:
+            i, j = r.randrange(rr), r.randrange(cc)
+            if r.random() < 0.2:
+                i, j = i - rr, j - cc  # negative indices count from the end
+            return r.choice([f"{self.mexpr(sc, dm, rr, cc)}[{i}, {j}]", f"{self.mexpr(sc, dm, rr, cc)}[{i}][{j}]"])
+        if c == 3:
+            return f"({self.vecn(sc, d - 1, rr)} @ {self.mexpr(sc, dm, rr, cc)} @ {self.vecn(sc, d - 1, cc)})"
+        if c == 4:
+            return f"{self.qexpr(sc, min(d - 1, 2))}[{r.randrange(4)}]"
+        if c == 5:
+            return r.choice([f"dot({self.qexpr(sc, 1)}, {self.qexpr(sc, 1)})", f"({self.qexpr(sc, 1)} @ {self.vecn(sc, 0, 4)})"])
+        if c == 6:
+            return f"det({self.well(sc, min(d - 1, 1), n)})"
+        return f"inverse({self.well(sc, min(d - 1, 1), n)})[{r.randrange(n)}, {r.randrange(n)}]"
+
+    def mat_vec(self, sc: dict, d: int) -> str:
+        """A width-k vector from matrices or quaternions."""
+        r = self.r
+        k, p, dm = self.k, r.choice([2, 3]), min(d - 1, 2)
+        c = r.randrange(5)
+        if c == 0:
+            return f"({self.mexpr(sc, dm, k, p)} @ {self.vecn(sc, d - 1, p)})"
+        if c == 1:
+            return f"{self.mexpr(sc, dm, p, k)}[{r.randrange(p)}]"
+        if c == 2:
+            return f"({self.vecn(sc, d - 1, p)} @ {self.mexpr(sc, dm, p, k)})"
+        if c == 3 and k == 3:
+            return f"quat_rotate({self.qexpr(sc, min(d - 1, 2))}, {self.vect(sc, d - 1)})"
+        return f"(inverse({self.well(sc, min(d - 1, 1), k)}) @ {self.vect(sc, d - 1)})"
+
+    def mat_statement(self, sc: dict, lines: list[str], ind: str, depth: int) -> None:
+        r = self.r
+        c = r.randrange(6)
+        own = [(m, a, b) for m, a, b in sc["ownmat"]]
+        if c == 4 and own:  # assign to a component or a row of a local matrix
+            m, a, b = r.choice(own)
+            if r.random() < 0.6:
+                lines.append(f"{ind}{m}[{r.randrange(a)}, {r.randrange(b) - (b if r.random() < 0.2 else 0)}] = {self.scal(sc, depth - 1)}")
+            else:
+                lines.append(f"{ind}{m}[{r.randrange(a)}] = {self.vecn(sc, depth - 1, b)}")
+            return
+        if c == 5:
+            name = self.fresh("qt")
+            lines.append(f"{ind}{name} = {self.qexpr(sc, min(depth, 3))}")
+            sc["quat"].append(name)
+            return
+        name = self.fresh("m")
+        rr, cc = (self.mn, self.mn) if r.random() < 0.6 else (r.choice([2, 3]), r.choice([2, 3]))
+        lines.append(f"{ind}{name} = {self.mexpr(sc, min(depth, 3), rr, cc)}")
+        sc["mat"].append((name, rr, cc))
+        sc["ownmat"].append((name, rr, cc))
+
+    # --- random numbers (docs/language.md "Random numbers")
+    def rand_statement(self, sc: dict, lines: list[str], ind: str, depth: int) -> None:
+        """A local holding draws, used reparameterized (mu + sigma * z): a constant for AD, so
+        every check applies. Draws are only ever assigned to locals (the generator repeats an
+        expression's text in places, `x * x + 1.0`, which with a draw in it would draw twice)."""
+        r = self.r
+        name = self.fresh("a")
+        s = lambda: self.scal(sc, depth - 1)  # noqa: E731
+        c = r.randrange(7)
+        if c == 0:
+            lines.append(f"{ind}{name} = {s()} + {s()} * rng.normal()")
+        elif c == 1:
+            lines.append(f"{ind}{name} = rng.{r.choice(['uniform', 'normal'])}()")
+        elif c == 2:
+            lines.append(f"{ind}{name} = {s()} + ({s()} - {s()}) * rng.uniform()")
+        elif c == 3:  # both branches draw (numbering counts both)
+            lines.append(f"{ind}{name} = rng.normal() if {self.cond(sc, depth - 1)} else {s()} * rng.uniform()")
+        elif c == 4:  # draws in an unrolled loop, numbered in iteration order
+            lines.append(f"{ind}{name} = {s()}")
+            lines.append(f"{ind}for i in range({r.choice([2, 3])}):")
+            lines.append(f"{ind}    {name} = {name} * 0.5 + {self.scal(sc, 1)} * rng.normal()")
+        elif c == 5:
+            lines.append(f"{ind}{name} = {s()} * (1.0 + 0.1 * rng.normal())")
+        else:
+            lines.append(f"{ind}{name} = where({self.cond(sc, depth - 1)}, rng.uniform(), {s()})")
+        sc["scal"].append(name)
+
+    def feature_params(self, sc: dict, steps: int) -> tuple[list[str], list[str], list[str], list[tuple[str, str, Any]]]:
+        """The newer features' inputs, outputs and prologue lines (drawn from r2), and what to
+        write to the outputs at the end: (name, kind, data)."""
+        r2 = self.r2
+        ins: list[str] = []
+        outs: list[str] = []
+        pro: list[str] = []
+        ends: list[tuple[str, str, Any]] = []
+        if self.ints:
+            for j in range(r2.choice([1, 1, 2])):
+                dt = r2.choice(["int32", "int64"])
+                ins.append(f"i{j}: Scalar[hawk.{dt}]")
+                sc["int"].append((f"i{j}", INT_RANGE[dt], False))
+            if r2.random() < 0.25:
+                ins.append(f"iv: Vector[{self.k}, hawk.int32]")
+                sc["int"] += [(f"iv[{c}]", INT_RANGE["int32"], False) for c in range(self.k)]
+            if r2.random() < 0.3:
+                ins.append("ip: Param[hawk.int32]")
+                sc["int"].append(("ip", INT_RANGE["param"], False))
+            for j in range(r2.choice([1, 1, 2])):
+                dt = r2.choice(["int32", "int64"])
+                outs.append(f"n{j}: Mutable[Scalar[hawk.{dt}]]")
+                if r2.random() < 0.4:  # in-out: read before its update, which keeps it within max(range + steps, 1000)
+                    sc["int"].append((f"n{j}", max(INT_RANGE[dt] + steps, 1000), False))
+                    ends.append((f"n{j}", "int_inout", None))
+                else:
+                    ends.append((f"n{j}", "int", None))
+        if self.mats:
+            n = self.mn
+            if r2.random() < 0.6:
+                rr, cc = (n, n) if r2.random() < 0.6 else (r2.choice([2, 3]), r2.choice([2, 3]))
+                ins.append(f"A: Matrix[{rr}, {cc}]")
+                sc["mat"].append(("A", rr, cc))
+            if r2.random() < 0.4:
+                ins.append("qin: Vector[4]")
+                q = self.fresh("qt")
+                pro.append(f"    {q} = normalize(qin)")
+                sc["quat"].append(q)
+            if r2.random() < 0.25:
+                ins.append(f"tm: Table[Matrix[{n}, {n}]]")
+                self.mtable = ("tm", n)
+            if r2.random() < 0.6:
+                rr, cc = (n, n) if r2.random() < 0.6 else (r2.choice([2, 3]), r2.choice([2, 3]))
+                outs.append(f"W: Mutable[Matrix[{rr}, {cc}]]")
+                inout = r2.random() < 0.4
+                if inout:
+                    sc["mat"].append(("W", rr, cc))
+                ends.append(("W", "mat_inout" if inout else "mat", (rr, cc)))
+            if r2.random() < 0.3:
+                outs.append("qo: Mutable[Vector[4]]")
+                ends.append(("qo", "quat", None))
+        if self.rand:
+            ins.append("rng: Random")
+        return ins, outs, pro, ends
+
+    def feature_ends(self, sc: dict, lines: list[str], ends: list[tuple[str, str, Any]], depth: int) -> None:
+        r = self.r
+        for name, kind, data in ends:
+            if kind == "int":
+                lines.append(f"    {name} = {self.iexpr(sc, min(depth, 3))[0]}")
+            elif kind == "int_inout":
+                if r.random() < 0.5:
+                    lines.append(f"    {name} = {name} + 1 if {self.cond(sc, 1)} else {name}")
+                else:
+                    lines.append(f"    {name} = ({name} + {self.iexpr(sc, 2)[0]}) % {r.choice([97, 1000, -13])}")
+            elif kind in ("mat", "mat_inout"):
+                rr, cc = data
+                c = r.randrange(3) if kind == "mat_inout" else 0
+                if c == 0:
+                    lines.append(f"    {name} = {self.mexpr(sc, min(depth, 3), rr, cc)}")
+                elif c == 1:
+                    lines.append(f"    {name} = {name} * 0.5 + {self.mexpr(sc, 2, rr, cc)}")
+                else:  # a component only: the others keep their values
+                    lines.append(f"    {name}[{r.randrange(rr)}, {r.randrange(cc)}] = {self.scal(sc, depth - 1)}")
+            else:
+                lines.append(f"    {name} = {self.qexpr(sc, min(depth, 3))}")
+
+    def feature_uses(self, sc: dict) -> str:
+        """Terms of y0 that read the newer features' locals (drawn from r2)."""
+        r2 = self.r2
+        terms = [f" + 0.01 * float({k} % 97)" for k, _, _ in sc["int"] if r2.random() < 0.5]
+        terms += [f" + {f'trace({m})' if a == b else f'{m}[{a - 1}, {b - 1}]'}" for m, a, b in sc["mat"] if r2.random() < 0.5]
+        terms += [f" + {q}[{r2.randrange(4)}]" for q in sc["quat"] if r2.random() < 0.5]
+        if self.rand and r2.random() < 0.3:
+            terms.append(f" + {r2.choice(['0.5', '0.1', '-0.25'])} * rng.normal()")
+        return "".join(terms)
+
     def uses(self, sc: dict) -> str:
         """Terms that read the temporaries (so that most of the body reaches an output)."""
         r = self.r
         terms = [f" {r.choice(['+', '-'])} {self.const()} * {a}" for a in sc["scal"] if r.random() < 0.7]
         terms += [f" + where({b}, {self.const()}, 0.0)" for b in sc["bool"] if r.random() < 0.7]
         terms += [f" + {u}[{r.randrange(self.k)}]" for u in sc["vec"] if r.random() < 0.5]
+        if self.ints or self.mats or self.rand:
+            terms.append(self.feature_uses(sc))
         return "".join(terms)
 
     def helper_defs(self) -> list[str]:
@@ -425,7 +906,8 @@ class _Gen:
             arity = r.choice([1, 2, 3])
             pair = r.random() < 0.4
             params = [f"q{j}" for j in range(arity)]
-            sc = {"scal": list(params), "vec": [], "bool": [], "own": [], "ownvec": [], "outs_in_if": [], "in_helper": True}
+            sc = {"scal": list(params), "vec": [], "bool": [], "own": [], "ownvec": [], "outs_in_if": [], "in_helper": True,
+                  **_new_scope()}
             lines += ["@hawk.func", f"def {name}({', '.join(params)}):"]
             body: list[str] = []
             self.statements(sc, body, "    ", r.choice([0, 1, 2]), 2)
@@ -448,7 +930,8 @@ class _Gen:
         mask = steps > 1 and r.random() < 0.7 or r.random() < 0.2
         nx = r.choice([1, 2, 3])
         params: list[str] = [f"x{j}: Scalar" for j in range(nx)]
-        sc: dict[str, Any] = {"scal": [f"x{j}" for j in range(nx)], "vec": [], "bool": [], "own": [], "ownvec": [], "outs_in_if": []}
+        sc: dict[str, Any] = {"scal": [f"x{j}" for j in range(nx)], "vec": [], "bool": [], "own": [], "ownvec": [], "outs_in_if": [],
+                              **_new_scope()}
         if r.random() < 0.5:
             params.append(f"v: Vector[{self.k}]")
             sc["vec"].append("v")
@@ -460,6 +943,8 @@ class _Gen:
             params.append(f"tb: Table[{'Scalar' if w == 1 else f'Vector[{w}]'}]")
             self.tables.append(("tb", w))
         helpers = self.helper_defs()
+        new_ins, new_outs, prologue, ends = self.feature_params(sc, steps)
+        params += new_ins
         outs = ["y0"] + (["y1"] if r.random() < 0.4 else [])
         params += [f"{o}: Mutable[Scalar]" for o in outs]
         state = steps > 1 or r.random() < 0.3
@@ -472,12 +957,13 @@ class _Gen:
             params.append(f"w: Mutable[Vector[{self.k}]]")
             if winout:
                 sc["vec"].append("w")
+        params += new_outs
         if mask:
             params.append("done: Terminated")
         sc["outs_in_if"] = [o for o in outs[1:]]
         lines = [f"@hawk.kernel(steps={steps})" if steps > 1 else "@hawk.kernel", f"def {name}({', '.join(params)}):"]
         depth = r.choice([2, 3, 3, 4])
-        body: list[str] = []
+        body: list[str] = list(prologue)
         self.statements(sc, body, "    ", r.choice([1, 2, 3, 4, 5]), depth)
         lines += body
         lines.append(f"    y0 = {self.scal(sc, depth)}{self.uses(sc)}")
@@ -490,6 +976,7 @@ class _Gen:
                 lines.append(f"    w = {self.vect(sc, depth - 1)}")
         if state:
             lines.append(f"    s = s + 0.25 * tanh({self.scal(sc, depth - 1)})")
+        self.feature_ends(sc, lines, ends, depth)
         if mask:
             c = self.cond(sc, 1) if r.random() < 0.5 else f"(s > {r.choice(['0.5', '1.0', '-0.25'])})" if state else self.cond(sc, 1)
             if r.random() < 0.3:
@@ -497,11 +984,12 @@ class _Gen:
                 lines.append(f"        done = {c}")
             else:
                 lines.append(f"    done = {c}")
-        source = HEADER + f"\nM = {self.m}\n\n" + "\n".join(helpers) + "\n" + "\n".join(lines) + "\n"
+        header = HEADER + (FEATURE_HEADER if self.ints or self.mats or self.rand else "")
+        source = header + f"\nM = {self.m}\n\n" + "\n".join(helpers) + "\n" + "\n".join(lines) + "\n"
         return GenKernel(self.seed, name, source, self.m, r.choice([1, 7, 37, 70]))
 
 
-FEATURES = ("exits", "stop_gradient")  # the newer constructs generate writes by default
+FEATURES = ("exits", "stop_gradient", "int", "matrix", "random")  # the newer constructs generate writes by default
 
 
 def generate(seed: int, features: tuple[str, ...] = FEATURES) -> GenKernel:
