@@ -134,10 +134,11 @@ class _Gen:
         # the newer planes and values, each in a share of the kernels (drawn from r2, in this
         # order, only for the features asked for: features without them draw as before)
         self.ints = "int" in features and self.r2.random() < 0.35  # int planes, locals, outputs
-        self.mats = "matrix" in features and self.r2.random() < 0.35  # Matrix planes, quaternions
+        self.mats = "matrix" in features and self.r2.random() < 0.25  # Matrix planes, quaternions
         self.rand = "random" in features and self.r2.random() < 0.3  # rng: Random draws
-        self.mn = self.r2.choice([2, 3]) if self.mats else 0  # the size of square matrices
+        self.mn = self.r2.choice([2, 2, 3]) if self.mats else 0  # the size of square matrices
         self.mtable: tuple[str, int] | None = None  # a Table[Matrix[mn, mn]]
+        self.in_mat = False  # writing a matrix or quaternion expression: none nested in its scalars
         self.seed = seed
         self.m = self.r.choice([1, 3, 5])
         self.k = self.r.choice([2, 3])  # the width of vector values
@@ -166,8 +167,8 @@ class _Gen:
             return f"hm.stop_gradient({a()})"
         if self.ints and self.r2.random() < 0.06:
             return self.int_to_float(sc, d)
-        if self.mats and self.r2.random() < 0.06:
-            return self.mat_scal(sc, d)
+        if self.mats and not self.in_mat and not sc.get("in_loop") and self.r2.random() < 0.04:
+            return self.nested(self.mat_scal, sc, d)
         c = r.randrange(26)
         if c < 6:
             return f"({a()} {r.choice(['+', '-', '*'])} {a()})"
@@ -285,8 +286,8 @@ class _Gen:
             return f"vec({', '.join(self.scal(sc, 1) for _ in range(k))})"
         u = lambda: self.vect(sc, d - 1)  # noqa: E731
         s = lambda: self.scal(sc, d - 1)  # noqa: E731
-        if self.mats and self.r2.random() < 0.1:
-            return self.mat_vec(sc, d)
+        if self.mats and not self.in_mat and not sc.get("in_loop") and self.r2.random() < 0.06:
+            return self.nested(self.mat_vec, sc, d)
         if self.ints and self.r2.random() < 0.06 and sc["int"]:
             return self.int_vec(sc, d)
         c = r.randrange(12)
@@ -401,6 +402,7 @@ class _Gen:
         lines.append(f"{ind}for {j} in range({r.choice([2, 3, 4, 6])}):")
         inner = {key: list(v) for key, v in sc.items() if isinstance(v, list)}
         inner["in_helper"] = sc.get("in_helper", False)
+        inner["in_loop"] = True  # (no matrices here: unrolled K times, with derivatives)
         inner["scal"].append(acc)
         step = r.choice([f"float({j})", f"{j}", f"({j} % 2)", "0.0"])
         lines.append(f"{ind}    {t} = {self.scal(inner, depth - 1)} * 0.5 + {step}")
@@ -450,8 +452,8 @@ class _Gen:
         if self.ints and self.r2.random() < 0.16:
             self.int_statement(sc, lines, ind, depth)
             return True
-        if self.mats and self.r2.random() < 0.16:
-            self.mat_statement(sc, lines, ind, depth)
+        if self.mats and self.r2.random() < 0.12:
+            self.nested(self.mat_statement, sc, lines, ind, depth)
             return True
         if self.rand and not sc.get("in_helper") and self.r2.random() < 0.16:
             self.rand_statement(sc, lines, ind, depth)
@@ -638,8 +640,8 @@ class _Gen:
         if c == 3 and (rr, cc) == (3, 3):
             return f"quat_to_matrix({self.qexpr(sc, 0)})"
         rows = []
-        for _ in range(rr):
-            xs = ", ".join(self.scal(sc, 1) for _ in range(cc))
+        for _ in range(rr):  # (mostly leaves: r * c of them)
+            xs = ", ".join(self.scal(sc, 1 if r.random() < 0.3 else 0) for _ in range(cc))
             rows.append(f"vec({xs})" if r.random() < 0.5 else f"({xs})")
         return f"mat({', '.join(rows)})"
 
@@ -652,7 +654,7 @@ class _Gen:
         if c == 0:
             return f"(identity({n}) + {r.choice(['0.1', '0.2', '0.25'])} * tanh({self.mexpr(sc, d, n, n)}))"
         if c == 1 or n != 3:
-            t = f"tanh({self.mexpr(sc, d, r.choice([2, 3]) if c == 1 else n, n)})"
+            t = f"tanh({self.mexpr(sc, d, r.choice([2, 2, 3]) if c == 1 else n, n)})"
             return f"(identity({n}) + 0.1 * (transpose({t}) @ {t}))"
         return f"quat_to_matrix({self.qexpr(sc, d)})"
 
@@ -675,7 +677,7 @@ class _Gen:
             x = s()
             return f"({m()} / ({x} * {x} + 1.0))"
         if c < 6:
-            p = r.choice([2, 3])
+            p = r.choice([2, 2, 3])
             return f"({self.mexpr(sc, d - 1, rr, p)} @ {self.mexpr(sc, d - 1, p, cc)})"
         if c == 6:
             return f"{r.choice(['sin', 'tanh', 'cos', 'abs', 'hm.tanh'])}({m()})"
@@ -712,11 +714,20 @@ class _Gen:
             return f"({q()} if {self.cond(sc, d - 1)} else {q()})"
         return f"where({self.cond(sc, d - 1)}, {q()}, {q()})"
 
+    def nested(self, f: Any, *args: Any) -> Any:
+        """f(*args) with no matrix or quaternion expression in the scalars it writes (their
+        sizes and their derivatives' would multiply)."""
+        self.in_mat = True
+        try:
+            return f(*args)
+        finally:
+            self.in_mat = False
+
     def mat_scal(self, sc: dict, d: int) -> str:
         """A Scalar from matrices or quaternions."""
         r = self.r
-        n, dm = self.mn, min(d - 1, 2)
-        rr, cc = r.choice([2, 3]), r.choice([2, 3])
+        n, dm = self.mn, min(d - 1, 1)  # (small: each matrix is r * c values, each with derivatives)
+        rr, cc = r.choice([2, 2, 3]), r.choice([2, 2, 3])
         c = r.randrange(8)
         if c == 0:
             return f"det({self.mexpr(sc, dm, n, n)})"
@@ -730,7 +741,7 @@ class _Gen:
         if c == 3:
             return f"({self.vecn(sc, d - 1, rr)} @ {self.mexpr(sc, dm, rr, cc)} @ {self.vecn(sc, d - 1, cc)})"
         if c == 4:
-            return f"{self.qexpr(sc, min(d - 1, 2))}[{r.randrange(4)}]"
+            return f"{self.qexpr(sc, min(d - 1, 1))}[{r.randrange(4)}]"
         if c == 5:
             return r.choice([f"dot({self.qexpr(sc, 1)}, {self.qexpr(sc, 1)})", f"({self.qexpr(sc, 1)} @ {self.vecn(sc, 0, 4)})"])
         if c == 6:
@@ -740,7 +751,7 @@ class _Gen:
     def mat_vec(self, sc: dict, d: int) -> str:
         """A width-k vector from matrices or quaternions."""
         r = self.r
-        k, p, dm = self.k, r.choice([2, 3]), min(d - 1, 2)
+        k, p, dm = self.k, r.choice([2, 3]), min(d - 1, 1)
         c = r.randrange(5)
         if c == 0:
             return f"({self.mexpr(sc, dm, k, p)} @ {self.vecn(sc, d - 1, p)})"
@@ -749,7 +760,7 @@ class _Gen:
         if c == 2:
             return f"({self.vecn(sc, d - 1, p)} @ {self.mexpr(sc, dm, p, k)})"
         if c == 3 and k == 3:
-            return f"quat_rotate({self.qexpr(sc, min(d - 1, 2))}, {self.vect(sc, d - 1)})"
+            return f"quat_rotate({self.qexpr(sc, min(d - 1, 1))}, {self.vect(sc, d - 1)})"
         return f"(inverse({self.well(sc, min(d - 1, 1), k)}) @ {self.vect(sc, d - 1)})"
 
     def mat_statement(self, sc: dict, lines: list[str], ind: str, depth: int) -> None:
@@ -769,8 +780,8 @@ class _Gen:
             sc["quat"].append(name)
             return
         name = self.fresh("m")
-        rr, cc = (self.mn, self.mn) if r.random() < 0.6 else (r.choice([2, 3]), r.choice([2, 3]))
-        lines.append(f"{ind}{name} = {self.mexpr(sc, min(depth, 3), rr, cc)}")
+        rr, cc = (self.mn, self.mn) if r.random() < 0.6 else (r.choice([2, 2, 3]), r.choice([2, 2, 3]))
+        lines.append(f"{ind}{name} = {self.mexpr(sc, min(depth, 2), rr, cc)}")
         sc["mat"].append((name, rr, cc))
         sc["ownmat"].append((name, rr, cc))
 
@@ -831,7 +842,7 @@ class _Gen:
         if self.mats:
             n = self.mn
             if r2.random() < 0.6:
-                rr, cc = (n, n) if r2.random() < 0.6 else (r2.choice([2, 3]), r2.choice([2, 3]))
+                rr, cc = (n, n) if r2.random() < 0.6 else (r2.choice([2, 2, 3]), r2.choice([2, 2, 3]))
                 ins.append(f"A: Matrix[{rr}, {cc}]")
                 sc["mat"].append(("A", rr, cc))
             if r2.random() < 0.4:
@@ -843,7 +854,7 @@ class _Gen:
                 ins.append(f"tm: Table[Matrix[{n}, {n}]]")
                 self.mtable = ("tm", n)
             if r2.random() < 0.6:
-                rr, cc = (n, n) if r2.random() < 0.6 else (r2.choice([2, 3]), r2.choice([2, 3]))
+                rr, cc = (n, n) if r2.random() < 0.6 else (r2.choice([2, 2, 3]), r2.choice([2, 2, 3]))
                 outs.append(f"W: Mutable[Matrix[{rr}, {cc}]]")
                 inout = r2.random() < 0.4
                 if inout:
@@ -870,7 +881,7 @@ class _Gen:
                 rr, cc = data
                 c = r.randrange(3) if kind == "mat_inout" else 0
                 if c == 0:
-                    lines.append(f"    {name} = {self.mexpr(sc, min(depth, 3), rr, cc)}")
+                    lines.append(f"    {name} = {self.mexpr(sc, min(depth, 2), rr, cc)}")
                 elif c == 1:
                     lines.append(f"    {name} = {name} * 0.5 + {self.mexpr(sc, 2, rr, cc)}")
                 else:  # a component only: the others keep their values
@@ -976,7 +987,7 @@ class _Gen:
                 lines.append(f"    w = {self.vect(sc, depth - 1)}")
         if state:
             lines.append(f"    s = s + 0.25 * tanh({self.scal(sc, depth - 1)})")
-        self.feature_ends(sc, lines, ends, depth)
+        self.nested(self.feature_ends, sc, lines, ends, depth)
         if mask:
             c = self.cond(sc, 1) if r.random() < 0.5 else f"(s > {r.choice(['0.5', '1.0', '-0.25'])})" if state else self.cond(sc, 1)
             if r.random() < 0.3:
