@@ -138,6 +138,7 @@ class _Gen:
         self.rand = "random" in features and self.r2.random() < 0.3  # rng: Random draws
         self.mn = self.r2.choice([2, 2, 3]) if self.mats else 0  # the size of square matrices
         self.mtable: tuple[str, int] | None = None  # a Table[Matrix[mn, mn]]
+        self.drew = False  # a draw was written
         self.in_mat = False  # writing a matrix or quaternion expression: none nested in its scalars
         self.seed = seed
         self.m = self.r.choice([1, 3, 5])
@@ -741,7 +742,8 @@ class _Gen:
         if c == 3:
             return f"({self.vecn(sc, d - 1, rr)} @ {self.mexpr(sc, dm, rr, cc)} @ {self.vecn(sc, d - 1, cc)})"
         if c == 4:
-            return f"{self.qexpr(sc, min(d - 1, 1))}[{r.randrange(4)}]"
+            q = self.qexpr(sc, min(d - 1, 1))
+            return r.choice([f"{q}[{r.randrange(4)}]", f"quat_rotate({q}, {self.vecn(sc, d - 1, 3)})[{r.randrange(3)}]"])
         if c == 5:
             return r.choice([f"dot({self.qexpr(sc, 1)}, {self.qexpr(sc, 1)})", f"({self.qexpr(sc, 1)} @ {self.vecn(sc, 0, 4)})"])
         if c == 6:
@@ -788,11 +790,14 @@ class _Gen:
     # --- random numbers (docs/language.md "Random numbers")
     def rand_statement(self, sc: dict, lines: list[str], ind: str, depth: int) -> None:
         """A local holding draws, used reparameterized (mu + sigma * z): a constant for AD, so
-        every check applies. Draws are only ever assigned to locals (the generator repeats an
-        expression's text in places, `x * x + 1.0`, which with a draw in it would draw twice)."""
+        every check applies. Draws are written only here and as a term of y0 (feature_uses),
+        never inside an expression: the generator repeats an expression's text in places
+        (`x * x + 1.0`, a guard and the value it guards), which with a draw in it would draw
+        twice, two different numbers."""
         r = self.r
         name = self.fresh("a")
         s = lambda: self.scal(sc, depth - 1)  # noqa: E731
+        self.drew = True
         c = r.randrange(7)
         if c == 0:
             lines.append(f"{ind}{name} = {s()} + {s()} * rng.normal()")
@@ -895,7 +900,7 @@ class _Gen:
         terms = [f" + 0.01 * float({k} % 97)" for k, _, _ in sc["int"] if r2.random() < 0.5]
         terms += [f" + {f'trace({m})' if a == b else f'{m}[{a - 1}, {b - 1}]'}" for m, a, b in sc["mat"] if r2.random() < 0.5]
         terms += [f" + {q}[{r2.randrange(4)}]" for q in sc["quat"] if r2.random() < 0.5]
-        if self.rand and r2.random() < 0.3:
+        if self.rand and (not self.drew or r2.random() < 0.3):  # every Random kernel draws
             terms.append(f" + {r2.choice(['0.5', '0.1', '-0.25'])} * rng.normal()")
         return "".join(terms)
 
@@ -1006,9 +1011,21 @@ FEATURES = ("exits", "stop_gradient", "int", "matrix", "random")  # the newer co
 def generate(seed: int, features: tuple[str, ...] = FEATURES) -> GenKernel:
     """The kernel of ``seed`` (the same text for the same seed and features). features:
     "exits" (`break`/`continue` in loops under data-dependent conditions), "stop_gradient"
-    (``hm.stop_gradient(...)`` in expressions); () gives the kernels of the generator before
-    those (the seeds of fuzzer findings made then)."""
+    (``hm.stop_gradient(...)`` in expressions), "int" (integer planes, Params, locals and
+    outputs), "matrix" (Matrix planes and locals, hawk.math's matrix and quaternion
+    functions), "random" (an ``rng: Random`` parameter and its draws); () gives the kernels of
+    the generator before all of them (the seeds of fuzzer findings made then), ("exits",
+    "stop_gradient") those of the generator before the last three."""
     return _Gen(seed, features).kernel()
+
+
+def features_of(seed: int, features: tuple[str, ...] = FEATURES) -> set[str]:
+    """Which of the per-kernel features (of "int", "matrix", "random", "stop_gradient") the
+    kernel of ``seed`` was drawn to have (each in a share of the kernels; "exits" is drawn per
+    statement instead)."""
+    g = _Gen(seed, features)
+    drawn = {"int": g.ints, "matrix": g.mats, "random": g.rand, "stop_gradient": g.sg}
+    return {f for f, on in drawn.items() if on}
 
 
 # ---------------------------------------------------------------- running kernels
