@@ -19,7 +19,11 @@ kernel's source text (a small module: imports, ``@hawk.func`` helpers, the kerne
    (seed 1025). Where those runs flip a branch, mask or table error, no bound. Sums over samples
    (ParamSum, TableSum of adjoints) are added in another order by the build (SIMD lanes,
    chunk partials): they must agree within ``n * 2**-52 * sum|contribution|`` plus one unit
-   in the last place of the output dtype.
+   in the last place of the output dtype. Integer outputs are compared too, exactly (an
+   integer error, a zero divisor or int() of NaN, like a table error: both sides report it,
+   by kind). Kernels drawing random numbers are bound with a key (``make_values``) and the
+   interpreter runs with the key the build's launch 0 draws with (``launch_key``, jax's
+   ``fold_in(key, 0)``): the draws agree bitwise too.
 2. the tangent kernel (float64) against central differences of the interpreted kernel, per
    output element, with steps h and h/3.7 (and 100 h, whose error from a quantized f, computed
    with cancellation, is 100 times smaller): a mismatch needs the tangent to be off all while
@@ -34,11 +38,51 @@ kernel's source text (a small module: imports, ``@hawk.func`` helpers, the kerne
    cotangent alone (``check_adjoint``).
 4. "xla" (when in ``checks``): the kernel through the JAX bridge's "xla" lowering against the
    interpreter with ``zero_finished``, float64, within how far the outputs move when library
-   results are moved by XLA_ULPS (``check_xla``).
+   results are moved by XLA_ULPS (``check_xla``); the key given as it is, launch 0's. The
+   lowering refuses integer planes and operators (not lowered yet): those kernels are counted
+   in xla_unsupported.
 
-The generator's newer constructs (``FEATURES``: loops with data-dependent ``break`` /
-``continue``, ``hm.stop_gradient``) are drawn from a random stream of their own, so
-``generate(seed, features=())`` writes exactly the kernels of the generator before them.
+Derivatives (checks 2 and 3) are taken with respect to the float inputs only
+(``float_inputs``: not integer planes, integer Params or in-out integer Mutables, nor the
+Random key) and of the float outputs (``outputs_of``): integer values have none. Random
+draws are constants for AD: the differences, the tangent and the adjoint all draw the same
+numbers with the same key, so every check applies to them as to any kernel.
+
+What the generator writes, besides the float scalars, vectors, tables, helpers, ``if``,
+``for``, steps and masks of its first version (the ``FEATURES``, each drawn from a random
+stream of its own, ``r2``, and only when asked for, so that ``generate(seed, features=())``
+writes exactly the kernels of the generator before all of them and ``features=("exits",
+"stop_gradient")`` those before the last three):
+
+- "exits": loops with data-dependent ``break`` / ``continue``;
+- "stop_gradient": ``hm.stop_gradient`` in a quarter of the kernels;
+- "int" (a third of the kernels): ``Scalar[hawk.int32]`` / ``Scalar[hawk.int64]`` planes, a
+  ``Vector[k, hawk.int32]``, a ``Param[hawk.int32]``, pure and in-out integer Mutables, int
+  locals (also accumulated in unrolled loops); ``+ - * ** // %`` (divisors that are literals,
+  ``abs(j) + 1``, or guarded ``i // j if j != 0 else ...``; rarely unguarded: a launch error
+  both sides must report), unary ``-``, ``abs``, ``min``, ``max``, conditionals, comparisons
+  (with ints and floats), ``int(cond)``, ``int(x)`` of floats kept finite and in range
+  (``int(clamp(x, -40.0, 40.0))``, ``int(x if abs(x) < 1e6 else 0.0)``), ``float(i)``, ints
+  meeting floats, ``i / j``, table reads at int indices (``t.at(i % M)``, guarded, rarely
+  unguarded). Every int expression keeps a bound (IBOUND = 2**40; inputs within INT_RANGE),
+  so the interpreter's doubles hold every int exactly; int32 stores may wrap;
+- "matrix" (a quarter of the kernels): ``Matrix[r, c]`` planes (r, c in 2, 3), local
+  matrices (also assigned by component and row), pure and in-out ``Mutable[Matrix[r, c]]``
+  outputs, a ``Table[Matrix[n, n]]``; ``mat`` (of vec rows or tuples), ``identity``,
+  ``outer``, ``transpose``, ``@`` (matrix-matrix, matrix-vector, vector-matrix), ``+ - * /``
+  and unary functions per component, ``where`` and conditionals, ``m[i, j]``, ``m[i]``,
+  negative indices, ``trace``, ``det``, and ``inverse`` / ``det`` of well-conditioned
+  matrices only (the identity plus a perturbation of norm < 1, the identity plus 0.1 T^T T,
+  or a rotation); unit quaternions (``Vector[4]``, an input normalized, locals, an output)
+  through ``quat_mul``, ``quat_conj``, ``quat_rotate``, ``quat_to_matrix``,
+  ``quat_from_axis_angle`` (of an axis that is never 0);
+- "random" (three in ten kernels): an ``rng: Random`` parameter, ``rng.uniform()`` and
+  ``rng.normal()`` used reparameterized (``mu + sigma * rng.normal()``, ``lo + (hi - lo) *
+  rng.uniform()``), in both branches of a conditional or ``where``, in unrolled loops, in
+  ``if`` branches and steps; only in statements of their own and as a term of y0, never in
+  an expression the generator may repeat.
+
+``features_of(seed)`` says which of the per-kernel features a seed's kernel was drawn to have.
 
 A failure is a ``Mismatch`` holding the seed, the check, what differed and the kernel source.
 """

@@ -534,6 +534,22 @@ def test_library_calls_with_a_constant_argument_are_glibcs(tmp_path):
     assert [v.hex() for v in z] == [math.tanh(-0.88).hex()] * 4
 
 
+@pytest.mark.xfail(strict=True, raises=hawk.KernelError,
+                   reason="open finding (docs/architecture.md, The differential fuzzer): hawk types abs, min, max "
+                          "and conditionals of integer constants as floats, where Python gives ints")
+@pytest.mark.parametrize("expr", ["abs(-4)", "max(2, 3)", "min(abs(-7), 1)", "(3 if x > 0.0 else 4)"])
+def test_fuzzer_finding_integer_constants_through_abs_min_max_stay_ints(expr):
+    """Found when the generator first wrote int outputs (seeds 7000377, 7000417, 7000455 of
+    its draft): `n = i + abs(-4)` into an int Mutable is refused ("the value assigned is a
+    Scalar (a float)"); in Python abs(-4), max(2, 3) and `3 if c else 4` are ints, as abs, min,
+    max and conditionals of int planes are in hawk. `abs(i)`, `max(i, 3)`, `3 if c else i` and
+    `(-7 % 3)` are ints. The generator works around it (kernelgen _Gen._int_typed)."""
+    src = ("import hawk\nfrom hawk import Mutable, Scalar\n\n@hawk.kernel\n"
+           "def int_const(x: Scalar, i: Scalar[hawk.int64], n: Mutable[Scalar[hawk.int64]]):\n"
+           f"    n = i + {expr}\n")
+    kernelgen.GenKernel(9_000_000 + len(expr), "int_const", src, 1, 1).build()
+
+
 def test_fuzzer_finding_2093136_cancellation_is_a_staircase(unrecorded):
     """Seed 2093136: after 3 steps, a3 = (c - u0) - (m - (u0 + a1)) with |u0| ~ 1.3e10, so the
     computed a3 moves in steps of ulp(u0) ~ 2e-6 and is flat for |h| <= 1e-6; the differences
