@@ -65,7 +65,7 @@ writes exactly the kernels of the generator before all of them and ``features=("
   (``int(clamp(x, -40.0, 40.0))``, ``int(x if abs(x) < 1e6 else 0.0)``), ``float(i)``, ints
   meeting floats, ``i / j``, table reads at int indices (``t.at(i % M)``, guarded, rarely
   unguarded). Every int expression keeps a bound (IBOUND = 2**40; inputs within INT_RANGE),
-  so the interpreter's doubles hold every int exactly; int32 stores may wrap;
+  so the interpreter's doubles hold every int exactly;
 - "matrix" (a quarter of the kernels): ``Matrix[r, c]`` planes (r, c in 2, 3), local
   matrices (also assigned by component and row), pure and in-out ``Mutable[Matrix[r, c]]``
   outputs, a ``Table[Matrix[n, n]]``; ``mat`` (of vec rows or tuples), ``identity``,
