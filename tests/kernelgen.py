@@ -19,7 +19,11 @@ kernel's source text (a small module: imports, ``@hawk.func`` helpers, the kerne
    (seed 1025). Where those runs flip a branch, mask or table error, no bound. Sums over samples
    (ParamSum, TableSum of adjoints) are added in another order by the build (SIMD lanes,
    chunk partials): they must agree within ``n * 2**-52 * sum|contribution|`` plus one unit
-   in the last place of the output dtype.
+   in the last place of the output dtype. Integer outputs are compared too, exactly (an
+   integer error, a zero divisor or int() of NaN, like a table error: both sides report it,
+   by kind). Kernels drawing random numbers are bound with a key (``make_values``) and the
+   interpreter runs with the key the build's launch 0 draws with (``launch_key``, jax's
+   ``fold_in(key, 0)``): the draws agree bitwise too.
 2. the tangent kernel (float64) against central differences of the interpreted kernel, per
    output element, with steps h and h/3.7 (and 100 h, whose error from a quantized f, computed
    with cancellation, is 100 times smaller): a mismatch needs the tangent to be off all while
@@ -34,11 +38,51 @@ kernel's source text (a small module: imports, ``@hawk.func`` helpers, the kerne
    cotangent alone (``check_adjoint``).
 4. "xla" (when in ``checks``): the kernel through the JAX bridge's "xla" lowering against the
    interpreter with ``zero_finished``, float64, within how far the outputs move when library
-   results are moved by XLA_ULPS (``check_xla``).
+   results are moved by XLA_ULPS (``check_xla``); the key given as it is, launch 0's. The
+   lowering refuses integer planes and operators (not lowered yet): those kernels are counted
+   in xla_unsupported.
 
-The generator's newer constructs (``FEATURES``: loops with data-dependent ``break`` /
-``continue``, ``hm.stop_gradient``) are drawn from a random stream of their own, so
-``generate(seed, features=())`` writes exactly the kernels of the generator before them.
+Derivatives (checks 2 and 3) are taken with respect to the float inputs only
+(``float_inputs``: not integer planes, integer Params or in-out integer Mutables, nor the
+Random key) and of the float outputs (``outputs_of``): integer values have none. Random
+draws are constants for AD: the differences, the tangent and the adjoint all draw the same
+numbers with the same key, so every check applies to them as to any kernel.
+
+What the generator writes, besides the float scalars, vectors, tables, helpers, ``if``,
+``for``, steps and masks of its first version (the ``FEATURES``, each drawn from a random
+stream of its own, ``r2``, and only when asked for, so that ``generate(seed, features=())``
+writes exactly the kernels of the generator before all of them and ``features=("exits",
+"stop_gradient")`` those before the last three):
+
+- "exits": loops with data-dependent ``break`` / ``continue``;
+- "stop_gradient": ``hm.stop_gradient`` in a quarter of the kernels;
+- "int" (a third of the kernels): ``Scalar[hawk.int32]`` / ``Scalar[hawk.int64]`` planes, a
+  ``Vector[k, hawk.int32]``, a ``Param[hawk.int32]``, pure and in-out integer Mutables, int
+  locals (also accumulated in unrolled loops); ``+ - * ** // %`` (divisors that are literals,
+  ``abs(j) + 1``, or guarded ``i // j if j != 0 else ...``; rarely unguarded: a launch error
+  both sides must report), unary ``-``, ``abs``, ``min``, ``max``, conditionals, comparisons
+  (with ints and floats), ``int(cond)``, ``int(x)`` of floats kept finite and in range
+  (``int(clamp(x, -40.0, 40.0))``, ``int(x if abs(x) < 1e6 else 0.0)``), ``float(i)``, ints
+  meeting floats, ``i / j``, table reads at int indices (``t.at(i % M)``, guarded, rarely
+  unguarded). Every int expression keeps a bound (IBOUND = 2**40; inputs within INT_RANGE),
+  so the interpreter's doubles hold every int exactly;
+- "matrix" (a quarter of the kernels): ``Matrix[r, c]`` planes (r, c in 2, 3), local
+  matrices (also assigned by component and row), pure and in-out ``Mutable[Matrix[r, c]]``
+  outputs, a ``Table[Matrix[n, n]]``; ``mat`` (of vec rows or tuples), ``identity``,
+  ``outer``, ``transpose``, ``@`` (matrix-matrix, matrix-vector, vector-matrix), ``+ - * /``
+  and unary functions per component, ``where`` and conditionals, ``m[i, j]``, ``m[i]``,
+  negative indices, ``trace``, ``det``, and ``inverse`` / ``det`` of well-conditioned
+  matrices only (the identity plus a perturbation of norm < 1, the identity plus 0.1 T^T T,
+  or a rotation); unit quaternions (``Vector[4]``, an input normalized, locals, an output)
+  through ``quat_mul``, ``quat_conj``, ``quat_rotate``, ``quat_to_matrix``,
+  ``quat_from_axis_angle`` (of an axis that is never 0);
+- "random" (three in ten kernels): an ``rng: Random`` parameter, ``rng.uniform()`` and
+  ``rng.normal()`` used reparameterized (``mu + sigma * rng.normal()``, ``lo + (hi - lo) *
+  rng.uniform()``), in both branches of a conditional or ``where``, in unrolled loops, in
+  ``if`` branches and steps; only in statements of their own and as a term of y0, never in
+  an expression the generator may repeat.
+
+``features_of(seed)`` says which of the per-kernel features a seed's kernel was drawn to have.
 
 A failure is a ``Mismatch`` holding the seed, the check, what differed and the kernel source.
 """
@@ -64,10 +108,29 @@ from hawk import Mutable, Param, Scalar, Table, Terminated, Vector
 from hawk.math import ({MATH_NAMES})
 """
 
+# The imports of the newer features, after HEADER in the kernels that use them (only there: the
+# other kernels' text stays that of the generator before them).
+FEATURE_HEADER = """from hawk import Matrix, Random
+from hawk.math import (det, identity, inverse, mat, outer, quat_conj, quat_from_axis_angle, quat_mul, quat_rotate,
+                       quat_to_matrix, trace, transpose)
+"""
+
 CONSTS = ("0.5", "1.25", "-2.0", "3", "0.75", "-0.5", "2", "1e-3", "(2 ** 3 // 3)", "(-7 % 3)", "float(5 // 2)", "1.5e1")
 
 
 # ---------------------------------------------------------------- the generator
+
+# Integer inputs' ranges (make_values draws them) and the bound every generated int expression
+# keeps (_Gen.iexpr): the interpreter's binding holds ints as doubles, exact within 2**53.
+INT_RANGE = {"int32": 50, "int64": 3000, "param": 20}
+IBOUND = 2**40
+
+
+def _new_scope() -> dict[str, list]:
+    """The scope entries of the newer features: ints (name, bound, may be constant), matrices (name, rows,
+    columns), the local matrices a statement may assign components of, unit quaternions."""
+    return {"int": [], "mat": [], "ownmat": [], "quat": []}
+
 
 
 @dataclass
@@ -112,6 +175,15 @@ class _Gen:
         # stop_gradient in a quarter of the kernels only: their tangents are not compared with
         # differences (which see through it), see _check_one
         self.sg = "stop_gradient" in features and self.r2.random() < 0.25
+        # the newer planes and values, each in a share of the kernels (drawn from r2, in this
+        # order, only for the features asked for: features without them draw as before)
+        self.ints = "int" in features and self.r2.random() < 0.35  # int planes, locals, outputs
+        self.mats = "matrix" in features and self.r2.random() < 0.25  # Matrix planes, quaternions
+        self.rand = "random" in features and self.r2.random() < 0.3  # rng: Random draws
+        self.mn = self.r2.choice([2, 2, 3]) if self.mats else 0  # the size of square matrices
+        self.mtable: tuple[str, int] | None = None  # a Table[Matrix[mn, mn]]
+        self.drew = False  # a draw was written
+        self.in_mat = False  # writing a matrix or quaternion expression: none nested in its scalars
         self.seed = seed
         self.m = self.r.choice([1, 3, 5])
         self.k = self.r.choice([2, 3])  # the width of vector values
@@ -138,6 +210,10 @@ class _Gen:
         a = lambda: self.scal(sc, d - 1)  # noqa: E731
         if self.sg and self.r2.random() < 0.06:
             return f"hm.stop_gradient({a()})"
+        if self.ints and self.r2.random() < 0.06:
+            return self.int_to_float(sc, d)
+        if self.mats and not self.in_mat and not sc.get("in_loop") and self.r2.random() < 0.04:
+            return self.nested(self.mat_scal, sc, d)
         c = r.randrange(26)
         if c < 6:
             return f"({a()} {r.choice(['+', '-', '*'])} {a()})"
@@ -223,6 +299,8 @@ class _Gen:
     def cond(self, sc: dict, d: int) -> str:
         r = self.r
         a = lambda: self.scal(sc, max(d - 1, 0))  # noqa: E731
+        if self.ints and self.r2.random() < 0.12:
+            return self.int_cond(sc, d)
         c = r.randrange(10)
         if c < 4 or d <= 0:
             return f"({a()} {r.choice(['<', '<=', '>', '>=', '==', '!='])} {a()})"
@@ -253,6 +331,10 @@ class _Gen:
             return f"vec({', '.join(self.scal(sc, 1) for _ in range(k))})"
         u = lambda: self.vect(sc, d - 1)  # noqa: E731
         s = lambda: self.scal(sc, d - 1)  # noqa: E731
+        if self.mats and not self.in_mat and not sc.get("in_loop") and self.r2.random() < 0.06:
+            return self.nested(self.mat_vec, sc, d)
+        if self.ints and self.r2.random() < 0.06 and sc["int"]:
+            return self.int_vec(sc, d)
         c = r.randrange(12)
         if c < 3:
             return f"({u()} {r.choice(['+', '-', '*'])} {u()})"
@@ -286,6 +368,8 @@ class _Gen:
         for _ in range(count):
             if "exits" in self.features and nest < 2 and not sc.get("in_helper") and self.r2.random() < 0.12:
                 self.exit_loop(sc, lines, ind, depth, nest)
+                continue
+            if self.feature_statement(sc, lines, ind, depth):
                 continue
             c = r.randrange(14)
             if c < 5:
@@ -363,6 +447,7 @@ class _Gen:
         lines.append(f"{ind}for {j} in range({r.choice([2, 3, 4, 6])}):")
         inner = {key: list(v) for key, v in sc.items() if isinstance(v, list)}
         inner["in_helper"] = sc.get("in_helper", False)
+        inner["in_loop"] = True  # (no matrices here: unrolled K times, with derivatives)
         inner["scal"].append(acc)
         step = r.choice([f"float({j})", f"{j}", f"({j} % 2)", "0.0"])
         lines.append(f"{ind}    {t} = {self.scal(inner, depth - 1)} * 0.5 + {step}")
@@ -405,12 +490,472 @@ class _Gen:
         if vtarget:
             sc["vec"].append(vtarget)
 
+    # --- the newer features' statements (each drawn from r2; content from r as the rest)
+    def feature_statement(self, sc: dict, lines: list[str], ind: str, depth: int) -> bool:
+        """An int, matrix / quaternion or random statement in place of an ordinary one, in the
+        kernels that have the feature; True when one was written."""
+        if self.ints and self.r2.random() < 0.16:
+            self.int_statement(sc, lines, ind, depth)
+            return True
+        if self.mats and self.r2.random() < 0.12:
+            self.nested(self.mat_statement, sc, lines, ind, depth)
+            return True
+        if self.rand and not sc.get("in_helper") and self.r2.random() < 0.16:
+            self.rand_statement(sc, lines, ind, depth)
+            return True
+        return False
+
+    # --- integers (docs/language.md "Integer and bool planes")
+    def int_leaf(self, sc: dict) -> tuple[str, int, bool]:
+        """An int value, a bound on its magnitude and whether it may be a compile-time
+        constant (see iexpr): a name in scope (planes, Params, locals, an int Vector's
+        component), a literal, int(x) of a float kept finite and in range, or int(cond)."""
+        r = self.r
+        if sc["int"] and r.random() < 0.7:
+            return r.choice(sc["int"])
+        c = r.randrange(4)
+        if c == 0:
+            v = r.choice([0, 1, 2, 3, 5, 7, 12, -1, -4])
+            return (str(v) if v >= 0 else f"({v})"), abs(v), True
+        if c == 1:  # int() of NaN, an infinity or beyond int64 is a launch error: guarded
+            x = self.scal(sc, 1)
+            # (a constant where x is an int constant: the condition folds and picks x)
+            return f"int({x} if abs({x}) < 1e6 else 0.0)", 10**6, True
+        if c == 2:
+            return f"int(clamp({self.scal(sc, 1)}, -40.0, 40.0))", 40, False
+        return f"int({self.cond(sc, 0)})", 1, False
+
+    @staticmethod
+    def _int_typed(text: str, const: bool) -> tuple[str, bool]:
+        """hawk makes abs, min, max and `a if c else b` of compile-time integer constants
+        floats, where Python gives ints (docs/architecture.md "The differential fuzzer"); a
+        conditional whose condition folds is the branch it picks, a constant if that is one.
+        Where every argument may be a constant (`const`), the result is made an int again
+        through a float, int(float(...)): exact, the values are small (int() of an int
+        constant would stay a constant; int() of a float is an int value)."""
+        return (f"int(float({text}))", False) if const else (text, False)
+
+    def iexpr(self, sc: dict, d: int) -> tuple[str, int, bool]:
+        """An int expression, a bound on its magnitude (kept within IBOUND, so that every int
+        the interpreter's binding holds as a double is exact: within 2**53) and whether it may
+        be a compile-time constant (built from literals and loop variables only)."""
+        r = self.r
+        if d <= 0 or r.random() < 0.2:
+            return self.int_leaf(sc)
+        a = lambda: self.iexpr(sc, d - 1)  # noqa: E731
+        c = r.randrange(11)
+        if c < 3:
+            (x, bx, cx), (y, by, cy) = a(), a()
+            op = r.choice(["+", "-", "*"])
+            if op == "*" and bx * by > IBOUND:
+                op = r.choice(["+", "-"])
+            return f"({x} {op} {y})", (bx * by if op == "*" else bx + by), cx and cy
+        if c == 3:  # by a nonzero literal: floor division and modulo as Python's
+            (x, bx, cx), k = a(), r.choice([2, 3, 4, 7, 10, -2, -3, -5])
+            if r.random() < 0.5:
+                return f"({x} // {k})", bx // abs(k) + 1, cx
+            return f"({x} % {k})", abs(k), cx
+        if c == 4:  # by an int that is never 0
+            (x, bx, cx), (y, by, cy) = a(), a()
+            div, _ = self._int_typed(r.choice([f"(abs({y}) + 1)", f"max(abs({y}), 1)"]), cy)
+            if r.random() < 0.5:
+                return f"({x} // {div})", bx, False
+            return f"({x} % {div})", by + 1, False
+        if c == 5:  # by an int that may be 0, guarded as the language asks (the branch not taken never raises)
+            (x, bx, cx), (y, by, cy), (z, bz, cz) = a(), a(), a()
+            op = r.choice(["//", "%"])
+            if r.random() < 0.03:  # unguarded: where y is 0, a launch error both sides report
+                return f"({x} {op} {y})", (bx if op == "//" else by), cx and cy
+            # (a condition that folds picks one branch: a constant where that one is)
+            t, const = self._int_typed(f"({x} {op} {y} if {y} != 0 else {z})", (cx and cy) or cz)
+            return t, max(bx if op == "//" else by, bz), const
+        if c == 6:
+            x, bx, cx = a()
+            if r.random() < 0.5:
+                return f"(-{x})", bx, cx
+            return self._int_typed(f"abs({x})", cx)[0], bx, False
+        if c == 7:
+            (x, bx, cx), (y, by, cy) = a(), a()
+            return (self._int_typed(f"{r.choice(['min', 'max'])}({x}, {y})", cx and cy)[0], max(bx, by), False)
+        if c == 8:
+            (x, bx, cx), (y, by, cy) = a(), a()
+            return (self._int_typed(f"({x} if {self.cond(sc, d - 1)} else {y})", cx or cy)[0], max(bx, by), False)
+        if c == 9:
+            x, bx, cx = a()
+            n = r.choice([2, 3])
+            if bx**n <= IBOUND:
+                return f"({x} ** {n})", bx**n, cx
+            return f"({x} % 97)", 97, cx
+        return self.int_leaf(sc)
+
+    def small_int(self, sc: dict, d: int) -> str:
+        """An int expression of magnitude at most 10**4 (reduced by % where larger), for the
+        floats made from ints: an int near 2**40 would make the float outputs too large for
+        the tangent check."""
+        x, bx, _ = self.iexpr(sc, d)
+        return x if bx <= 10**4 else f"({x} % {self.r.choice([7, 97, -13, 1000])})"
+
+    def int_to_float(self, sc: dict, d: int) -> str:
+        """A float made from ints (always float-typed: an int-typed value assigned to a float
+        local would make if branches disagree in type): float(i), an int meeting a float
+        literal (float(i) implied), i / j (a float), a table read at an int index."""
+        r = self.r
+        i = self.small_int(sc, min(d - 1, 3))
+        c = r.randrange(7)
+        if c == 0:
+            return f"float({i})"
+        if c == 1:
+            return f"({i} * {r.choice(['0.5', '-1.25', '0.01', '2.0'])})"
+        if c == 2:
+            return f"({self.scal(sc, d - 1)} {r.choice(['+', '-'])} {i} * 0.5)"
+        if c == 3:
+            j = self.small_int(sc, min(d - 1, 2))
+            return f"({i} / ({j} * {j} + 1))"
+        if c == 4:
+            return f"(float({i}) * {self.scal(sc, d - 1)})"
+        if self.tables and not sc.get("in_helper"):
+            t, w = r.choice(self.tables)
+            comp = f"[{r.randrange(w)}]" if w > 1 else ""
+            if r.random() < 0.04:  # unguarded: out of range for some samples, a table error both sides report
+                return f"{t}.at({i}){comp}"
+            if c == 5:
+                return f"{t}.at({i} % {self.m}){comp}"  # % floors: in [0, M)
+            return f"({t}.at({i}){comp} if 0 <= {i} and {i} < {self.m} else {self.scal(sc, d - 1)})"
+        return f"float({i})"
+
+    def int_cond(self, sc: dict, d: int) -> str:
+        r = self.r
+        i = self.iexpr(sc, max(min(d, 2), 0))[0]
+        c = r.randrange(4)
+        if c == 0:
+            return f"({i} {r.choice(['<', '<=', '>', '>=', '==', '!='])} {self.iexpr(sc, max(min(d, 2), 0))[0]})"
+        if c == 1:
+            return f"({i} % {r.choice([2, 3])} == {r.choice([0, 1])})"
+        if c == 2:  # an int compared with a float compares float(i)
+            return f"({i} {r.choice(['<', '>=', '=='])} {self.scal(sc, max(d - 1, 0))})"
+        return f"({i} {r.choice(['>', '<=', '!='])} {r.choice([0, 1, -2, 5])})"
+
+    def int_vec(self, sc: dict, d: int) -> str:
+        """A width-k vector read from a table at an int index, or a float vector times an int."""
+        r = self.r
+        vt = [t for t, w in self.tables if w == self.k]
+        i = self.small_int(sc, 2)
+        if vt and not sc.get("in_helper") and r.random() < 0.6:
+            return f"{r.choice(vt)}.at({i} % {self.m})"
+        return f"(float({i}) * {self.vect(sc, d - 1)})"
+
+    def int_statement(self, sc: dict, lines: list[str], ind: str, depth: int) -> None:
+        r = self.r
+        name = self.fresh("k")
+        if r.random() < 0.2:  # a loop over ints, reduced each iteration
+            x = self.iexpr(sc, min(depth - 1, 2))[0]
+            k = r.choice([97, 1000, -13])
+            lines.append(f"{ind}{name} = {x} % {k}")
+            lines.append(f"{ind}for i in range({r.choice([2, 3])}):")
+            inner = {key: list(v) for key, v in sc.items() if isinstance(v, list)}
+            inner["in_helper"] = sc.get("in_helper", False)
+            inner["int"] += [(name, abs(k), True), ("i", 3, True)]  # (a constant, for all we know here)
+            lines.append(f"{ind}    {name} = ({name} * {r.choice([2, 3, -1])} + {self.iexpr(inner, 1)[0]}) % {k}")
+            sc["int"].append((name, abs(k), True))
+            return
+        x, bx, cx = self.iexpr(sc, min(depth, 3))
+        lines.append(f"{ind}{name} = {x}")
+        sc["int"].append((name, bx, cx))
+
+    # --- matrices and quaternions (docs/language.md "Matrices and quaternions")
+    def vecn(self, sc: dict, d: int, w: int) -> str:
+        """A float vector of width w."""
+        if w == self.k:
+            return self.vect(sc, max(d, 0))
+        if w == 4:
+            return self.qexpr(sc, max(d, 0))
+        return f"vec({', '.join(self.scal(sc, min(max(d, 0), 1)) for _ in range(w))})"
+
+    def mleaf(self, sc: dict, rr: int, cc: int) -> str:
+        r = self.r
+        c = r.randrange(6)
+        if c == 0 and rr == cc:
+            return f"identity({rr})"
+        if c == 1:
+            return f"outer({self.vecn(sc, 0, rr)}, {self.vecn(sc, 0, cc)})"
+        if c == 2 and self.mtable and (rr, cc) == (self.mn, self.mn) and not sc.get("in_helper"):
+            if self.ints and sc["int"] and r.random() < 0.5:
+                return f"{self.mtable[0]}.at({self.small_int(sc, 1)} % {self.m})"
+            return f"{self.mtable[0]}.at(clamp({self.scal(sc, 1)}, 0.0, {self.m - 1}.0))"
+        if c == 3 and (rr, cc) == (3, 3):
+            return f"quat_to_matrix({self.qexpr(sc, 0)})"
+        rows = []
+        for _ in range(rr):  # (mostly leaves: r * c of them)
+            xs = ", ".join(self.scal(sc, 1 if r.random() < 0.3 else 0) for _ in range(cc))
+            rows.append(f"vec({xs})" if r.random() < 0.5 else f"({xs})")
+        return f"mat({', '.join(rows)})"
+
+    def well(self, sc: dict, d: int, n: int) -> str:
+        """A well-conditioned n x n matrix, for inverse and det: the identity plus a small
+        perturbation (|entries| <= 0.25, so the perturbation's norm is below 1), the identity
+        plus 0.1 T^T T (eigenvalues >= 1), or a rotation."""
+        r = self.r
+        c = r.randrange(3)
+        if c == 0:
+            return f"(identity({n}) + {r.choice(['0.1', '0.2', '0.25'])} * tanh({self.mexpr(sc, d, n, n)}))"
+        if c == 1 or n != 3:
+            t = f"tanh({self.mexpr(sc, d, r.choice([2, 2, 3]) if c == 1 else n, n)})"
+            return f"(identity({n}) + 0.1 * (transpose({t}) @ {t}))"
+        return f"quat_to_matrix({self.qexpr(sc, d)})"
+
+    def mexpr(self, sc: dict, d: int, rr: int, cc: int) -> str:
+        """A Matrix[rr, cc] expression."""
+        r = self.r
+        if d <= 0 or r.random() < 0.25:
+            pool = [m for m, a, b in sc["mat"] if (a, b) == (rr, cc)]
+            if pool and r.random() < 0.7:
+                return r.choice(pool)
+            return self.mleaf(sc, rr, cc)
+        m = lambda: self.mexpr(sc, d - 1, rr, cc)  # noqa: E731
+        s = lambda: self.scal(sc, min(d - 1, 1))  # noqa: E731
+        c = r.randrange(13)
+        if c < 2:
+            return f"({m()} {r.choice(['+', '-', '*'])} {m()})"
+        if c == 2:
+            return r.choice([f"({s()} * {m()})", f"({m()} * {s()})", f"({m()} + {s()})"])
+        if c == 3:
+            x = s()
+            return f"({m()} / ({x} * {x} + 1.0))"
+        if c < 6:
+            p = r.choice([2, 2, 3])
+            return f"({self.mexpr(sc, d - 1, rr, p)} @ {self.mexpr(sc, d - 1, p, cc)})"
+        if c == 6:
+            return f"{r.choice(['sin', 'tanh', 'cos', 'abs', 'hm.tanh'])}({m()})"
+        if c == 7:
+            return f"transpose({self.mexpr(sc, d - 1, cc, rr)})"
+        if c == 8 and rr == cc:
+            return f"inverse({self.well(sc, min(d - 1, 1), rr)})"
+        if c == 9:
+            return r.choice([f"({m()} if {self.cond(sc, d - 1)} else {m()})", f"where({self.cond(sc, d - 1)}, {m()}, {m()})"])
+        if c == 10:
+            return f"{r.choice(['minimum', 'maximum'])}({m()}, {r.choice([s(), m()])})"
+        if c == 11 and self.sg:
+            return f"hm.stop_gradient({m()})"
+        return f"(-{m()})"
+
+    def qexpr(self, sc: dict, d: int) -> str:
+        """A unit quaternion (Vector[4], (x, y, z, w)): what quat_rotate and quat_to_matrix
+        assume; products, conjugates and selections of unit quaternions are unit."""
+        r = self.r
+        if d <= 0 or r.random() < 0.3:
+            if sc["quat"] and r.random() < 0.6:
+                return r.choice(sc["quat"])
+            if r.random() < 0.5:  # an axis that is never 0
+                return f"quat_from_axis_angle(vec(1.0, {self.scal(sc, 1)}, {self.scal(sc, 1)}), {self.scal(sc, 1)})"
+            w = self.scal(sc, 1)
+            return f"normalize(vec({self.scal(sc, 1)}, {self.scal(sc, 1)}, {self.scal(sc, 1)}, {w} * {w} + 1.0))"
+        q = lambda: self.qexpr(sc, d - 1)  # noqa: E731
+        c = r.randrange(5)
+        if c < 2:
+            return f"quat_mul({q()}, {q()})"
+        if c == 2:
+            return f"quat_conj({q()})"
+        if c == 3:
+            return f"({q()} if {self.cond(sc, d - 1)} else {q()})"
+        return f"where({self.cond(sc, d - 1)}, {q()}, {q()})"
+
+    def nested(self, f: Any, *args: Any) -> Any:
+        """f(*args) with no matrix or quaternion expression in the scalars it writes (their
+        sizes and their derivatives' would multiply)."""
+        self.in_mat = True
+        try:
+            return f(*args)
+        finally:
+            self.in_mat = False
+
+    def mat_scal(self, sc: dict, d: int) -> str:
+        """A Scalar from matrices or quaternions."""
+        r = self.r
+        n, dm = self.mn, min(d - 1, 1)  # (small: each matrix is r * c values, each with derivatives)
+        rr, cc = r.choice([2, 2, 3]), r.choice([2, 2, 3])
+        c = r.randrange(8)
+        if c == 0:
+            return f"det({self.mexpr(sc, dm, n, n)})"
+        if c == 1:
+            return f"trace({self.mexpr(sc, dm, n, n)})"
+        if c == 2:
+            i, j = r.randrange(rr), r.randrange(cc)
+            if r.random() < 0.2:
+                i, j = i - rr, j - cc  # negative indices count from the end
+            return r.choice([f"{self.mexpr(sc, dm, rr, cc)}[{i}, {j}]", f"{self.mexpr(sc, dm, rr, cc)}[{i}][{j}]"])
+        if c == 3:
+            return f"({self.vecn(sc, d - 1, rr)} @ {self.mexpr(sc, dm, rr, cc)} @ {self.vecn(sc, d - 1, cc)})"
+        if c == 4:
+            q = self.qexpr(sc, min(d - 1, 1))
+            return r.choice([f"{q}[{r.randrange(4)}]", f"quat_rotate({q}, {self.vecn(sc, d - 1, 3)})[{r.randrange(3)}]"])
+        if c == 5:
+            return r.choice([f"dot({self.qexpr(sc, 1)}, {self.qexpr(sc, 1)})", f"({self.qexpr(sc, 1)} @ {self.vecn(sc, 0, 4)})"])
+        if c == 6:
+            return f"det({self.well(sc, min(d - 1, 1), n)})"
+        return f"inverse({self.well(sc, min(d - 1, 1), n)})[{r.randrange(n)}, {r.randrange(n)}]"
+
+    def mat_vec(self, sc: dict, d: int) -> str:
+        """A width-k vector from matrices or quaternions."""
+        r = self.r
+        k, p, dm = self.k, r.choice([2, 3]), min(d - 1, 1)
+        c = r.randrange(5)
+        if c == 0:
+            return f"({self.mexpr(sc, dm, k, p)} @ {self.vecn(sc, d - 1, p)})"
+        if c == 1:
+            return f"{self.mexpr(sc, dm, p, k)}[{r.randrange(p)}]"
+        if c == 2:
+            return f"({self.vecn(sc, d - 1, p)} @ {self.mexpr(sc, dm, p, k)})"
+        if c == 3 and k == 3:
+            return f"quat_rotate({self.qexpr(sc, min(d - 1, 1))}, {self.vect(sc, d - 1)})"
+        return f"(inverse({self.well(sc, min(d - 1, 1), k)}) @ {self.vect(sc, d - 1)})"
+
+    def mat_statement(self, sc: dict, lines: list[str], ind: str, depth: int) -> None:
+        r = self.r
+        c = r.randrange(6)
+        own = [(m, a, b) for m, a, b in sc["ownmat"]]
+        if c == 4 and own:  # assign to a component or a row of a local matrix
+            m, a, b = r.choice(own)
+            if r.random() < 0.6:
+                lines.append(f"{ind}{m}[{r.randrange(a)}, {r.randrange(b) - (b if r.random() < 0.2 else 0)}] = {self.scal(sc, depth - 1)}")
+            else:
+                lines.append(f"{ind}{m}[{r.randrange(a)}] = {self.vecn(sc, depth - 1, b)}")
+            return
+        if c == 5:
+            name = self.fresh("qt")
+            lines.append(f"{ind}{name} = {self.qexpr(sc, min(depth, 3))}")
+            sc["quat"].append(name)
+            return
+        name = self.fresh("m")
+        rr, cc = (self.mn, self.mn) if r.random() < 0.6 else (r.choice([2, 2, 3]), r.choice([2, 2, 3]))
+        lines.append(f"{ind}{name} = {self.mexpr(sc, min(depth, 2), rr, cc)}")
+        sc["mat"].append((name, rr, cc))
+        sc["ownmat"].append((name, rr, cc))
+
+    # --- random numbers (docs/language.md "Random numbers")
+    def rand_statement(self, sc: dict, lines: list[str], ind: str, depth: int) -> None:
+        """A local holding draws, used reparameterized (mu + sigma * z): a constant for AD, so
+        every check applies. Draws are written only here and as a term of y0 (feature_uses),
+        never inside an expression: the generator repeats an expression's text in places
+        (`x * x + 1.0`, a guard and the value it guards), which with a draw in it would draw
+        twice, two different numbers."""
+        r = self.r
+        name = self.fresh("a")
+        s = lambda: self.scal(sc, depth - 1)  # noqa: E731
+        self.drew = True
+        c = r.randrange(7)
+        if c == 0:
+            lines.append(f"{ind}{name} = {s()} + {s()} * rng.normal()")
+        elif c == 1:
+            lines.append(f"{ind}{name} = rng.{r.choice(['uniform', 'normal'])}()")
+        elif c == 2:
+            lines.append(f"{ind}{name} = {s()} + ({s()} - {s()}) * rng.uniform()")
+        elif c == 3:  # both branches draw (numbering counts both)
+            lines.append(f"{ind}{name} = rng.normal() if {self.cond(sc, depth - 1)} else {s()} * rng.uniform()")
+        elif c == 4:  # draws in an unrolled loop, numbered in iteration order
+            lines.append(f"{ind}{name} = {s()}")
+            lines.append(f"{ind}for i in range({r.choice([2, 3])}):")
+            lines.append(f"{ind}    {name} = {name} * 0.5 + {self.scal(sc, 1)} * rng.normal()")
+        elif c == 5:
+            lines.append(f"{ind}{name} = {s()} * (1.0 + 0.1 * rng.normal())")
+        else:
+            lines.append(f"{ind}{name} = where({self.cond(sc, depth - 1)}, rng.uniform(), {s()})")
+        sc["scal"].append(name)
+
+    def feature_params(self, sc: dict, steps: int) -> tuple[list[str], list[str], list[str], list[tuple[str, str, Any]]]:
+        """The newer features' inputs, outputs and prologue lines (drawn from r2), and what to
+        write to the outputs at the end: (name, kind, data)."""
+        r2 = self.r2
+        ins: list[str] = []
+        outs: list[str] = []
+        pro: list[str] = []
+        ends: list[tuple[str, str, Any]] = []
+        if self.ints:
+            for j in range(r2.choice([1, 1, 2])):
+                dt = r2.choice(["int32", "int64"])
+                ins.append(f"i{j}: Scalar[hawk.{dt}]")
+                sc["int"].append((f"i{j}", INT_RANGE[dt], False))
+            if r2.random() < 0.25:
+                ins.append(f"iv: Vector[{self.k}, hawk.int32]")
+                sc["int"] += [(f"iv[{c}]", INT_RANGE["int32"], False) for c in range(self.k)]
+            if r2.random() < 0.3:
+                ins.append("ip: Param[hawk.int32]")
+                sc["int"].append(("ip", INT_RANGE["param"], False))
+            for j in range(r2.choice([1, 1, 2])):
+                dt = r2.choice(["int32", "int64"])
+                outs.append(f"n{j}: Mutable[Scalar[hawk.{dt}]]")
+                if r2.random() < 0.4:  # in-out: read before its update, which keeps it within max(range + steps, 1000)
+                    sc["int"].append((f"n{j}", max(INT_RANGE[dt] + steps, 1000), False))
+                    ends.append((f"n{j}", "int_inout", None))
+                else:
+                    ends.append((f"n{j}", "int", None))
+        if self.mats:
+            n = self.mn
+            if r2.random() < 0.6:
+                rr, cc = (n, n) if r2.random() < 0.6 else (r2.choice([2, 2, 3]), r2.choice([2, 2, 3]))
+                ins.append(f"A: Matrix[{rr}, {cc}]")
+                sc["mat"].append(("A", rr, cc))
+            if r2.random() < 0.4:
+                ins.append("qin: Vector[4]")
+                q = self.fresh("qt")
+                pro.append(f"    {q} = normalize(qin)")
+                sc["quat"].append(q)
+            if r2.random() < 0.25:
+                ins.append(f"tm: Table[Matrix[{n}, {n}]]")
+                self.mtable = ("tm", n)
+            if r2.random() < 0.6:
+                rr, cc = (n, n) if r2.random() < 0.6 else (r2.choice([2, 2, 3]), r2.choice([2, 2, 3]))
+                outs.append(f"W: Mutable[Matrix[{rr}, {cc}]]")
+                inout = r2.random() < 0.4
+                if inout:
+                    sc["mat"].append(("W", rr, cc))
+                ends.append(("W", "mat_inout" if inout else "mat", (rr, cc)))
+            if r2.random() < 0.3:
+                outs.append("qo: Mutable[Vector[4]]")
+                ends.append(("qo", "quat", None))
+        if self.rand:
+            ins.append("rng: Random")
+        return ins, outs, pro, ends
+
+    def feature_ends(self, sc: dict, lines: list[str], ends: list[tuple[str, str, Any]], depth: int) -> None:
+        r = self.r
+        for name, kind, data in ends:
+            if kind == "int":
+                lines.append(f"    {name} = {self.iexpr(sc, min(depth, 3))[0]}")
+            elif kind == "int_inout":
+                if r.random() < 0.5:
+                    lines.append(f"    {name} = {name} + 1 if {self.cond(sc, 1)} else {name}")
+                else:
+                    lines.append(f"    {name} = ({name} + {self.iexpr(sc, 2)[0]}) % {r.choice([97, 1000, -13])}")
+            elif kind in ("mat", "mat_inout"):
+                rr, cc = data
+                c = r.randrange(3) if kind == "mat_inout" else 0
+                if c == 0:
+                    lines.append(f"    {name} = {self.mexpr(sc, min(depth, 2), rr, cc)}")
+                elif c == 1:
+                    lines.append(f"    {name} = {name} * 0.5 + {self.mexpr(sc, 2, rr, cc)}")
+                else:  # a component only: the others keep their values
+                    lines.append(f"    {name}[{r.randrange(rr)}, {r.randrange(cc)}] = {self.scal(sc, depth - 1)}")
+            else:
+                lines.append(f"    {name} = {self.qexpr(sc, min(depth, 3))}")
+
+    def feature_uses(self, sc: dict) -> str:
+        """Terms of y0 that read the newer features' locals (drawn from r2)."""
+        r2 = self.r2
+        terms = [f" + 0.01 * float({k} % 97)" for k, _, _ in sc["int"] if r2.random() < 0.5]
+        terms += [f" + {f'trace({m})' if a == b else f'{m}[{a - 1}, {b - 1}]'}" for m, a, b in sc["mat"] if r2.random() < 0.5]
+        terms += [f" + {q}[{r2.randrange(4)}]" for q in sc["quat"] if r2.random() < 0.5]
+        if self.rand and (not self.drew or r2.random() < 0.3):  # every Random kernel draws
+            terms.append(f" + {r2.choice(['0.5', '0.1', '-0.25'])} * rng.normal()")
+        return "".join(terms)
+
     def uses(self, sc: dict) -> str:
         """Terms that read the temporaries (so that most of the body reaches an output)."""
         r = self.r
         terms = [f" {r.choice(['+', '-'])} {self.const()} * {a}" for a in sc["scal"] if r.random() < 0.7]
         terms += [f" + where({b}, {self.const()}, 0.0)" for b in sc["bool"] if r.random() < 0.7]
         terms += [f" + {u}[{r.randrange(self.k)}]" for u in sc["vec"] if r.random() < 0.5]
+        if self.ints or self.mats or self.rand:
+            terms.append(self.feature_uses(sc))
         return "".join(terms)
 
     def helper_defs(self) -> list[str]:
@@ -421,7 +966,8 @@ class _Gen:
             arity = r.choice([1, 2, 3])
             pair = r.random() < 0.4
             params = [f"q{j}" for j in range(arity)]
-            sc = {"scal": list(params), "vec": [], "bool": [], "own": [], "ownvec": [], "outs_in_if": [], "in_helper": True}
+            sc = {"scal": list(params), "vec": [], "bool": [], "own": [], "ownvec": [], "outs_in_if": [], "in_helper": True,
+                  **_new_scope()}
             lines += ["@hawk.func", f"def {name}({', '.join(params)}):"]
             body: list[str] = []
             self.statements(sc, body, "    ", r.choice([0, 1, 2]), 2)
@@ -444,7 +990,8 @@ class _Gen:
         mask = steps > 1 and r.random() < 0.7 or r.random() < 0.2
         nx = r.choice([1, 2, 3])
         params: list[str] = [f"x{j}: Scalar" for j in range(nx)]
-        sc: dict[str, Any] = {"scal": [f"x{j}" for j in range(nx)], "vec": [], "bool": [], "own": [], "ownvec": [], "outs_in_if": []}
+        sc: dict[str, Any] = {"scal": [f"x{j}" for j in range(nx)], "vec": [], "bool": [], "own": [], "ownvec": [], "outs_in_if": [],
+                              **_new_scope()}
         if r.random() < 0.5:
             params.append(f"v: Vector[{self.k}]")
             sc["vec"].append("v")
@@ -456,6 +1003,8 @@ class _Gen:
             params.append(f"tb: Table[{'Scalar' if w == 1 else f'Vector[{w}]'}]")
             self.tables.append(("tb", w))
         helpers = self.helper_defs()
+        new_ins, new_outs, prologue, ends = self.feature_params(sc, steps)
+        params += new_ins
         outs = ["y0"] + (["y1"] if r.random() < 0.4 else [])
         params += [f"{o}: Mutable[Scalar]" for o in outs]
         state = steps > 1 or r.random() < 0.3
@@ -468,12 +1017,13 @@ class _Gen:
             params.append(f"w: Mutable[Vector[{self.k}]]")
             if winout:
                 sc["vec"].append("w")
+        params += new_outs
         if mask:
             params.append("done: Terminated")
         sc["outs_in_if"] = [o for o in outs[1:]]
         lines = [f"@hawk.kernel(steps={steps})" if steps > 1 else "@hawk.kernel", f"def {name}({', '.join(params)}):"]
         depth = r.choice([2, 3, 3, 4])
-        body: list[str] = []
+        body: list[str] = list(prologue)
         self.statements(sc, body, "    ", r.choice([1, 2, 3, 4, 5]), depth)
         lines += body
         lines.append(f"    y0 = {self.scal(sc, depth)}{self.uses(sc)}")
@@ -486,6 +1036,7 @@ class _Gen:
                 lines.append(f"    w = {self.vect(sc, depth - 1)}")
         if state:
             lines.append(f"    s = s + 0.25 * tanh({self.scal(sc, depth - 1)})")
+        self.nested(self.feature_ends, sc, lines, ends, depth)
         if mask:
             c = self.cond(sc, 1) if r.random() < 0.5 else f"(s > {r.choice(['0.5', '1.0', '-0.25'])})" if state else self.cond(sc, 1)
             if r.random() < 0.3:
@@ -493,53 +1044,119 @@ class _Gen:
                 lines.append(f"        done = {c}")
             else:
                 lines.append(f"    done = {c}")
-        source = HEADER + f"\nM = {self.m}\n\n" + "\n".join(helpers) + "\n" + "\n".join(lines) + "\n"
+        header = HEADER + (FEATURE_HEADER if self.ints or self.mats or self.rand else "")
+        source = header + f"\nM = {self.m}\n\n" + "\n".join(helpers) + "\n" + "\n".join(lines) + "\n"
         return GenKernel(self.seed, name, source, self.m, r.choice([1, 7, 37, 70]))
 
 
-FEATURES = ("exits", "stop_gradient")  # the newer constructs generate writes by default
+FEATURES = ("exits", "stop_gradient", "int", "matrix", "random")  # the newer constructs generate writes by default
 
 
 def generate(seed: int, features: tuple[str, ...] = FEATURES) -> GenKernel:
     """The kernel of ``seed`` (the same text for the same seed and features). features:
     "exits" (`break`/`continue` in loops under data-dependent conditions), "stop_gradient"
-    (``hm.stop_gradient(...)`` in expressions); () gives the kernels of the generator before
-    those (the seeds of fuzzer findings made then)."""
+    (``hm.stop_gradient(...)`` in expressions), "int" (integer planes, Params, locals and
+    outputs), "matrix" (Matrix planes and locals, hawk.math's matrix and quaternion
+    functions), "random" (an ``rng: Random`` parameter and its draws); () gives the kernels of
+    the generator before all of them (the seeds of fuzzer findings made then), ("exits",
+    "stop_gradient") those of the generator before the last three."""
     return _Gen(seed, features).kernel()
+
+
+def features_of(seed: int, features: tuple[str, ...] = FEATURES) -> set[str]:
+    """Which of the per-kernel features (of "int", "matrix", "random", "stop_gradient") the
+    kernel of ``seed`` was drawn to have (each in a share of the kernels; "exits" is drawn per
+    statement instead)."""
+    g = _Gen(seed, features)
+    drawn = {"int": g.ints, "matrix": g.mats, "random": g.rand, "stop_gradient": g.sg}
+    return {f for f, on in drawn.items() if on}
 
 
 # ---------------------------------------------------------------- running kernels
 
 
 def _shape(slot: Any, n: int, m: int) -> tuple[int, ...]:
+    """The array shape of a slot: a Matrix[r, c] is (r, c, N) as a plane, (M, r, c) as a table."""
+    inner = (slot.rows, slot.width // slot.rows) if slot.rows else (slot.width,) if slot.is_vector else ()
     if slot.kind in ("table", "table_sum"):
-        return (m, slot.width) if slot.is_vector else (m,)
+        return (m, *inner)
     if slot.kind == "param_sum":
         return (slot.width,)
-    return (slot.width, n) if slot.is_vector else (n,)
+    return (*inner, n)
+
+
+_INT_DTYPES = {"int32": np.int32, "int64": np.int64, "bool": np.bool_}
+
+
+def _np_dtype(slot: Any, float_dtype: Any) -> Any:
+    """The element type eagle binds a slot with: the build's float dtype, or the slot's own."""
+    return float_dtype if slot.dtype == "float" else _INT_DTYPES[slot.dtype]
 
 
 def float_inputs(kernel: Any) -> list[str]:
-    """The inputs derivatives can be taken with respect to (planes, Params, Tables, in-out
-    Mutables)."""
-    return [s.name for s in kernel.slots if s.kind in ("plane", "param", "table") or (s.kind == "mutable" and s.inout)]
+    """The inputs derivatives can be taken with respect to (float planes, Params, Tables,
+    in-out Mutables; not integer ones, which have no derivative, nor the Random key)."""
+    return [s.name for s in kernel.slots
+            if s.dtype == "float" and (s.kind in ("plane", "param", "table") or (s.kind == "mutable" and s.inout))]
 
 
 def outputs_of(kernel: Any) -> list[str]:
-    return [s.name for s in kernel.slots if s.kind == "mutable"]
+    """The outputs with derivatives: float Mutables (an integer output has no tangent or
+    cotangent; the compiled-vs-interpreter check compares it all the same, exactly)."""
+    return [s.name for s in kernel.slots if s.kind == "mutable" and s.dtype == "float"]
 
 
 def make_values(kernel: Any, n: int, m: int, rng: np.random.Generator) -> dict[str, Any]:
-    """Random inputs for every input slot of a primal kernel (float64; the mask as bool)."""
+    """Random inputs for every input slot of a primal kernel (float64; the mask as bool;
+    integer planes and Params as ints within INT_RANGE, the bounds the generator assumes;
+    the Random key as the uint32 (2,) key plan.bind takes, see launch_key)."""
     out: dict[str, Any] = {}
     for s in kernel.slots:
-        if s.kind == "param":
+        if s.kind == "param" and s.dtype != "float":
+            out[s.name] = int(rng.integers(-INT_RANGE["param"], INT_RANGE["param"] + 1))
+        elif s.kind == "param":
             out[s.name] = float(rng.uniform(-1.5, 1.5))
+        elif (s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout)) and s.dtype in ("int32", "int64"):
+            b = INT_RANGE[s.dtype]
+            out[s.name] = rng.integers(-b, b + 1, _shape(s, n, m)).astype(_INT_DTYPES[s.dtype])
+        elif (s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout)) and s.dtype == "bool":
+            out[s.name] = rng.random(_shape(s, n, m)) < 0.5
         elif s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout):
             out[s.name] = rng.standard_normal(_shape(s, n, m))
         elif s.kind == "terminated":
             out[s.name] = rng.random(n) < 0.2
+        elif s.kind == "random":
+            out[s.name] = rng.integers(0, 2**32, 2, dtype=np.uint64).astype(np.uint32)
     return out
+
+
+# ---------------------------------------------------------------- the Random key
+
+_M32 = 0xFFFFFFFF
+
+
+def _threefry2x32(k0: int, k1: int, x0: int, x1: int) -> tuple[int, int]:
+    """jax's threefry2x32 hash of one pair (jax/_src/prng.py, 20 rounds)."""
+    rot = ((13, 15, 26, 6), (17, 29, 16, 24))
+    ks = (k0, k1, k0 ^ k1 ^ 0x1BD11BDA)
+    x0, x1 = (x0 + ks[0]) & _M32, (x1 + ks[1]) & _M32
+    for i in range(5):
+        for r in rot[i % 2]:
+            x0 = (x0 + x1) & _M32
+            x1 = ((x1 << r) | (x1 >> (32 - r))) & _M32
+            x1 ^= x0
+        x0 = (x0 + ks[(i + 1) % 3]) & _M32
+        x1 = (x1 + ks[(i + 2) % 3] + i + 1) & _M32
+    return x0, x1
+
+
+def launch_key(key: Any, launch: int = 0) -> tuple[int, int]:
+    """The key words launch `launch` of a kernel bound with ``rng=key`` (a uint32 (2,) key)
+    draws with: ``jax.random.fold_in(key, launch)`` (docs/language.md "Random numbers": eagle
+    folds the launch count in). The interpreter and the JAX bridge use the key they are given
+    as it is, so both are given this one; tests/test_differential.py checks it against jax."""
+    k = np.asarray(key, np.uint32)
+    return _threefry2x32(int(k[0]), int(k[1]), 0, int(launch) & _M32)
 
 
 def direction(kernel: Any, values: dict[str, Any], names: Iterable[str], rng: np.random.Generator) -> dict[str, Any]:
@@ -549,6 +1166,11 @@ def direction(kernel: Any, values: dict[str, Any], names: Iterable[str], rng: np
 def roles(kernel: Any, role: str) -> dict[str, str]:
     """{primal name: slot name} of a derived kernel's slots with `role` ('t' or 'c')."""
     return {prim: s.name for s, (r, prim) in zip(kernel.slots, kernel._core.slot_roles()) if r == role}
+
+
+# The interpreter's integer errors (runtime/abi.h) as a Run's error[0]: the words the compiled
+# launch's RuntimeError says (runtime/launch.cpp describe_error).
+INT_ERRORS = {2: "integer division or modulo by zero", 3: "int() of NaN, an infinity or a float beyond int64"}
 
 
 @dataclass
@@ -574,16 +1196,20 @@ def interpret(kernel: Any, n: int, m: int, values: dict[str, Any], float32: bool
             mask = [int(b) for b in np.asarray(values[s.name], bool)]
         elif s.kind == "param":
             ins[s.name] = [float(values[s.name])]
+        elif s.kind == "random":  # launch 0's key, as a build bound with rng=values[...] draws
+            ins[s.name] = [float(w) for w in launch_key(values[s.name])]
         elif s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout):
-            a = np.asarray(values[s.name], np.float64)
-            if float32:
+            a = np.asarray(values[s.name], np.float64)  # ints as doubles: exact within 2**53
+            if float32 and s.dtype == "float":
                 a = a.astype(np.float32).astype(np.float64)
             ins[s.name] = a.reshape(-1).tolist()
     outs, sum_abs, mask_out, _finished, err = kernel._core.interpret(n, ins, mask, zero_finished, float32, perturb_ulps)
     error = None
-    if err[0] != 0:  # the table by name (a TableSum's error is its table's, as the runtime says)
+    if err[0] == 1:  # RAPTOR_ERR_TABLE_INDEX: the table by name (a TableSum's error is its table's, as the runtime says)
         slot = kernel.slots[err[1]]
         error = (kernel.slots[slot.table_of].name if slot.kind == "table_sum" else slot.name, err[2], err[3])
+    elif err[0] != 0:  # an integer division by zero (2) or int() of NaN / inf / beyond int64 (3): the line
+        error = (INT_ERRORS.get(err[0], f"error code {err[0]}"), err[1], err[3])
     has_mask = any(s.kind == "terminated" for s in kernel.slots)
     return Run({k: np.asarray(v, np.float64) for k, v in outs.items()}, np.asarray(mask_out, bool) if has_mask else None,
                error, {k: np.asarray(v, np.float64) for k, v in sum_abs.items()})
@@ -595,13 +1221,15 @@ def launch(plan: Any, n: int, m: int, values: dict[str, Any], dtype: Any) -> Run
     arrays: dict[str, Any] = {}
     for s in k.slots:
         if s.kind == "param":
-            arrays[s.name] = float(values[s.name])
+            arrays[s.name] = float(values[s.name]) if s.dtype == "float" else int(values[s.name])
         elif s.kind == "terminated":
             arrays[s.name] = np.array(values[s.name], bool)
+        elif s.kind == "random":
+            arrays[s.name] = np.array(values[s.name], np.uint32)
         elif s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout):
-            arrays[s.name] = np.array(values[s.name], dtype)
+            arrays[s.name] = np.array(values[s.name], _np_dtype(s, dtype))
         else:
-            arrays[s.name] = np.zeros(_shape(s, n, m), dtype)
+            arrays[s.name] = np.zeros(_shape(s, n, m), _np_dtype(s, dtype))
     error = None
     try:
         plan.bind(**arrays).launch()
@@ -682,9 +1310,11 @@ def compare(kernel: Any, got: Run, want: Run, n: int, dtype: Any, moved: tuple[R
     if (got.error is None) != (want.error is None):
         return f"table error: compiled {got.error!r}, interpreter {want.error!r}"
     if want.error is not None:
-        tname = f"table '{want.error[0]}'"
+        # the table by name, or the kind of integer error (its line and sample may be another
+        # sample's: the build's chunks report their own first error)
+        tname = want.error[0] if want.error[0] in INT_ERRORS.values() else f"table '{want.error[0]}'"
         if tname not in str(got.error):
-            return f"table error names another table: compiled {got.error!r}, interpreter {want.error!r}"
+            return f"the error differs: compiled {got.error!r}, interpreter {want.error!r}"
         return None  # outputs after an error are not specified beyond the error
     if not _same_mask(got.mask, want.mask):
         return f"mask: compiled {got.mask}, interpreter {want.mask}"
@@ -945,8 +1575,13 @@ def check_xla(g: GenKernel, k: Any, values: dict[str, Any], st: Stats) -> None:
         f = eagle_jax.function(k, lowering="xla")
         args = []
         for name in f.inputs:
-            v = values[name]
-            args.append(v if np.ndim(v) == 0 else np.asarray(v, bool if k.slot(name).kind == "terminated" else np.float64))
+            v, s = values[name], k.slot(name)
+            if s.kind == "random":  # the key as given: launch 0's, the interpreter's (launch_key)
+                args.append(np.asarray(launch_key(v), np.uint32))
+            elif np.ndim(v) == 0:
+                args.append(v)
+            else:
+                args.append(np.asarray(v, bool if s.kind == "terminated" else _np_dtype(s, np.float64)))
         res = f(*args)
         res = res if isinstance(res, tuple) else (res,)
         got = {name: np.asarray(r) for name, r in zip(f.outputs, res)}
@@ -1038,7 +1673,8 @@ def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks) -> None:
         return
     tdot = {o: runs64["tangent"].outs[tn[o]] for o in outs}
     if tk.slots and any(r == "p" and s.kind == "mutable" for s, (r, _) in zip(tk.slots, tk._core.slot_roles())):
-        for o in outs:  # the tangent's primal outputs are the kernel's
+        for o in (s.name for s in k.slots if s.kind == "mutable" and s.name in runs64["tangent"].outs):
+            # the tangent's primal outputs are the kernel's (integer ones too)
             if not _same_bits(runs64["tangent"].outs[o], runs64["kernel"].outs[o]).all():
                 st.mismatches.append(Mismatch(g.seed, "tangent-primal", f"{o}: tangent kernel's primal output differs from the kernel's", g.report()))
                 return
