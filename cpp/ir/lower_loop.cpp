@@ -290,21 +290,21 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
   const int alive_entry = has_break ? (live_ < 0 ? kbool(true) : live_) : -1;
   const int live_before = live_;
 
-  Value begin_v;
-  begin_v.op = Op::LoopBegin;
-  begin_v.type = Type::B;
-  begin_v.iimm = count;
-  begin_v.loc = cur_loc_;
-  const int begin = k.add(begin_v);
+  // The loop's own values: made directly (no predicate, never folded or cached).
+  auto add_loop_value = [&](Op op, Type t, int a0, int a1, std::string name = "") {
+    Value v;
+    v.op = op;
+    v.type = t;
+    v.args[0] = a0;
+    v.args[1] = a1;
+    v.loc = cur_loc_;
+    v.name = std::move(name);
+    return k.add(v);
+  };
+  const int begin = add_loop_value(Op::LoopBegin, Type::B, -1, -1);
+  k.values[begin].iimm = count;
   auto carry = [&](int entry, std::string name) {
-    Value c;
-    c.op = Op::LoopCarry;
-    c.type = k.values[entry].type;
-    c.args[0] = entry;
-    c.args[1] = begin;
-    c.loc = cur_loc_;
-    c.name = std::move(name);
-    return k.add(c);
+    return add_loop_value(Op::LoopCarry, k.values[entry].type, entry, begin, std::move(name));
   };
   for (Carried& cv : carried) {
     for (size_t c = 0; c < cv.entry.comps.size(); ++c)
@@ -325,13 +325,7 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
   const int saved_line = real_loop_line_;
   real_loop_line_ = s.loc.line;
 
-  Value index_v;
-  index_v.op = Op::LoopIndex;
-  index_v.type = Type::I;
-  index_v.args[0] = begin;
-  index_v.loc = cur_loc_;
-  index_v.name = s.var;
-  int index = k.add(index_v);
+  int index = add_loop_value(Op::LoopIndex, Type::I, begin, -1, s.var);
   if (step != 1) index = unguarded(emit(Op::Mul, Type::I, index, kint(step)));
   if (start != 0) index = unguarded(emit(Op::Add, Type::I, index, kint(start)));
   {
@@ -365,37 +359,18 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
                        std::to_string(s.loc.line) + " and " + describe(now) +
                        " at the end of its body; a variable the loop changes keeps its kind "
                        "from one iteration to the next");
-    for (size_t c = 0; c < cv.c.size(); ++c) {
-      Value nx;
-      nx.op = Op::LoopNext;
-      nx.type = k.values[cv.c[c]].type;
-      nx.args[0] = cv.c[c];
-      nx.args[1] = now.comps[c];
-      nx.loc = cur_loc_;
-      k.add(nx);
-    }
+    for (size_t c = 0; c < cv.c.size(); ++c)
+      add_loop_value(Op::LoopNext, k.values[cv.c[c]].type, cv.c[c], now.comps[c]);
   }
   int exit = -1;
   if (has_break) {
     const int next_alive = done.brk < 0 ? alive : and_b(alive, not_b(done.brk));
-    Value nx;
-    nx.op = Op::LoopNext;
-    nx.type = Type::B;
-    nx.args[0] = alive;
-    nx.args[1] = next_alive;
-    nx.loc = cur_loc_;
-    k.add(nx);
+    add_loop_value(Op::LoopNext, Type::B, alive, next_alive);
     exit = not_b(next_alive);
   } else {
     exit = kbool(false);
   }
-  Value end_v;
-  end_v.op = Op::LoopEnd;
-  end_v.type = Type::B;
-  end_v.args[0] = begin;
-  end_v.args[1] = exit;
-  end_v.loc = cur_loc_;
-  const int end = k.add(end_v);
+  const int end = add_loop_value(Op::LoopEnd, Type::B, begin, exit);
   forget_values_from(begin);
   --real_loops_;
   real_loop_line_ = saved_line;
@@ -404,16 +379,8 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
 
   for (Carried& cv : carried) {
     std::vector<int> out;
-    for (const int c : cv.c) {
-      Value r;
-      r.op = Op::LoopResult;
-      r.type = k.values[c].type;
-      r.args[0] = c;
-      r.args[1] = end;
-      r.loc = cur_loc_;
-      r.name = k.values[c].name;
-      out.push_back(k.add(r));
-    }
+    for (const int c : cv.c)
+      out.push_back(add_loop_value(Op::LoopResult, k.values[c].type, c, end, k.values[c].name));
     Var& var = vars[cv.name];
     var.value.comps = out;
   }
