@@ -534,20 +534,33 @@ def test_library_calls_with_a_constant_argument_are_glibcs(tmp_path):
     assert [v.hex() for v in z] == [math.tanh(-0.88).hex()] * 4
 
 
-@pytest.mark.xfail(strict=True, raises=hawk.KernelError,
-                   reason="open finding (docs/architecture.md, The differential fuzzer): hawk types abs, min, max "
-                          "and conditionals of integer constants as floats, where Python gives ints")
-@pytest.mark.parametrize("expr", ["abs(-4)", "max(2, 3)", "min(abs(-7), 1)", "(3 if x > 0.0 else 4)"])
+@pytest.mark.parametrize("expr", ["abs(-4)", "max(2, 3)", "min(abs(-7), 1)", "max(-2, min(9, 3))"])
 def test_fuzzer_finding_integer_constants_through_abs_min_max_stay_ints(expr):
     """Found when the generator first wrote int outputs (seeds 7000377, 7000417, 7000455 of
-    its draft): `n = i + abs(-4)` into an int Mutable is refused ("the value assigned is a
-    Scalar (a float)"); in Python abs(-4), max(2, 3) and `3 if c else 4` are ints, as abs, min,
-    max and conditionals of int planes are in hawk. `abs(i)`, `max(i, 3)`, `3 if c else i` and
-    `(-7 % 3)` are ints. The generator works around it (kernelgen _Gen._int_typed)."""
+    its draft): `n = i + abs(-4)` into an int Mutable was refused ("the value assigned is a
+    Scalar (a float)"); in Python abs(-4) and max(2, 3) are ints, as abs, min and max of int
+    planes are in hawk. Fixed: abs/min/max/clamp of integer constants are exact integer
+    constants (cpp/ir/lower_math.cpp)."""
     src = ("import hawk\nfrom hawk import Mutable, Scalar\n\n@hawk.kernel\n"
            "def int_const(x: Scalar, i: Scalar[hawk.int64], n: Mutable[Scalar[hawk.int64]]):\n"
            f"    n = i + {expr}\n")
-    kernelgen.GenKernel(9_000_000 + len(expr), "int_const", src, 1, 1).build()
+    k = kernelgen.GenKernel(9_000_000 + len(expr), "int_const", src, 1, 1).build()
+    want = {"abs(-4)": 4, "max(2, 3)": 3, "min(abs(-7), 1)": 1, "max(-2, min(9, 3))": 3}[expr]
+    outs = k._core.interpret(2, {"x": [0.5, -0.5], "i": [10.0, -10.0]})[0]
+    assert list(outs["n"]) == [10.0 + want, -10.0 + want]
+
+
+@pytest.mark.xfail(strict=True, raises=hawk.KernelError,
+                   reason="open finding (docs/architecture.md, The differential fuzzer): a conditional expression "
+                          "of two integer constants is a float, where Python gives an int")
+def test_fuzzer_finding_a_conditional_of_integer_constants_stays_an_int():
+    """`n = i + (3 if x > 0.0 else 4)` into an int Mutable is refused: both branches are
+    integer constants, which the front end merges as floats (an `if` of two ints assigned to a
+    float plane relies on it). `3 if c else i` is an int."""
+    src = ("import hawk\nfrom hawk import Mutable, Scalar\n\n@hawk.kernel\n"
+           "def int_cond(x: Scalar, i: Scalar[hawk.int64], n: Mutable[Scalar[hawk.int64]]):\n"
+           "    n = i + (3 if x > 0.0 else 4)\n")
+    kernelgen.GenKernel(9_000_100, "int_cond", src, 1, 1).build()
 
 
 def test_fuzzer_finding_2093136_cancellation_is_a_staircase(unrecorded):

@@ -1,5 +1,7 @@
 // hawk.math in the front end: each function's argument checks and its expansion into scalar
 // IR (vectors are components by now). The Python module hawk/math.py only names these.
+#include <algorithm>
+
 #include "ir/lower.hpp"
 #include "ir/lower_ctx.hpp"
 
@@ -44,6 +46,19 @@ TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, pars
     if (a.kind == TV::Kind::Float) return TV::iv(emit(Op::ToInt, Type::I, a.comps[0]));
     error(loc, "int() takes a Scalar, an int or a bool, got " + describe(a) +
                    "; convert a vector's components one at a time, int(v[i])");
+  }
+  // Python's abs/min/max of integer constants are integer constants, exact.
+  const bool const_ints =
+      !args.empty() &&
+      std::all_of(args.begin(), args.end(), [](const TV& a) { return a.kind == TV::Kind::Int; });
+  if (const_ints && (name == "abs" || name == "minimum" || name == "maximum" || name == "clamp")) {
+    arity(*this, name, args, name == "abs" ? 1 : name == "clamp" ? 3 : 2, loc);
+    auto lo = [](const BigInt& a, const BigInt& b) { return compare(a, b) <= 0 ? a : b; };
+    auto hi = [](const BigInt& a, const BigInt& b) { return compare(a, b) >= 0 ? a : b; };
+    if (name == "abs") return TV::i(args[0].ival.negative() ? -args[0].ival : args[0].ival);
+    if (name == "minimum") return TV::i(lo(args[0].ival, args[1].ival));
+    if (name == "maximum") return TV::i(hi(args[0].ival, args[1].ival));
+    return TV::i(lo(hi(args[0].ival, args[1].ival), args[2].ival));
   }
   const bool int_args = !args.empty() && [&] {
     bool runtime = false;
