@@ -121,11 +121,12 @@ def test_jax_call_draws_are_jax_random(dtype, module_cache_dir):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
-def test_numbering_in_branches_and_loops(dtype):
+@pytest.mark.parametrize("lowering", ["ffi", "xla"])
+def test_numbering_in_branches_and_loops(dtype, lowering):
     n = 300
     key = jax.random.key(3)
     x = np.linspace(-1, 1, n).astype(dtype)
-    a, b = ejax.function(branches)(x, key)
+    a, b = ejax.function(branches, lowering=lowering)(x, key)
     d = [draws(key, 0, n, j, dtype) for j in range(6)]
     zn = draws(key, 0, n, 1, dtype, "normal")
     pos = x > 0
@@ -135,7 +136,11 @@ def test_numbering_in_branches_and_loops(dtype):
     t = t + dtype(2.0) * d[3]
     t = t + dtype(3.0) * d[4]
     t = t + dtype(10.0) * d[5]
-    np.testing.assert_array_equal(np.asarray(b), t)
+    if lowering == "ffi":
+        np.testing.assert_array_equal(np.asarray(b), t)
+    else:
+        # the draws are the same bits; XLA:CPU contracts the multiply-adds into FMAs
+        np.testing.assert_allclose(np.asarray(b), t, rtol=4 * np.finfo(dtype).eps, atol=0)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])

@@ -29,8 +29,9 @@ __all__ = ["ENV", "MAX_XLA_VALUES", "XLA_MAX_WORK", "choose", "forced"]
 
 ENV = "RAPTOR_JAX_LOWERING"
 # Samples x steps at which "auto" switches from "xla" to "ffi"; measured with
-# benchmarks/jax_bridge.py --crossover on the 2-core build machine (docs/jax.md).
-XLA_MAX_WORK = 256
+# benchmarks/jax_bridge.py --crossover on the 2-core build machine, idle (docs/jax.md): in a
+# 50-step scan "xla" took 0.72-0.74x the FFI path's time at N = 512 and 1.04-1.06x at 1024.
+XLA_MAX_WORK = 512
 MAX_XLA_VALUES = 4000
 
 
