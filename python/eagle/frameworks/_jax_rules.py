@@ -215,9 +215,7 @@ def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall, l
           if type(t) is not ad.Zero and call.inputs[i].kind not in ("terminated", "random") and call.inputs[i].is_float]
     by_name_primal = {s.name: p for s, p in zip(call.inputs, primals)}
     by_name_tangent = {call.inputs[i].name: tangents[i] for i in nz}
-    split = call.linearized([call.inputs[i].name for i in nz]) if nz and _splits(call, primals, lowering) else None
-    if split is not None and sum(r == "r" for r, _ in split[0].roles) > MAX_RESIDUALS:
-        split = None
+    split = _split_for(call, [call.inputs[i].name for i in nz], primals, lowering) if nz else None
     if split is not None:
         # XLA's own operations: the primal computes each value once and hands the tangent
         # kernel its residuals, as JAX's own JVP rules do (docs/jax.md "How it works").
@@ -253,8 +251,9 @@ def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall, l
 MAX_RESIDUALS = 64
 
 
-def _splits(call: KernelCall, primals: Sequence[Any], lowering: str) -> bool:
-    """Whether the JVP of this call is the linearize split (cpp/ad/linearize.hpp) rather than
+def _split_for(call: KernelCall, wrt: Sequence[str], primals: Sequence[Any],
+               lowering: str) -> tuple[KernelCall, KernelCall] | None:
+    """The linearize split (cpp/ad/linearize.hpp) this call's JVP binds, or None where it binds
     the primal call and the tangent kernel, which recomputes the primal. The split is for
     XLA's own operations, where residuals are values inside one fused program; through the
     custom call each residual would be a plane written to memory and read back. Only for a
@@ -263,11 +262,14 @@ def _splits(call: KernelCall, primals: Sequence[Any], lowering: str) -> bool:
     loop inside went from 116 values to 610 and 148 residuals; its order-2 check_grads took
     twice as long). A split with more than MAX_RESIDUALS residuals is not taken either."""
     if call.ops().steps != 1:
-        return False
+        return None
     if lowering == "auto":
         lowering = _jax_lowering.forced() or _jax_lowering.choose(
             call.ops(), call.sample_count([tuple(jnp.shape(p)) for p in primals]), jax.default_backend())
-    return lowering == "xla"
+    if lowering != "xla":
+        return None
+    split = call.linearized(wrt)
+    return split if sum(r == "r" for r, _ in split[0].roles) <= MAX_RESIDUALS else None
 
 
 ad.primitive_jvps[kernel_p] = _jvp
