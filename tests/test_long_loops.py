@@ -2,8 +2,10 @@
 with more than 4096 iterations is a loop in the IR and in the generated C++ and CUDA, its
 body lowered once, with `break` and `continue` under data-dependent conditions. Numbers
 against plain NumPy references run sample by sample in the same dtype; the definition stays
-small and fast at K = 100,000; refusals (draws in such a loop, its own locals after it, its
-derivatives, the "xla" lowering) name the kernel, the line and the fix.
+small and fast at K = 100,000; tangent kernels (forward mode, at any order) carry the
+tangents through the iterations each sample takes, checked against closed forms and
+`check_grads`; refusals (draws in such a loop, its own locals after it, adjoints, the "xla"
+lowering) name the kernel, the line and the fix.
 """
 
 from __future__ import annotations
@@ -62,6 +64,19 @@ def settle(dt: Param, terminated: Terminated, y: Mutable[Scalar], t: Mutable[Sca
     terminated = y < 0.5
 
 
+@hawk.kernel
+def newton_sqrt(c: Scalar, y: Mutable[Scalar], iters: Mutable[Scalar[hawk.int64]]):
+    r = 1.0 + 0.5 * c
+    n = 0
+    for _ in range(10000):  # a bounded while: Newton's iteration to a tolerance
+        r = 0.5 * (r + c / r)
+        n = n + 1
+        if abs(r * r - c) < 1e-6 * c:
+            break
+    y = r
+    iters = n
+
+
 def ref_harmonic(x, a, limit, dtype):
     f = dtype
     total, count = np.zeros(len(x), dtype), np.zeros(len(x), dtype)
@@ -78,7 +93,9 @@ def ref_harmonic(x, a, limit, dtype):
 
 @pytest.fixture(scope="module")
 def plans(module_cache_dir):
-    ks = [harmonic_until, skips, settle]
+    ks = [harmonic_until, skips, settle, newton_sqrt, harmonic_until.tangent(["x", "a"]),
+          harmonic_until.tangent(["x", "a"]).tangent(["a"]), settle.tangent(["y", "dt"]),
+          newton_sqrt.tangent(["c"])]
     ps = eagle.plan.auto(ks, targets=("host",), cache_dir=module_cache_dir)
     return {p.kernel.name: p for p in ps}
 
@@ -193,7 +210,8 @@ def test_cuda_emission_of_long_loops_compiles_with_nvrtc():
         _core.nvrtc_check([], "sm_80")
     except RuntimeError as e:
         pytest.fail(f"NVRTC is needed for this check: {e}")
-    ks = [harmonic_until, skips, settle]
+    ks = [harmonic_until, skips, settle, harmonic_until.tangent(["x", "a"]).tangent(["a"]),
+          settle.tangent(["y", "dt"], with_primal=False)]
     assert "for (int64_t lp" in harmonic_until._core.cuda("float64")
     assert _core.nvrtc_check([k._core for k in ks], "sm_80") == 2 * len(ks)
 
@@ -215,14 +233,14 @@ def test_the_jax_bridge_runs_them_on_the_ffi_path_and_xla_refuses_by_name():
 # ---------------------------------------------------------------- refusals
 
 
-def test_derivatives_of_a_long_loop_are_refused_with_the_line_and_the_way_out():
+def test_adjoints_of_a_long_loop_are_refused_with_the_line_and_the_way_out():
     with pytest.raises(ValueError) as e:
-        harmonic_until.tangent(["x"])
+        harmonic_until.adjoint(["a"])
     msg = str(e.value)
     assert "'harmonic_until'" in msg and "100000 iterations" in msg and "not available yet" in msg
-    assert "4096" in msg and "steps=k" in msg
+    assert "4096" in msg and "steps=k" in msg and "tangent kernels" in msg
     with pytest.raises(ValueError, match="not available yet"):
-        harmonic_until.adjoint(["a"])
+        harmonic_until.tangent(["x"]).adjoint(["x"])
 
 
 def test_draws_inside_a_long_loop_are_refused():
@@ -271,12 +289,110 @@ def test_a_loop_beyond_2_to_the_40_iterations_is_refused():
             y = s
 
 
-def test_jax_derivatives_through_a_long_loop_are_refused_by_name():
+def test_jax_reverse_mode_through_a_long_loop_is_refused_by_name():
     jax = pytest.importorskip("jax")
     from eagle.frameworks import jax as eagle_jax
 
     jax.config.update("jax_enable_x64", True)
     f = eagle_jax.function(harmonic_until, wrt=("x",))
     x = jax.numpy.linspace(0.0, 4.0, N)
-    with pytest.raises(ValueError, match=r"'harmonic_until'.*100000 iterations.*not available yet"):
+    with pytest.raises(ValueError, match=r"'harmonic_until(_tangent)?'.*line 34 runs 100000 iterations.*not available yet"):
         jax.grad(lambda x: f(x, 0.5, 3.0)[0].sum())(x)
+
+
+# ---------------------------------------------------------------- forward mode
+
+
+def tangent_outputs(kernel: hawk.Kernel, n: int, dtype) -> dict[str, np.ndarray]:
+    """outputs_for, with integer planes in their declared dtype."""
+    out = outputs_for(kernel, n, dtype)
+    for s in kernel.slots:
+        if s.name in out and not s.is_float:
+            out[s.name] = out[s.name].astype(np.int64)
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tangents_of_a_long_loop_are_exact_for_the_iterations_taken(plans, dtype):
+    # total = a x (1 + 1/2 + ... + 1/n) with n the iterations taken (a switch, like the mask):
+    # d total/dx = total/x, d total/da = total/a, d2 total/(dx da) = total/(x a).
+    x = np.array([0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 0.7, 1.5, 2.5, 4.0], dtype)[:N]
+    a, limit = dtype(0.5), dtype(3.0)
+    # float32: the tangent and the primal sums round separately over up to 91,000 terms
+    rtol = 1e-12 if dtype == np.float64 else 1e-4
+    tk = harmonic_until.tangent(["x", "a"])
+    for x_dot, a_dot, want_of in ((1.0, 0.0, lambda tot: tot / x), (0.0, 1.0, lambda tot: tot / a)):
+        out = outputs_for(tk, N, dtype)
+        plans[tk.name].bind(x=x, a=a, limit=limit, x_dot=np.full(N, x_dot, dtype), a_dot=a_dot, **out).launch()
+        want_total, _ = ref_harmonic(x, a, limit, dtype)
+        np.testing.assert_array_equal(out["total"], want_total)  # the primal is unchanged
+        np.testing.assert_allclose(out["total_dot"], want_of(want_total), rtol=rtol)
+        got = tk._core.interpret(N, {"x": list(x.astype(float)), "a": [float(a)], "limit": [3.0],
+                                     "x_dot": [x_dot] * N, "a_dot": [a_dot]})[0]
+        np.testing.assert_allclose(got["total_dot"], want_of(ref_harmonic(x, a, limit, np.float64)[0]),
+                                   rtol=1e-12 if dtype == np.float64 else 1e-5)
+    # order 2: the tangent kernel of the tangent kernel is a loop too
+    t2 = tk.tangent(["a"])
+    assert t2.ir.count("loop_begin x100000") == 1
+    ones = np.ones(N, dtype)
+    out = outputs_for(t2, N, dtype)
+    plans[t2.name].bind(x=x, a=a, limit=limit, x_dot=ones, a_dot=0.0, a_dot_=1.0, **out).launch()
+    want_total, _ = ref_harmonic(x, a, limit, dtype)
+    np.testing.assert_allclose(out["total_dot_dot"], want_total / (x * a), rtol=rtol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tangents_through_a_stepping_kernel_with_a_long_loop_and_a_mask(plans, dtype):
+    # y is multiplied by (1 - dt) once per iteration taken, over every step, so dy/dy0 = y/y0.
+    y0 = np.linspace(0.6, 3.0, N).astype(dtype)
+    tk = settle.tangent(["y", "dt"])
+    dt = dtype(1e-4)
+    y, t = y0.copy(), np.zeros(N, dtype)
+    y_dot, t_dot = np.ones(N, dtype), np.zeros(N, dtype)
+    mask, maskp = np.zeros(N, bool), np.zeros(N, bool)
+    args = {"dt": dt, "terminated": mask, "y": y, "t": t, "y_dot": y_dot, "dt_dot": 0.0,
+            **outputs_for(tk, N, dtype)}
+    plans[tk.name].bind(**args).launch()
+    yp, tp = y0.copy(), np.zeros(N, dtype)
+    plans["settle"].bind(dt=dt, terminated=maskp, y=yp, t=tp).launch()
+    np.testing.assert_array_equal(y, yp)
+    np.testing.assert_array_equal(t, tp)
+    np.testing.assert_array_equal(mask, maskp)
+    assert len(set(t.tolist())) == 3 and not mask.all()  # samples stop at different steps, or not
+    # float32: y and its tangent round separately over up to 15,000 iterations
+    np.testing.assert_allclose(y_dot, yp / y0, rtol=1e-12 if dtype == np.float64 else 2e-3)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_newton_to_a_tolerance_differentiates_as_the_square_root(plans, dtype):
+    c = np.linspace(0.5, 100.0, N).astype(dtype)
+    tk = newton_sqrt.tangent(["c"])
+    out = tangent_outputs(tk, N, dtype)
+    plans[tk.name].bind(c=c, c_dot=np.ones(N, dtype), **out).launch()
+    assert 3 <= out["iters"].min() and out["iters"].max() < 50  # it left the loop early
+    np.testing.assert_allclose(out["y"], np.sqrt(c.astype(float)), rtol=1e-6)
+    np.testing.assert_allclose(out["y_dot"], 0.5 / np.sqrt(c.astype(float)), rtol=1e-5)
+
+
+def test_jax_forward_mode_through_a_long_loop_on_the_ffi_path():
+    jax = pytest.importorskip("jax")
+    from jax.test_util import check_grads
+
+    from eagle.frameworks import jax as eagle_jax
+
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    f = eagle_jax.function(harmonic_until, wrt=("x", "a"))
+    x = jnp.array([0.3, 0.5, 1.0, 2.0, 3.0, 5.0])
+    total = f(x, 0.5, 3.0)[0]
+    _, t_x = jax.jvp(lambda x: f(x, 0.5, 3.0)[0], (x,), (jnp.ones_like(x),))
+    np.testing.assert_allclose(t_x, total / x, rtol=1e-12)
+    jac = jax.jacfwd(lambda a: f(x, a, 3.0)[0])(0.5)
+    np.testing.assert_allclose(jac, total / 0.5, rtol=1e-12)
+    g = eagle_jax.function(newton_sqrt, wrt=("c",))
+    c = jnp.linspace(0.5, 100.0, 7)
+    np.testing.assert_allclose(jax.jacfwd(lambda c: g(c)[0])(c), jnp.diag(0.5 / jnp.sqrt(c)), rtol=1e-5, atol=1e-15)
+    check_grads(lambda c: g(c)[0], (c,), order=2, modes=["fwd"])
+    h = jax.hessian(lambda c: g(c)[0].sum())
+    with pytest.raises(ValueError, match="not available yet"):
+        h(c)  # hessian is forward-over-reverse: its reverse half is refused

@@ -231,6 +231,7 @@ class AdjointPass {
 
 ir::Kernel adjoint(const ir::Kernel& k, const std::vector<std::string>& wrt) {
   const std::vector<int> w = wrt_slots(k, wrt, "adjoint");
+  refuse_long_loops(k, "adjoint kernels (reverse mode: adjoint, jax.grad, jax.vjp, jacrev)");
   const ir::Kernel u = unroll(k);
   ir::Kernel a = derived_kernel(k, k.name + "_adjoint");
   const AdjointSlots slots = lay_out(u, w, a);

@@ -14,27 +14,36 @@ using ir::SlotKind;
 using ir::Type;
 using ir::Value;
 
+int Builder::add(Value v) {
+  const Op op = v.op;
+  const int id = k_.add(std::move(v));
+  if (op == Op::LoopBegin) scopes_.emplace_back();
+  if (op == Op::LoopEnd && scopes_.size() > 1) scopes_.pop_back();
+  return id;
+}
+
 int Builder::constant(double x) {
   const uint64_t bits = std::bit_cast<uint64_t>(x);
-  if (auto it = fconst_.find(bits); it != fconst_.end()) return it->second;
+  for (const Scope& s : scopes_)
+    if (auto it = s.fconst.find(bits); it != s.fconst.end()) return it->second;
   Value v;
   v.op = Op::Const;
   v.type = Type::F;
   v.imm = x;
-  const int id = k_.add(std::move(v));
-  fconst_[bits] = id;
+  const int id = add(std::move(v));
+  scopes_.back().fconst[bits] = id;
   return id;
 }
 
 int Builder::boolean(bool b) {
-  int& id = bconst_[b ? 1 : 0];
-  if (id == -1) {
-    Value v;
-    v.op = Op::Const;
-    v.type = Type::B;
-    v.imm = b ? 1.0 : 0.0;
-    id = k_.add(std::move(v));
-  }
+  for (const Scope& s : scopes_)
+    if (s.bconst[b ? 1 : 0] != -1) return s.bconst[b ? 1 : 0];
+  Value v;
+  v.op = Op::Const;
+  v.type = Type::B;
+  v.imm = b ? 1.0 : 0.0;
+  const int id = add(std::move(v));
+  scopes_.back().bconst[b ? 1 : 0] = id;
   return id;
 }
 
@@ -46,7 +55,7 @@ int Builder::op(Op op, std::initializer_list<int> args, int pred) {
   v.type = ir::result_type(op, op == Op::Select ? k_.values[v.args[1]].type : Type::F);
   v.pred = pred;
   v.loc = loc_;
-  return k_.add(std::move(v));
+  return add(std::move(v));
 }
 
 int Builder::powi(int x, int64_t n, int pred) {
@@ -64,7 +73,7 @@ int Builder::load(Op op, int slot, int comp, int pred, int index) {
   v.pred = pred;
   v.args[0] = index;
   v.loc = loc_;
-  return k_.add(std::move(v));
+  return add(std::move(v));
 }
 
 int Builder::guard(int p, int x) { return p == -1 ? x : op(Op::Select, {p, x, constant(0.0)}); }
@@ -149,6 +158,18 @@ std::vector<int> wrt_slots(const ir::Kernel& k, const std::vector<std::string>& 
     out.push_back(s);
   }
   return out;
+}
+
+void refuse_long_loops(const ir::Kernel& k, const std::string& what) {
+  for (const Value& v : k.values)
+    if (v.op == Op::LoopBegin)
+      throw std::invalid_argument(
+          "raptor: kernel '" + k.name + "': its `for` loop at line " + std::to_string(v.loc.line) +
+          " runs " + std::to_string(v.iimm) +
+          " iterations, more than the 4096 a kernel unrolls, so it is compiled as a loop; " + what +
+          " of such loops are not available yet (tangent kernels, jax.jvp and jacfwd are). "
+          "Differentiate a kernel whose loops have 4096 iterations in all or fewer, or carry "
+          "the loop over steps (@hawk.kernel(steps=k) with a Terminated mask)");
 }
 
 }  // namespace raptor::ad

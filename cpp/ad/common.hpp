@@ -27,8 +27,10 @@ class Builder {
   // Locations of the values made from now on.
   void set_origin(const ir::Loc& loc) { loc_ = loc; }
 
-  int constant(double x);  // an F constant (one value per distinct constant)
-  int boolean(bool b);     // a B constant
+  // An F constant (one value per distinct constant in scope: a constant made inside a loop is
+  // forgotten at its LoopEnd, where it goes out of scope).
+  int constant(double x);
+  int boolean(bool b);  // a B constant (shared as `constant` is)
 
   // A value of `op` over `args`; its type follows from the op (Select: its second operand).
   int op(ir::Op op, std::initializer_list<int> args, int pred = -1);
@@ -36,7 +38,7 @@ class Builder {
   // Load* values; `index` is LoadTable's I operand.
   int load(ir::Op op, int slot, int comp, int pred = -1, int index = -1);
   // Adds a copy of `v` (operands and slot already in this kernel's numbering).
-  int copy(ir::Value v) { return k_.add(std::move(v)); }
+  int copy(ir::Value v) { return add(std::move(v)); }
 
   // select(p, x, 0): `x` where `p` holds, else 0; `x` itself when p == -1.
   int guard(int p, int x);
@@ -46,9 +48,16 @@ class Builder {
   int named(int v, const std::string& name);
 
  private:
+  // Every value is added here: a LoopBegin opens a scope of shared constants, its LoopEnd
+  // closes it.
+  int add(ir::Value v);
+
+  struct Scope {
+    std::map<uint64_t, int> fconst;  // bits of the double -> value
+    int bconst[2] = {-1, -1};
+  };
   ir::Kernel& k_;
-  std::map<uint64_t, int> fconst_;  // bits of the double -> value
-  int bconst_[2] = {-1, -1};
+  std::vector<Scope> scopes_ = std::vector<Scope>(1);  // outermost first
   ir::Loc loc_;
 };
 
@@ -67,5 +76,11 @@ std::string unique_name(const std::string& base, const std::string& suffix,
 // the slot and what can be differentiated.
 std::vector<int> wrt_slots(const ir::Kernel& k, const std::vector<std::string>& wrt,
                            const char* transform);
+
+// Throws std::invalid_argument when `k` holds a loop region (a `for` with more iterations
+// than the front end unrolls): `what` is the transform that cannot take one ("adjoint
+// kernels (reverse mode, jax.grad)"); the message names the kernel, the loop's line, its
+// iterations and the ways out.
+void refuse_long_loops(const ir::Kernel& k, const std::string& what);
 
 }  // namespace raptor::ad

@@ -184,6 +184,9 @@ class Split {
 }  // namespace
 
 Linearized linearize(const ir::Kernel& k, const std::vector<std::string>& wrt) {
+  // Residuals are planes, one value per sample: a value inside a long loop has one per
+  // iteration (and the "xla" lowering, the split's only user, refuses such loops anyway).
+  refuse_long_loops(k, "linearize splits");
   ir::Kernel w = tangent(k, wrt, /*with_primal=*/true);
   passes::optimize(w);  // CSE first: one residual per distinct value
   Linearized out = Split(w).run(k.name);

@@ -5,6 +5,7 @@
 #include "ad/tangent.hpp"
 
 #include <set>
+#include <stdexcept>
 
 #include "ad/common.hpp"
 #include "ad/rules.hpp"
@@ -87,10 +88,57 @@ TangentSlots lay_out(const ir::Kernel& k, const std::vector<int>& wrt, bool with
   return m;
 }
 
+// Which values of `u` can have a nonzero tangent, by the rules `TangentPass::tangent_of`
+// follows, to a fixpoint over loop carries: a LoopCarry is active when its entry value or its
+// next value is, so its tangent is carried from the first iteration on.
+std::vector<char> active_values(const ir::Kernel& u, const TangentSlots& slots) {
+  const size_t n = u.values.size();
+  std::vector<char> act(n, 0);
+  std::vector<char> by_next(n, 0);  // a LoopCarry whose next value is active
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < n; ++i) {
+      const Value& v = u.values[i];
+      bool a = false;
+      if (v.type == Type::F) {
+        switch (v.op) {
+          case Op::LoadParam:
+          case Op::LoadPlane:
+          case Op::LoadTable:
+            a = slots.dot_in[v.slot] != -1;
+            break;
+          case Op::Select:
+            a = act[v.args[1]] || act[v.args[2]];
+            break;
+          case Op::LoopCarry:
+            a = act[v.args[0]] || by_next[i];
+            break;
+          case Op::LoopNext:
+            if (act[v.args[1]] && !by_next[v.args[0]]) by_next[v.args[0]] = changed = true;
+            break;
+          case Op::LoopResult:
+            a = act[v.args[0]];
+            break;
+          default:
+            if (has_partials(v.op))
+              for (int j = 0; j < ir::op_arity(v.op); ++j) a = a || act[v.args[j]];
+        }
+      }
+      act[i] = a;
+    }
+  }
+  return act;
+}
+
 class TangentPass {
  public:
   TangentPass(const ir::Kernel& u, const TangentSlots& slots, ir::Kernel& t)
-      : u_(u), slots_(slots), b_(t), prim_(u.values.size(), -1), dot_(u.values.size(), -1) {}
+      : u_(u),
+        slots_(slots),
+        b_(t),
+        active_(active_values(u, slots)),
+        prim_(u.values.size(), -1),
+        dot_(u.values.size(), -1) {}
 
   void run() {
     for (size_t i = 0; i < u_.values.size(); ++i) {
@@ -98,6 +146,8 @@ class TangentPass {
       for (int a = 0; a < ir::op_arity(v.op); ++a) v.args[a] = prim_[v.args[a]];
       if (v.pred != -1) v.pred = prim_[v.pred];
       if (v.slot != -1) v.slot = slots_.primal[v.slot];
+      // The entry value of the loop's tangent carries that start at 0, before the loop.
+      if (v.op == Op::LoopBegin) b_.constant(0.0);
       prim_[i] = b_.copy(std::move(v));
       dot_[i] = tangent_of(static_cast<int>(i));
     }
@@ -123,6 +173,28 @@ class TangentPass {
       case Op::LoadTable:
         if (slots_.dot_in[v.slot] != -1)
           d = b_.load(v.op, slots_.dot_in[v.slot], v.comp, p, prim_[v.args[0]]);
+        break;
+      case Op::LoopCarry:  // a tangent carried beside the primal one (a long loop)
+        if (active_[i]) {
+          const int entry = dot_[v.args[0]];
+          d = loop_value(Op::LoopCarry, entry == -1 ? b_.constant(0.0) : entry, prim_[v.args[1]],
+                         v.loc);
+        }
+        break;
+      case Op::LoopNext: {
+        const int carry = dot_[v.args[0]];
+        const int next = dot_[v.args[1]];
+        if (carry == -1 && next != -1)
+          throw std::logic_error(
+              "raptor: tangent: a loop carry's next value has a tangent the "
+              "carry was not given");
+        if (carry != -1)
+          loop_value(Op::LoopNext, carry, next == -1 ? b_.constant(0.0) : next, v.loc);
+        break;
+      }
+      case Op::LoopResult:
+        if (dot_[v.args[0]] != -1)
+          d = loop_value(Op::LoopResult, dot_[v.args[0]], prim_[v.args[1]], v.loc);
         break;
       case Op::Select: {
         const int da = dot_[v.args[1]];
@@ -151,9 +223,21 @@ class TangentPass {
     return d;
   }
 
+  // A LoopCarry, LoopNext or LoopResult of F values over (a0, a1).
+  int loop_value(Op op, int a0, int a1, const ir::Loc& loc) {
+    Value c;
+    c.op = op;
+    c.type = Type::F;
+    c.args[0] = a0;
+    c.args[1] = a1;
+    c.loc = loc;
+    return b_.copy(std::move(c));
+  }
+
   const ir::Kernel& u_;
   const TangentSlots& slots_;
   Builder b_;
+  std::vector<char> active_;
   std::vector<int> prim_;
   std::vector<int> dot_;
 };

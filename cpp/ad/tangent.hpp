@@ -20,6 +20,8 @@ namespace raptor::ad {
 //     tangent; a finished sample copies in to out, the identity).
 //  c) for each Mutable m of k not in wrt, a pure Mutable "m_dot"; for each ParamSum/TableSum
 //     s of k, "s_dot" of the same kind (a TableSum's table_of renumbered).
+// A loop region stays a loop: each of its carries that can have a tangent gets a tangent
+// carry (entering with the entry value's tangent, or 0) beside it.
 // A derived name that is taken gets "_" appended until it is unique. Throws
 // std::invalid_argument for a `wrt` entry that is not a Param, Plane, Table or in-out Mutable.
 ir::Kernel tangent(const ir::Kernel& k, const std::vector<std::string>& wrt, bool with_primal);

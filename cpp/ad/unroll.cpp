@@ -44,15 +44,6 @@ class Leaves {
 }  // namespace
 
 ir::Kernel unroll(const ir::Kernel& k) {
-  for (const ir::Value& v : k.values)
-    if (v.op == Op::LoopBegin)
-      throw std::invalid_argument(
-          "raptor: kernel '" + k.name + "': its `for` loop at line " + std::to_string(v.loc.line) +
-          " runs " + std::to_string(v.iimm) +
-          " iterations, more than the 4096 a kernel unrolls, so it is compiled as a loop; "
-          "derivatives (tangent and adjoint kernels) of such loops are not available yet. "
-          "Differentiate a kernel whose loops have 4096 iterations in all or fewer, or carry "
-          "the loop over steps (@hawk.kernel(steps=k) with a Terminated mask)");
   ir::Kernel u = derived_kernel(k, k.name);
   u.slots = k.slots;
   Builder b(u);
@@ -68,16 +59,26 @@ ir::Kernel unroll(const ir::Kernel& k) {
   int last_term = -1;
   for (int step = 0; step < k.steps; ++step) {
     std::vector<int> map(k.values.size(), -1);
-    std::map<int, int> preds;  // a predicate of this step -> it AND alive
+    // A predicate of this step -> it AND alive; one map per open loop (innermost last), since
+    // an And made inside a loop is out of scope after it.
+    std::vector<std::map<int, int>> preds(1);
     auto pred_of = [&](int p) {
       const int mp = p == -1 ? -1 : map[p];
       if (alive == -1) return mp;
       if (mp == -1) return alive;
-      auto it = preds.find(mp);
-      if (it != preds.end()) return it->second;
+      for (const auto& level : preds)
+        if (auto it = level.find(mp); it != level.end()) return it->second;
       const int both = b.op(Op::And, {mp, alive});
-      preds[mp] = both;
+      preds.back()[mp] = both;
       return both;
+    };
+    // Loads and constants are shared by all steps only outside loops: inside one (a long
+    // loop, ir.hpp's LoopBegin) a shared value would be out of scope after it.
+    auto leaf = [&](const Value& v) {
+      if (preds.size() == 1 || (v.op == Op::Const && v.type == ir::Type::F)) return leaves.get(v);
+      Value c = v;
+      c.pred = -1;
+      return b.copy(std::move(c));
     };
     for (size_t i = 0; i < k.values.size(); ++i) {
       const Value& v = k.values[i];
@@ -86,7 +87,7 @@ ir::Kernel unroll(const ir::Kernel& k) {
         case Op::LoadParam:
         case Op::LoadPlane:
         case Op::LoadMask:
-          map[i] = leaves.get(v);
+          map[i] = leaf(v);
           break;
         case Op::LoadState:
           if (step > 0) {
@@ -94,7 +95,7 @@ ir::Kernel unroll(const ir::Kernel& k) {
           } else if (k.slots[v.slot].inout) {
             Value load = v;
             load.op = Op::LoadPlane;
-            map[i] = leaves.get(load);
+            map[i] = leaf(load);
           } else {  // a pure output starts at 0 of its type
             const ir::Type t = ir::value_type(k.slots[v.slot].dtype);
             Value zero;
@@ -102,7 +103,7 @@ ir::Kernel unroll(const ir::Kernel& k) {
             zero.type = t;
             map[i] = t == ir::Type::F   ? b.constant(0.0)
                      : t == ir::Type::B ? b.boolean(false)
-                                        : leaves.get(zero);
+                                        : leaf(zero);
           }
           break;
         default: {
@@ -110,8 +111,11 @@ ir::Kernel unroll(const ir::Kernel& k) {
           // A draw keeps its numbering: step `step` of the launch becomes a step offset.
           if (v.op == Op::RandUniform || v.op == Op::RandNormal) c.iimm += step;
           for (int a = 0; a < ir::op_arity(v.op); ++a) c.args[a] = map[v.args[a]];
-          c.pred = pred_of(v.pred);
+          // A loop's markers and carries keep no predicate of their own.
+          c.pred = ir::is_loop_op(v.op) ? (v.pred == -1 ? -1 : map[v.pred]) : pred_of(v.pred);
           map[i] = b.copy(std::move(c));
+          if (v.op == Op::LoopBegin) preds.emplace_back();
+          if (v.op == Op::LoopEnd) preds.pop_back();
         }
       }
     }

@@ -17,6 +17,8 @@ namespace raptor::ad {
 // - Const, LoadParam, LoadPlane and LoadMask are shared by all steps (predicate -1: their
 //   derivative is 1, so no predicate is needed to keep a NaN out).
 // A kernel that already has steps = 1 gets only the LoadState rewrite and the sharing.
+// A loop region (ir.hpp's LoopBegin) is copied once per step like any value; the loads inside
+// it are not shared (they would be out of scope after it) and its markers get no predicate.
 ir::Kernel unroll(const ir::Kernel& k);
 
 }  // namespace raptor::ad

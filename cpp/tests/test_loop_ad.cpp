@@ -1,0 +1,161 @@
+// Derivatives of long loops (loop regions, ir.hpp's LoopBegin .. LoopResult): the tangent
+// transform carries a tangent beside each primal carry that depends on a wrt input
+// (ad/tangent.cpp, `active_values`), so a tangent kernel of a loop is a loop, first and second
+// order, raw and optimized, against central differences of the interpreter. Adjoints and
+// linearize splits of such loops are refused by name (ad/common.hpp, refuse_long_loops).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ad/adjoint.hpp"
+#include "ad/linearize.hpp"
+#include "ad/tangent.hpp"
+#include "ir/interp.hpp"
+#include "test_util_spec.hpp"
+
+namespace raptor::testing {
+namespace {
+
+using ir::Op;
+
+// s grows geometrically until it passes 5, skipping every third iteration; acc starts at
+// a constant (no tangent on entry) and gains one from the body: the carry's fixpoint.
+const char* kLoop =
+    R"(def k(x: Scalar, a: Param, y: Mutable[Scalar], z: Mutable[Scalar], n: Mutable[Scalar]):
+    s = x
+    acc = 0.0
+    c = 0.0
+    for i in range(10000):
+        if i % 3 == 2:
+            continue
+        s = s * a + 0.01 * sin(s)
+        acc = acc + s * s
+        c = c + 1.0
+        if s > 5.0:
+            break
+    y = s
+    z = acc
+    n = c
+)";
+
+ir::Kernel loop_kernel() {
+  return lower_source(kLoop,
+                      {Scalar("x"), Param("a"), MutScalar("y"), MutScalar("z"), MutScalar("n")});
+}
+
+int count_ops(const ir::Kernel& k, Op op) {
+  int n = 0;
+  for (const auto& v : k.values) n += v.op == op;
+  return n;
+}
+
+using Inputs = std::vector<std::pair<std::string, std::vector<double>>>;
+
+ir::InterpBinding run(const ir::Kernel& k, int64_t n, const Inputs& in) {
+  ir::InterpBinding b = ir::make_binding(k, n, 0);
+  for (const auto& [name, data] : in) set_in(k, b, name, data);
+  ir::interpret(k, b);
+  return b;
+}
+
+// (no sample's count changes within the differences' steps)
+const std::vector<double> kX = {0.1, 0.3, 0.5, 0.9, 1.3};
+constexpr int64_t kN = 5;
+
+// Central differences of `k`'s output `out` along x (dx per sample) and a (da).
+std::vector<double> fd(const ir::Kernel& k, const Inputs& base, const std::string& out, double dx,
+                       double da, const std::string& count = "n") {
+  const double eps = 1e-6;
+  Inputs plus = base, minus = base;
+  for (auto& [name, data] : plus)
+    for (double& v : data) v += eps * (name == "x" ? dx : name == "a" ? da : 0.0);
+  for (auto& [name, data] : minus)
+    for (double& v : data) v -= eps * (name == "x" ? dx : name == "a" ? da : 0.0);
+  const auto rp = run(k, kN, plus);
+  const auto rm = run(k, kN, minus);
+  EXPECT_EQ(out_of(k, rp, count), out_of(k, rm, count)) << "the difference crosses a break";
+  std::vector<double> d(kN);
+  for (int64_t i = 0; i < kN; ++i)
+    d[i] = (out_of(k, rp, out)[i] - out_of(k, rm, out)[i]) / (2 * eps);
+  return d;
+}
+
+void expect_near_all(const std::vector<double>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << "[" << i << "]";
+}
+
+class LoopTangents : public ::testing::TestWithParam<bool> {  // optimized?
+ protected:
+  ir::Kernel prep(ir::Kernel k) const { return GetParam() ? optimized(std::move(k)) : k; }
+};
+
+INSTANTIATE_TEST_SUITE_P(, LoopTangents, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? "Optimized" : "Raw";
+                         });
+
+TEST_P(LoopTangents, FirstOrderIsALoopAndMatchesDifferences) {
+  const ir::Kernel k = prep(loop_kernel());
+  const ir::Kernel t = prep(ad::tangent(k, {"x", "a"}, true));
+  ir::verify(t);
+  EXPECT_EQ(count_ops(t, Op::LoopBegin), 1);
+  EXPECT_LT(t.values.size(), 120u);  // the body once
+  const Inputs base = {{"x", kX}, {"a", {1.01}}};
+  const auto r0 = run(k, kN, base);
+  for (const auto& [dx, da] : {std::pair{1.0, 0.0}, std::pair{0.0, 1.0}, std::pair{0.5, -2.0}}) {
+    Inputs in = base;
+    in.push_back({"x_dot", std::vector<double>(kN, dx)});
+    in.push_back({"a_dot", {da}});
+    const auto rt = run(t, kN, in);
+    for (const char* out : {"y", "z", "n"})
+      EXPECT_EQ(out_of(t, rt, out), out_of(k, r0, out)) << "the primal is unchanged: " << out;
+    expect_near_all(out_of(t, rt, "y_dot"), fd(k, base, "y", dx, da), 1e-6);
+    expect_near_all(out_of(t, rt, "z_dot"), fd(k, base, "z", dx, da), 1e-6);
+    EXPECT_EQ(out_of(t, rt, "n_dot"), std::vector<double>(kN, 0.0));  // a count: a switch
+  }
+  // the samples take different numbers of iterations, and leave before the end
+  const auto& n = out_of(k, r0, "n");
+  EXPECT_NE(n.front(), n.back());
+  EXPECT_LT(n.front(), 6000.0);
+}
+
+TEST_P(LoopTangents, SecondOrderIsTheTangentOfTheTangentLoop) {
+  const ir::Kernel k = prep(loop_kernel());
+  const ir::Kernel t = prep(ad::tangent(k, {"x"}, true));
+  const ir::Kernel tt = prep(ad::tangent(t, {"a"}, true));
+  ir::verify(tt);
+  EXPECT_EQ(count_ops(tt, Op::LoopBegin), 1);
+  const Inputs base = {{"x", kX}, {"a", {1.01}}, {"x_dot", std::vector<double>(kN, 1.0)}};
+  Inputs in = base;
+  in.push_back({"a_dot", {1.0}});
+  const auto r = run(tt, kN, in);
+  // d/da of dy/dx, against differences of the first-order kernel along a
+  expect_near_all(out_of(tt, r, "y_dot_dot"), fd(t, base, "y_dot", 0.0, 1.0), 1e-5);
+  expect_near_all(out_of(tt, r, "z_dot_dot"), fd(t, base, "z_dot", 0.0, 1.0), 1e-5);
+}
+
+TEST(LoopTangentsRefusals, AdjointAndLinearizeNameTheLoop) {
+  const ir::Kernel k = loop_kernel();
+  for (int which = 0; which < 2; ++which) {
+    try {
+      if (which == 0)
+        ad::adjoint(k, {"x"});
+      else
+        ad::linearize(k, {"x"});
+      ADD_FAILURE() << "a long loop was accepted";
+    } catch (const std::invalid_argument& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("'k'"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("line 5 runs 10000 iterations"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("not available yet"), std::string::npos) << msg;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace raptor::testing
