@@ -20,6 +20,9 @@ namespace raptor::ad {
 //     out, the identity), else a Plane (the output cotangent, read only).
 //  c) for each w of wrt in order that is not a Mutable: Plane -> pure Mutable "w_bar",
 //     Param -> ParamSum "w_bar", Table -> TableSum "w_bar" (table_of = w's new slot).
+// A loop region (ir.hpp's LoopBegin) is reversed by a loop that recomputes each iteration from
+// a checkpoint, storing nothing per iteration (adjoint.cpp, `reverse_region`); an active Table
+// read inside one is refused (std::invalid_argument).
 // A derived name that is taken gets "_" appended until it is unique. A sample skipped by the
 // mask contributes nothing (pure outputs: 0 under zero_finished). Throws
 // std::invalid_argument for a `wrt` entry that is not a Param, Plane, Table or in-out Mutable.

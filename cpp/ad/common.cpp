@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "ad/rules.hpp"
 #include "passes/optimize.hpp"
 
 namespace raptor::ad {
@@ -72,6 +73,43 @@ int Builder::load(Op op, int slot, int comp, int pred, int index) {
   v.comp = comp;
   v.pred = pred;
   v.args[0] = index;
+  v.loc = loc_;
+  return add(std::move(v));
+}
+
+int Builder::integer(int64_t x) {
+  Value v;
+  v.op = Op::Const;
+  v.type = Type::I;
+  v.iimm = x;
+  return add(std::move(v));
+}
+
+int Builder::iop(Op op, std::initializer_list<int> args) {
+  Value v;
+  v.op = op;
+  int a = 0;
+  for (const int x : args) v.args[a++] = x;
+  v.type = ir::result_type(op, Type::I);
+  v.loc = loc_;
+  return add(std::move(v));
+}
+
+int Builder::loop_begin(int64_t iterations) {
+  Value v;
+  v.op = Op::LoopBegin;
+  v.type = Type::B;
+  v.iimm = iterations;
+  v.loc = loc_;
+  return add(std::move(v));
+}
+
+int Builder::loop_value(Op op, int a0, int a1) {
+  Value v;
+  v.op = op;
+  v.args[0] = a0;
+  v.args[1] = a1;
+  v.type = op == Op::LoopIndex ? Type::I : op == Op::LoopEnd ? Type::B : k_.values[a0].type;
   v.loc = loc_;
   return add(std::move(v));
 }
@@ -160,6 +198,46 @@ std::vector<int> wrt_slots(const ir::Kernel& k, const std::vector<std::string>& 
   return out;
 }
 
+std::vector<char> active_values(const ir::Kernel& u,
+                                const std::function<bool(int slot)>& wrt_slot) {
+  const size_t n = u.values.size();
+  std::vector<char> act(n, 0);
+  std::vector<char> by_next(n, 0);  // a LoopCarry whose next value is active
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < n; ++i) {
+      const Value& v = u.values[i];
+      bool a = false;
+      if (v.type == Type::F) {
+        switch (v.op) {
+          case Op::LoadParam:
+          case Op::LoadPlane:
+          case Op::LoadTable:
+            a = wrt_slot(v.slot);
+            break;
+          case Op::Select:
+            a = act[v.args[1]] || act[v.args[2]];
+            break;
+          case Op::LoopCarry:
+            a = act[v.args[0]] || by_next[i];
+            break;
+          case Op::LoopNext:
+            if (act[v.args[1]] && !by_next[v.args[0]]) by_next[v.args[0]] = changed = true;
+            break;
+          case Op::LoopResult:
+            a = act[v.args[0]];
+            break;
+          default:
+            if (has_partials(v.op))
+              for (int j = 0; j < ir::op_arity(v.op); ++j) a = a || act[v.args[j]];
+        }
+      }
+      act[i] = a;
+    }
+  }
+  return act;
+}
+
 void refuse_long_loops(const ir::Kernel& k, const std::string& what) {
   for (const Value& v : k.values)
     if (v.op == Op::LoopBegin)
@@ -167,7 +245,7 @@ void refuse_long_loops(const ir::Kernel& k, const std::string& what) {
           "raptor: kernel '" + k.name + "': its `for` loop at line " + std::to_string(v.loc.line) +
           " runs " + std::to_string(v.iimm) +
           " iterations, more than the 4096 a kernel unrolls, so it is compiled as a loop; " + what +
-          " of such loops are not available yet (tangent kernels, jax.jvp and jacfwd are). "
+          " of such loops are not available yet (tangent and adjoint kernels are). "
           "Differentiate a kernel whose loops have 4096 iterations in all or fewer, or carry "
           "the loop over steps (@hawk.kernel(steps=k) with a Terminated mask)");
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <set>
@@ -39,6 +40,16 @@ class Builder {
   int load(ir::Op op, int slot, int comp, int pred = -1, int index = -1);
   // Adds a copy of `v` (operands and slot already in this kernel's numbering).
   int copy(ir::Value v) { return add(std::move(v)); }
+
+  // An I constant (not shared).
+  int integer(int64_t x);
+  // A value of `op` over I operands: Add, Sub, Mul, FloorDiv give I; comparisons B.
+  int iop(ir::Op op, std::initializer_list<int> args);
+  // Loop values (ir.hpp): LoopBegin(iterations) opens a scope; LoopCarry(entry, begin),
+  // LoopIndex(begin), LoopNext(carry, next), LoopEnd(begin, exit), LoopResult(carry, end) take
+  // their type from their first operand (the carry's type), as ir::verify wants.
+  int loop_begin(int64_t iterations);
+  int loop_value(ir::Op op, int a0, int a1 = -1);
 
   // select(p, x, 0): `x` where `p` holds, else 0; `x` itself when p == -1.
   int guard(int p, int x);
@@ -81,6 +92,13 @@ std::vector<int> wrt_slots(const ir::Kernel& k, const std::vector<std::string>& 
 // than the front end unrolls): `what` is the transform that cannot take one ("adjoint
 // kernels (reverse mode, jax.grad)"); the message names the kernel, the loop's line, its
 // iterations and the ways out.
+// Which values of `u` can have a nonzero derivative when the loads of the slots `wrt_slot`
+// accepts have one: an F load of such a slot, a Select of an active choice, an operator with
+// partials (rules.hpp) of an active operand, to a fixpoint over loop carries: a LoopCarry is
+// active when its entry value or its next value is, a LoopResult when its carry is. The rule
+// the tangent transform follows value by value, and the adjoint's activity.
+std::vector<char> active_values(const ir::Kernel& u, const std::function<bool(int slot)>& wrt_slot);
+
 void refuse_long_loops(const ir::Kernel& k, const std::string& what);
 
 }  // namespace raptor::ad

@@ -88,55 +88,13 @@ TangentSlots lay_out(const ir::Kernel& k, const std::vector<int>& wrt, bool with
   return m;
 }
 
-// Which values of `u` can have a nonzero tangent, by the rules `TangentPass::tangent_of`
-// follows, to a fixpoint over loop carries: a LoopCarry is active when its entry value or its
-// next value is, so its tangent is carried from the first iteration on.
-std::vector<char> active_values(const ir::Kernel& u, const TangentSlots& slots) {
-  const size_t n = u.values.size();
-  std::vector<char> act(n, 0);
-  std::vector<char> by_next(n, 0);  // a LoopCarry whose next value is active
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t i = 0; i < n; ++i) {
-      const Value& v = u.values[i];
-      bool a = false;
-      if (v.type == Type::F) {
-        switch (v.op) {
-          case Op::LoadParam:
-          case Op::LoadPlane:
-          case Op::LoadTable:
-            a = slots.dot_in[v.slot] != -1;
-            break;
-          case Op::Select:
-            a = act[v.args[1]] || act[v.args[2]];
-            break;
-          case Op::LoopCarry:
-            a = act[v.args[0]] || by_next[i];
-            break;
-          case Op::LoopNext:
-            if (act[v.args[1]] && !by_next[v.args[0]]) by_next[v.args[0]] = changed = true;
-            break;
-          case Op::LoopResult:
-            a = act[v.args[0]];
-            break;
-          default:
-            if (has_partials(v.op))
-              for (int j = 0; j < ir::op_arity(v.op); ++j) a = a || act[v.args[j]];
-        }
-      }
-      act[i] = a;
-    }
-  }
-  return act;
-}
-
 class TangentPass {
  public:
   TangentPass(const ir::Kernel& u, const TangentSlots& slots, ir::Kernel& t)
       : u_(u),
         slots_(slots),
         b_(t),
-        active_(active_values(u, slots)),
+        active_(active_values(u, [&](int slot) { return slots.dot_in[slot] != -1; })),
         prim_(u.values.size(), -1),
         dot_(u.values.size(), -1) {}
 
@@ -177,8 +135,8 @@ class TangentPass {
       case Op::LoopCarry:  // a tangent carried beside the primal one (a long loop)
         if (active_[i]) {
           const int entry = dot_[v.args[0]];
-          d = loop_value(Op::LoopCarry, entry == -1 ? b_.constant(0.0) : entry, prim_[v.args[1]],
-                         v.loc);
+          d = b_.loop_value(Op::LoopCarry, entry == -1 ? b_.constant(0.0) : entry,
+                            prim_[v.args[1]]);
         }
         break;
       case Op::LoopNext: {
@@ -188,13 +146,12 @@ class TangentPass {
           throw std::logic_error(
               "raptor: tangent: a loop carry's next value has a tangent the "
               "carry was not given");
-        if (carry != -1)
-          loop_value(Op::LoopNext, carry, next == -1 ? b_.constant(0.0) : next, v.loc);
+        if (carry != -1) b_.loop_value(Op::LoopNext, carry, next == -1 ? b_.constant(0.0) : next);
         break;
       }
       case Op::LoopResult:
         if (dot_[v.args[0]] != -1)
-          d = loop_value(Op::LoopResult, dot_[v.args[0]], prim_[v.args[1]], v.loc);
+          d = b_.loop_value(Op::LoopResult, dot_[v.args[0]], prim_[v.args[1]]);
         break;
       case Op::Select: {
         const int da = dot_[v.args[1]];
@@ -221,17 +178,6 @@ class TangentPass {
     }
     if (d >= before && !v.name.empty() && b_.value(d).name.empty()) b_.named(d, v.name + "_dot");
     return d;
-  }
-
-  // A LoopCarry, LoopNext or LoopResult of F values over (a0, a1).
-  int loop_value(Op op, int a0, int a1, const ir::Loc& loc) {
-    Value c;
-    c.op = op;
-    c.type = Type::F;
-    c.args[0] = a0;
-    c.args[1] = a1;
-    c.loc = loc;
-    return b_.copy(std::move(c));
   }
 
   const ir::Kernel& u_;

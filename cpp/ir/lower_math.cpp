@@ -48,9 +48,9 @@ TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, pars
                    "; convert a vector's components one at a time, int(v[i])");
   }
   // Python's abs/min/max of integer constants are integer constants, exact.
-  const bool const_ints =
-      !args.empty() &&
-      std::all_of(args.begin(), args.end(), [](const TV& a) { return a.kind == TV::Kind::Int; });
+  const bool const_ints = !args.empty() && std::all_of(args.begin(), args.end(), [](const TV& a) {
+    return a.kind == TV::Kind::Int;
+  });
   if (const_ints && (name == "abs" || name == "minimum" || name == "maximum" || name == "clamp")) {
     arity(*this, name, args, name == "abs" ? 1 : name == "clamp" ? 3 : 2, loc);
     auto lo = [](const BigInt& a, const BigInt& b) { return compare(a, b) <= 0 ? a : b; };

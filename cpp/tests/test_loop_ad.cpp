@@ -1,8 +1,11 @@
 // Derivatives of long loops (loop regions, ir.hpp's LoopBegin .. LoopResult): the tangent
 // transform carries a tangent beside each primal carry that depends on a wrt input
 // (ad/tangent.cpp, `active_values`), so a tangent kernel of a loop is a loop, first and second
-// order, raw and optimized, against central differences of the interpreter. Adjoints and
-// linearize splits of such loops are refused by name (ad/common.hpp, refuse_long_loops).
+// order, raw and optimized, against central differences of the interpreter. The adjoint
+// transform reverses a loop region with a loop that recomputes each iteration from a
+// checkpoint (ad/adjoint.cpp, `reverse_region`): checked as the tangent's transpose and
+// against differences, and at second order both ways. Linearize splits of such loops are
+// refused by name (ad/common.hpp, refuse_long_loops).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -139,21 +142,112 @@ TEST_P(LoopTangents, SecondOrderIsTheTangentOfTheTangentLoop) {
   expect_near_all(out_of(tt, r, "z_dot_dot"), fd(t, base, "z_dot", 0.0, 1.0), 1e-5);
 }
 
-TEST(LoopTangentsRefusals, AdjointAndLinearizeNameTheLoop) {
-  const ir::Kernel k = loop_kernel();
-  for (int which = 0; which < 2; ++which) {
-    try {
-      if (which == 0)
-        ad::adjoint(k, {"x"});
-      else
-        ad::linearize(k, {"x"});
-      ADD_FAILURE() << "a long loop was accepted";
-    } catch (const std::invalid_argument& e) {
-      const std::string msg = e.what();
-      EXPECT_NE(msg.find("'k'"), std::string::npos) << msg;
-      EXPECT_NE(msg.find("line 5 runs 10000 iterations"), std::string::npos) << msg;
-      EXPECT_NE(msg.find("not available yet"), std::string::npos) << msg;
-    }
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// <adjoint(ct), dir> == <ct, tangent(dir)> over x (per sample) and a, for the cotangents
+// `ybar`, `zbar` of outputs y and z; `k` has slots x, a, y, z (and others with `extra` inputs).
+void expect_transpose(const ir::Kernel& k, const ir::Kernel& t, const ir::Kernel& adj,
+                      const Inputs& extra, const std::string& y, const std::string& z,
+                      const std::string& xdot, const std::string& adot, const std::string& ybar,
+                      const std::string& zbar, const std::string& xbar, const std::string& abar) {
+  const std::vector<double> dx = {0.3, -1.0, 0.7, 0.2, -0.4}, yb = {1.0, 0.5, -2.0, 0.25, 1.5},
+                            zb = {-0.5, 0.1, 0.3, 2.0, -1.0};
+  const double da = 0.8;
+  Inputs tin = extra, ain = extra;
+  tin.push_back({xdot, dx});
+  tin.push_back({adot, {da}});
+  ain.push_back({ybar, yb});
+  ain.push_back({zbar, zb});
+  const auto rt = run(t, kN, tin);
+  const auto ra = run(adj, kN, ain);
+  const double lhs = dot(out_of(adj, ra, xbar), dx) + out_of(adj, ra, abar)[0] * da;
+  const double rhs = dot(out_of(t, rt, y), yb) + dot(out_of(t, rt, z), zb);
+  EXPECT_NEAR(lhs, rhs, 1e-10 * (1 + std::fabs(rhs))) << k.name;
+}
+
+TEST_P(LoopTangents, AdjointIsTheTransposeOfTheTangent) {
+  const ir::Kernel k = prep(loop_kernel());
+  const ir::Kernel t = prep(ad::tangent(k, {"x", "a"}, false));
+  const ir::Kernel adj = prep(ad::adjoint(k, {"x", "a"}));
+  ir::verify(adj);
+  // R over the iterations taken, holding loop A (to a checkpoint) and loop B (to t)
+  EXPECT_EQ(count_ops(adj, Op::LoopBegin), 4);
+  const Inputs base = {{"x", kX}, {"a", {1.01}}};
+  expect_transpose(k, t, adj, base, "y_dot", "z_dot", "x_dot", "a_dot", "y_bar", "z_bar", "x_bar",
+                   "a_bar");
+  // and against the differences directly: y_bar = 1 gives dy/dx per sample
+  Inputs in = base;
+  in.push_back({"y_bar", std::vector<double>(kN, 1.0)});
+  in.push_back({"z_bar", std::vector<double>(kN, 0.0)});
+  in.push_back({"n_bar", std::vector<double>(kN, 0.0)});
+  const auto ra = run(adj, kN, in);
+  expect_near_all(out_of(adj, ra, "x_bar"), fd(k, base, "y", 1.0, 0.0), 1e-6);
+}
+
+TEST_P(LoopTangents, SecondOrderThroughTheAdjoint) {
+  const ir::Kernel k = prep(loop_kernel());
+  // the adjoint of the tangent kernel (a loop carrying tangents), and the tangent of the
+  // adjoint kernel (loops in a loop)
+  const ir::Kernel t = prep(ad::tangent(k, {"x"}, true));
+  const ir::Kernel at = prep(ad::adjoint(t, {"a"}));
+  const Inputs base = {{"x", kX}, {"a", {1.01}}, {"x_dot", std::vector<double>(kN, 1.0)}};
+  Inputs in = base;
+  for (const char* o : {"y", "z", "n", "z_dot", "n_dot"})
+    in.push_back({std::string(o) + "_bar", std::vector<double>(kN, 0.0)});
+  in.push_back({"y_dot_bar", std::vector<double>(kN, 1.0)});
+  const auto r = run(at, kN, in);
+  const auto want = fd(t, base, "y_dot", 0.0, 1.0);
+  double sum = 0;
+  for (const double w : want) sum += w;
+  EXPECT_NEAR(out_of(at, r, "a_bar")[0], sum, 1e-5 * (1 + std::fabs(sum)));
+
+  const ir::Kernel adj = prep(ad::adjoint(k, {"x"}));
+  const ir::Kernel ta = prep(ad::tangent(adj, {"x"}, true));
+  ir::verify(ta);
+  Inputs tin = {{"x", kX},
+                {"a", {1.01}},
+                {"y_bar", std::vector<double>(kN, 1.0)},
+                {"z_bar", std::vector<double>(kN, 0.0)},
+                {"n_bar", std::vector<double>(kN, 0.0)},
+                {"x_dot", std::vector<double>(kN, 1.0)}};
+  const auto rt = run(ta, kN, tin);
+  // d/dx (dy/dx), against differences of the adjoint along x
+  Inputs abase = {{"x", kX},
+                  {"a", {1.01}},
+                  {"y_bar", std::vector<double>(kN, 1.0)},
+                  {"z_bar", std::vector<double>(kN, 0.0)},
+                  {"n_bar", std::vector<double>(kN, 0.0)}};
+  const double eps = 1e-6;
+  Inputs plus = abase, minus = abase;
+  for (double& v : plus[0].second) v += eps;
+  for (double& v : minus[0].second) v -= eps;
+  const auto rp = run(adj, kN, plus), rm = run(adj, kN, minus);
+  std::vector<double> d2(kN);
+  for (int64_t i = 0; i < kN; ++i)
+    d2[i] = (out_of(adj, rp, "x_bar")[i] - out_of(adj, rm, "x_bar")[i]) / (2 * eps);
+  expect_near_all(out_of(ta, rt, "x_bar_dot"), d2, 1e-5);
+  // reverse over reverse: the adjoint of the adjoint reverses R, which holds loops A and B
+  const ir::Kernel aa = prep(ad::adjoint(adj, {"x"}));
+  ir::verify(aa);
+  Inputs ain = abase;
+  ain.push_back({"x_bar_bar", std::vector<double>(kN, 1.0)});
+  const auto raa = run(aa, kN, ain);
+  expect_near_all(out_of(aa, raa, "x_bar"), d2, 1e-5);
+}
+
+TEST(LoopTangentsRefusals, LinearizeNamesTheLoop) {
+  try {
+    ad::linearize(loop_kernel(), {"x"});
+    ADD_FAILURE() << "a long loop was accepted";
+  } catch (const std::invalid_argument& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("'k'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("line 5 runs 10000 iterations"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("not available yet"), std::string::npos) << msg;
   }
 }
 
