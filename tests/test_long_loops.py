@@ -4,9 +4,9 @@ body lowered once, with `break` and `continue` under data-dependent conditions. 
 against plain NumPy references run sample by sample in the same dtype; the definition stays
 small and fast at K = 100,000; tangent kernels carry the tangents through the iterations
 each sample takes and adjoint kernels reverse them from checkpoints, at any order, checked
-against closed forms and `check_grads`; refusals (draws in such a loop, its own locals
-after it, an adjoint through a table read in it, the "xla" lowering) name the kernel, the
-line and the fix.
+against closed forms and `check_grads`; refusals (its own locals after it, an adjoint
+through a table read in it, the "xla" lowering) name the kernel, the line and the fix. Draws
+inside such loops: tests/test_long_loop_draws.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 
 import eagle.plan
 import hawk
-from hawk import Mutable, Param, Random, Scalar, Table, Terminated, Vector
+from hawk import Mutable, Param, Scalar, Table, Terminated, Vector
 from hawk.math import vec
 
 from conftest import outputs_for
@@ -266,18 +266,6 @@ def test_an_adjoint_through_a_table_read_in_a_long_loop_is_refused():
     msg = str(e.value)
     assert "'looked_up'" in msg and "table 'w'" in msg and "not available yet" in msg and "jacfwd" in msg
     looked_up.adjoint(["x"])  # with respect to the other inputs it is
-
-
-def test_draws_inside_a_long_loop_are_refused():
-    with pytest.raises(hawk.KernelError) as e:
-        @hawk.kernel
-        def noisy(x: Scalar, rng: Random, y: Mutable[Scalar]):
-            s = x
-            for _ in range(10000):
-                s = s + rng.normal()
-            y = s
-    msg = str(e.value)
-    assert "'noisy'" in msg and "rng.normal()" in msg and "4096" in msg and "steps=k" in msg
 
 
 def test_a_local_of_the_loop_body_read_after_it_is_refused():

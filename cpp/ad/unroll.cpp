@@ -109,7 +109,9 @@ ir::Kernel unroll(const ir::Kernel& k) {
         default: {
           Value c = v;
           // A draw keeps its numbering: step `step` of the launch becomes a step offset.
-          if (v.op == Op::RandUniform || v.op == Op::RandNormal) c.iimm += step;
+          if (v.op == Op::RandUniform || v.op == Op::RandNormal || v.op == Op::RandUniformAt ||
+              v.op == Op::RandNormalAt)
+            c.iimm += step;
           for (int a = 0; a < ir::op_arity(v.op); ++a) c.args[a] = map[v.args[a]];
           // A loop's markers and carries keep no predicate of their own.
           c.pred = ir::is_loop_op(v.op) ? (v.pred == -1 ? -1 : map[v.pred]) : pred_of(v.pred);

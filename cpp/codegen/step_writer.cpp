@@ -427,14 +427,22 @@ std::string StepWriter::expr(int i) const {
     case Op::ToIndex:
       return "rp_index(" + a(0) + ")";
     case Op::RandUniform:
-    case Op::RandNormal: {
-      // Draw j of this sample in this step: jax.random's value of fold_in^3(key, step, i, j).
+    case Op::RandNormal:
+    case Op::RandUniformAt:
+    case Op::RandNormalAt: {
+      // Draw j of this sample in this step: jax.random's value of fold_in^3(key, step, i, j);
+      // inside a loop region j is computed at run time.
       const std::string nm = name(v.slot);
       const std::string step =
           v.iimm == 0 ? step_index() : step_index() + " + " + std::to_string(v.iimm) + "u";
-      return std::string(v.op == Op::RandUniform ? "rp_uniform_" : "rp_normal_") +
-             dtype_suffix(dtype_) + "(rp_subkey(key_" + nm + ", " + step +
-             ", static_cast<uint32_t>(base_" + nm + " + s), " + std::to_string(v.comp) + "u))";
+      const bool at = v.op == Op::RandUniformAt || v.op == Op::RandNormalAt;
+      const std::string j =
+          at ? "static_cast<uint32_t>(" + a(0) + " + " + std::to_string(v.comp) + ")"
+             : std::to_string(v.comp) + "u";
+      const bool uniform = v.op == Op::RandUniform || v.op == Op::RandUniformAt;
+      return std::string(uniform ? "rp_uniform_" : "rp_normal_") + dtype_suffix(dtype_) +
+             "(rp_subkey(key_" + nm + ", " + step + ", static_cast<uint32_t>(base_" + nm +
+             " + s), " + j + "))";
     }
     case Op::StopGrad:
     case Op::CustomJvp:  // derivatives only: the value is args[0]

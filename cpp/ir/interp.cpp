@@ -302,11 +302,15 @@ class SampleRunner {
         return;
       }
       case Op::RandUniform:
-      case Op::RandNormal: {
+      case Op::RandNormal:
+      case Op::RandUniformAt:
+      case Op::RandNormalAt: {
+        const bool at = v.op == Op::RandUniformAt || v.op == Op::RandNormalAt;
+        const int64_t j = v.comp + (at ? i_[v.args[0]] : 0);
         const rp_key key =
             rp_subkey(rp_key{b_.rng_key[0], b_.rng_key[1]}, static_cast<uint32_t>(step + v.iimm),
-                      static_cast<uint32_t>(b_.sample_base + n), static_cast<uint32_t>(v.comp));
-        if (v.op == Op::RandUniform)
+                      static_cast<uint32_t>(b_.sample_base + n), static_cast<uint32_t>(j));
+        if (v.op == Op::RandUniform || v.op == Op::RandUniformAt)
           f_[i] = b_.float32 ? rp_uniform_f32(key) : rp_uniform_f64(key);
         else
           f_[i] = b_.float32 ? rp_normal_f32(key) : rp_normal_f64(key);

@@ -121,6 +121,10 @@ OpInfo info(Op op) {
       return {"loop_end", 2};
     case Op::LoopResult:
       return {"loop_result", 2};
+    case Op::RandUniformAt:
+      return {"rand_uniform_at", 1};
+    case Op::RandNormalAt:
+      return {"rand_normal_at", 1};
   }
   return {"?", 0};
 }
@@ -145,6 +149,8 @@ Type operand_type(Op op, int i, Type result) {
     case Op::FloorDiv:
     case Op::Mod:
     case Op::ToFloat:
+    case Op::RandUniformAt:
+    case Op::RandNormalAt:
       return Type::I;
     case Op::ToInt:
       return Type::F;
@@ -449,6 +455,8 @@ void verify(const Kernel& k) {
         break;
       case Op::RandUniform:
       case Op::RandNormal:
+      case Op::RandUniformAt:
+      case Op::RandNormalAt:
         if (v.slot < 0 || v.slot >= ns || k.slots[v.slot].kind != SlotKind::Random)
           fail(k, i, "a draw from a slot that is not Random");
         if (v.comp < 0) fail(k, i, "a negative draw index");
@@ -526,6 +534,8 @@ void print_value(std::ostringstream& os, const Kernel& k, int i, bool with_names
     case Op::LoopBegin:
       os << " x" << v.iimm;
       break;
+    case Op::RandUniformAt:
+    case Op::RandNormalAt:
     case Op::RandUniform:
     case Op::RandNormal:
       os << " " << (with_names ? k.slots[v.slot].name : "$" + std::to_string(v.slot)) << " draw "

@@ -115,6 +115,12 @@ enum class Op : uint8_t {
   LoopEnd,     // B (a marker): args[0] the LoopBegin, args[1] a B value: when it holds at the
                //    end of an iteration the loop is left (`break`)
   LoopResult,  // T: args[0] a LoopCarry, args[1] its LoopEnd: the carry's value after the loop
+  // F: a draw inside a loop region, as RandUniform / RandNormal with j = args[0] + comp:
+  //    args[0] (I) the run-time part of the index (the iteration times the draws one
+  //    iteration makes, plus the draws before the loop), comp the draws before it in the
+  //    iteration (lower_loop.cpp numbers them as unrolling would).
+  RandUniformAt,
+  RandNormalAt,
 };
 
 // The element type of a slot's buffer. Float slots have the build's dtype (float32 or

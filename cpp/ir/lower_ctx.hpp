@@ -254,8 +254,20 @@ class Lowerer {
   std::map<std::pair<int, uint64_t>, int> const_cache_;
   std::optional<TV> return_value_;
   int unrolled_ = 0;
-  int draws_ = 0;       // draws emitted so far: the next draw's index j (source and unroll order)
-  int real_loops_ = 0;  // real loops (not unrolled) being lowered
+  // Draws emitted so far: the next draw's index j (source and unroll order). Inside a loop
+  // region, j = the run-time draw_base_ + draws_: draws_ counts this iteration's draws, and
+  // draw_base_ (-1 until the iteration's first draw makes it) is the loop's index times
+  // draw_stride_ (an I constant set when the body is done: the draws one iteration makes)
+  // plus the draws before the loop (draw_outer_*: the static count and the run-time part).
+  int64_t draws_ = 0;
+  // draw_base_, made where the first draw of the iteration (or an inner loop region) needs it.
+  int draw_base();
+  int draw_base_ = -1;
+  int draw_stride_ = -1;
+  int draw_index_ = -1;  // the innermost loop region's LoopIndex
+  int64_t draw_outer_static_ = 0;
+  int draw_outer_base_ = -1;
+  int real_loops_ = 0;      // real loops (not unrolled) being lowered
   int real_loop_line_ = 0;  // the innermost one's line
   int depth_ = 0;
   Loc cur_loc_;  // the statement being lowered, stamped on every value emitted

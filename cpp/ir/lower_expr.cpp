@@ -3,6 +3,8 @@
 // refusals of constructs outside the language. Start at `Lowerer::expr`.
 #include <bit>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include "ir/lower.hpp"
 #include "ir/lower_ctx.hpp"
@@ -579,6 +581,20 @@ TV Lowerer::expr(const Expr& e) {
   error(e.loc, "unsupported expression");
 }
 
+int Lowerer::draw_base() {
+  if (draw_base_ >= 0) return draw_base_;
+  Value stride;  // set when the body is done (real_loop); never shared
+  stride.op = Op::Const;
+  stride.type = Type::I;
+  stride.loc = cur_loc_;
+  draw_stride_ = k.add(stride);
+  int base = unguarded(emit(Op::Mul, Type::I, draw_index_, draw_stride_));
+  if (draw_outer_static_ != 0)
+    base = unguarded(emit(Op::Add, Type::I, base, kint(draw_outer_static_)));
+  if (draw_outer_base_ >= 0) base = unguarded(emit(Op::Add, Type::I, base, draw_outer_base_));
+  return draw_base_ = base;
+}
+
 TV Lowerer::draw(int slot, const std::string& method, size_t nargs, parse::Loc loc) {
   const std::string& nm = k.slots[slot].name;
   if (method != "uniform" && method != "normal")
@@ -590,19 +606,20 @@ TV Lowerer::draw(int slot, const std::string& method, size_t nargs, parse::Loc l
                    "() takes no arguments (it draws one number of the kernel's "
                    "dtype; scale and shift it: mu + sigma * " +
                    nm + ".normal())");
-  if (real_loops_ > 0)
-    error(loc, nm + "." + method + "() inside the loop at line " + std::to_string(real_loop_line_) +
-                   ", which has more iterations than a kernel unrolls (4096) and so runs as a "
-                   "loop: draws are numbered when the kernel is defined, and inside such a loop "
-                   "each iteration would repeat them. Draw in a loop of at most 4096 "
-                   "iterations, or step the kernel (@hawk.kernel(steps=k)): every step draws "
-                   "fresh numbers");
+  if (draws_ > std::numeric_limits<int32_t>::max())
+    error(loc, nm + "." + method + "() is draw " + std::to_string(draws_) +
+                   " of a step, and a step numbers at most 2^31 draws; draw fewer per step, or "
+                   "step the kernel (@hawk.kernel(steps=k)): every step numbers its draws anew");
   Value v;
   v.op = method == "uniform" ? Op::RandUniform : Op::RandNormal;
   v.type = Type::F;
   v.slot = slot;
-  v.comp = draws_++;
   v.loc = cur_loc_;
+  if (real_loops_ > 0) {  // j = index * stride + the draws before the loop, + this one's place
+    v.op = method == "uniform" ? Op::RandUniformAt : Op::RandNormalAt;
+    v.args[0] = draw_base();
+  }
+  v.comp = static_cast<int32_t>(draws_++);
   return TV::f(k.add(v));
 }
 

@@ -301,6 +301,9 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
     v.name = std::move(name);
     return k.add(v);
   };
+  // In a loop region, this loop's draws are numbered from the outer iteration's base, made
+  // here, before the loop, so that the outer body's later draws can read it too.
+  if (real_loops_ > 0) draw_base();
   const int begin = add_loop_value(Op::LoopBegin, Type::B, -1, -1);
   k.values[begin].iimm = count;
   auto carry = [&](int entry, std::string name) {
@@ -326,6 +329,18 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
   real_loop_line_ = s.loc.line;
 
   int index = add_loop_value(Op::LoopIndex, Type::I, begin, -1, s.var);
+  // Draws in the body are numbered from the iteration (rand_uniform_at, ir.hpp).
+  const int64_t draws_before = draws_;
+  const int saved_base = draw_base_;  // made above when this loop is nested in one
+  const int saved_stride = draw_stride_, saved_index = draw_index_;
+  const int64_t saved_outer_static = draw_outer_static_;
+  const int saved_outer_base = draw_outer_base_;
+  draw_outer_static_ = draws_before;
+  draw_outer_base_ = saved_base;
+  draw_index_ = index;
+  draw_base_ = -1;
+  draw_stride_ = -1;
+  draws_ = 0;
   if (step != 1) index = unguarded(emit(Op::Mul, Type::I, index, kint(step)));
   if (start != 0) index = unguarded(emit(Op::Add, Type::I, index, kint(start)));
   {
@@ -372,6 +387,20 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
   }
   const int end = add_loop_value(Op::LoopEnd, Type::B, begin, exit);
   forget_values_from(begin);
+  const int64_t per_iteration = draws_;
+  if (draw_stride_ >= 0) k.values[draw_stride_].iimm = per_iteration;
+  draws_ = draws_before + per_iteration * count;  // as unrolling numbers them
+  draw_base_ = saved_base;
+  draw_stride_ = saved_stride;
+  draw_index_ = saved_index;
+  draw_outer_static_ = saved_outer_static;
+  draw_outer_base_ = saved_outer_base;
+  if (per_iteration > 0 && draws_ > 0xffffffffLL)
+    error(s.loc, "the loop at line " + std::to_string(s.loc.line) + " draws " +
+                     std::to_string(per_iteration) + " numbers in each of its " +
+                     std::to_string(count) +
+                     " iterations, more than the 2^32 a step numbers; draw fewer, or step the "
+                     "kernel (@hawk.kernel(steps=k)): every step numbers its draws anew");
   --real_loops_;
   real_loop_line_ = saved_line;
   --depth_;

@@ -248,6 +248,8 @@ bool foldable(Op op) {
     case Op::LoadTable:
     case Op::RandUniform:  // a draw depends on the key, step and sample: never a constant
     case Op::RandNormal:
+    case Op::RandUniformAt:
+    case Op::RandNormalAt:
     case Op::LoopBegin:
     case Op::LoopCarry:
     case Op::LoopIndex:

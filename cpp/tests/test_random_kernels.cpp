@@ -9,6 +9,7 @@
 //    tests/test_random.py.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <filesystem>
@@ -178,6 +179,50 @@ TEST(RandomInterp, DrawsAreRandomHOfKeyStepSampleDraw) {
     want_b = want_b + 10.0 * u(5);
     EXPECT_EQ(bb[i], want_b) << i;
   }
+}
+
+// A loop of more iterations than a kernel unrolls numbers its draws from the run-time
+// iteration as unrolling would: 1 draw before, 2 per iteration (K = 5000), then 1 + 2K.
+TEST(RandomInterp, DrawsInALongLoopAreNumberedFromTheIteration) {
+  const ir::Kernel k = lowered(
+      R"(def walk(x: Scalar, rng: Random, y: Mutable[Scalar], c: Mutable[Scalar], w: Mutable[Scalar]):
+    s = x + rng.uniform()
+    n = 0.0
+    for _ in range(5000):
+        s = s + rng.normal()
+        if rng.uniform() < 0.25:
+            break
+        n = n + 1.0
+    y = s
+    c = n
+    w = rng.uniform()
+)",
+      {Scalar("x"), Rng("rng"), MutScalar("y"), MutScalar("c"), MutScalar("w")});
+  int at = 0;
+  for (const auto& v : k.values) at += v.op == Op::RandUniformAt || v.op == Op::RandNormalAt;
+  EXPECT_EQ(at, 2);
+  const int64_t n = 30;
+  ir::InterpBinding b = ir::make_binding(k, n);
+  set_in(k, b, "x", std::vector<double>(n, 0.5));
+  b.rng_key[0] = 3;
+  b.rng_key[1] = 4;
+  ir::interpret(k, b);
+  double most = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t g = static_cast<uint32_t>(i);
+    auto u = [&](uint32_t j) { return rp_uniform_f64(rp_subkey(key_of(b), 0, g, j)); };
+    double s = 0.5 + u(0), c = 0;
+    for (uint32_t t = 0; t < 5000; ++t) {
+      s = s + rp_normal_f64(rp_subkey(key_of(b), 0, g, 1 + 2 * t));
+      if (u(2 + 2 * t) < 0.25) break;
+      c = c + 1.0;
+    }
+    EXPECT_EQ(out_of(k, b, "y")[i], s) << i;
+    EXPECT_EQ(out_of(k, b, "c")[i], c) << i;
+    EXPECT_EQ(out_of(k, b, "w")[i], u(1 + 2 * 5000)) << i;
+    most = std::max(most, c);
+  }
+  EXPECT_GE(most, 5.0);  // some samples run several iterations
 }
 
 // ---------------------------------------------------------------------------------------------
