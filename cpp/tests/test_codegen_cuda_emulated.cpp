@@ -6,7 +6,8 @@
 // interpreter: the deterministic block sums (ParamSum, TableSum with entries hit by many
 // samples, `_finish`), the uniform rounds past the end of the samples, stepping with a mask,
 // finished counts, steps_run, a table index error, a loop with `break`/`continue`, and integer
-// and bool planes (each slot's buffer in its own element type) with a zero divisor's error.
+// and bool planes (each slot's buffer in its own element type) with a zero divisor's error,
+// long loops (loop regions) with draws and their tangent and adjoint kernels.
 // Threads race freely here, so equal bits on repeated runs also say the sums do not depend on
 // thread timing. What it does not check: NVRTC's and the GPU's floating-point behaviour (see
 // test_cuda_codegen.cpp and the GPU check of issue 9).
@@ -520,6 +521,48 @@ TEST_F(CudaEmulated, RandomDrawsMatchTheInterpreter) {
         expect_close(got.slots[s].out, ref.slots[s].out, 1e-5,
                      k->name + " f32 " + k->slots[s].name);
     }
+  }
+}
+
+// Long loops (loop regions, ir.hpp's LoopBegin): the CUDA emission's per-thread `for`, with a
+// data-dependent break, draws numbered from the iteration, and the derivative kernels (the
+// tangent's carried tangents, the adjoint's reverse loop with its checkpoint loops).
+TEST_F(CudaEmulated, LongLoopsTheirDrawsAndDerivativesMatchTheInterpreter) {
+  const ir::Kernel loop = lowered(
+      R"(def grow(x: Scalar, a: Param, rng: Random, y: Mutable[Scalar], n: Mutable[Scalar]):
+    s = x
+    c = 0.0
+    for i in range(6000):
+        s = s * a + 0.01 * rng.uniform()
+        c = c + 1.0
+        if s > 3.0:
+            break
+    y = s
+    n = c
+)",
+      {Scalar("x"), Param("a"), param_spec("rng", ir::SlotKind::Random), MutScalar("y"),
+       MutScalar("n")},
+      1);
+  const ir::Kernel tangent = optimized(ad::tangent(loop, {"x", "a"}, true));
+  const ir::Kernel adjoint = optimized(ad::adjoint(loop, {"x", "a"}));
+  for (const ir::Kernel* k : {&loop, &tangent, &adjoint}) {
+    const int64_t n = 300;
+    ir::InterpBinding want = random_binding(*k, n, 1, 23);
+    for (size_t s = 0; s < k->slots.size(); ++s) {
+      if (k->slots[s].name == "a") want.slots[s].in[0] = 1.05;
+      if (k->slots[s].name == "x")
+        for (double& v : want.slots[s].in) v = 1.0 + 0.5 * v;  // 0.5 .. 1.5: 15-40 iterations
+    }
+    want.rng_key[0] = 11;
+    want.rng_key[1] = 12;
+    want.sample_base = 40;
+    ir::InterpBinding got = want;
+    ir::interpret(*k, want);
+    Emulated<double> emu(*k, compiler_);
+    const auto status = emu.run(got, 1);
+    EXPECT_EQ(status[1], 0u) << k->name << ": no error";
+    for (size_t s = 0; s < k->slots.size(); ++s)
+      expect_close(got.slots[s].out, want.slots[s].out, 1e-12, k->name + " " + k->slots[s].name);
   }
 }
 
