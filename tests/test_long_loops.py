@@ -96,7 +96,7 @@ def ref_harmonic(x, a, limit, dtype):
 def plans(module_cache_dir):
     ks = [harmonic_until, skips, settle, newton_sqrt, harmonic_until.tangent(["x", "a"]),
           harmonic_until.tangent(["x", "a"]).tangent(["a"]), settle.tangent(["y", "dt"]),
-          newton_sqrt.tangent(["c"]), harmonic_until.adjoint(["x", "a"])]
+          newton_sqrt.tangent(["c"]), harmonic_until.adjoint(["x", "a"]), settle.adjoint(["y", "dt"])]
     ps = eagle.plan.auto(ks, targets=("host",), cache_dir=module_cache_dir)
     return {p.kernel.name: p for p in ps}
 
@@ -385,6 +385,12 @@ def test_tangents_through_a_stepping_kernel_with_a_long_loop_and_a_mask(plans, d
     assert len(set(t.tolist())) == 3 and not mask.all()  # samples stop at different steps, or not
     # float32: y and its tangent round separately over up to 15,000 iterations
     np.testing.assert_allclose(y_dot, yp / y0, rtol=1e-12 if dtype == np.float64 else 2e-3)
+    # the adjoint: three steps, each a long loop reversed from its checkpoints
+    ak = settle.adjoint(["y", "dt"])
+    y_bar, t_bar, dt_bar = np.ones(N, dtype), np.zeros(N, dtype), np.zeros(1, dtype)
+    plans[ak.name].bind(dt=dt, terminated=np.zeros(N, bool), y=y0.copy(), t=np.zeros(N, dtype), y_bar=y_bar,
+                        t_bar=t_bar, dt_bar=dt_bar).launch()
+    np.testing.assert_allclose(y_bar, yp / y0, rtol=1e-12 if dtype == np.float64 else 2e-3)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

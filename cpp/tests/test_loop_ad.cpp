@@ -239,6 +239,55 @@ TEST_P(LoopTangents, SecondOrderThroughTheAdjoint) {
   expect_near_all(out_of(aa, raa, "x_bar"), d2, 1e-5);
 }
 
+// The adjoint's other paths: a value computed before the loop read in its body (its cotangent
+// summed in a carry of the reverse loop), a vector carry, a pair of carries that swap (the
+// next value of one is the other), a carry the body only reads (no next value), an int
+// counter, `continue`, and a nested long loop (reversed recursively); against the tangent
+// (transpose identity) and differences.
+const char* kPaths =
+    R"(def k(x: Scalar, a: Param, y: Mutable[Scalar], z: Mutable[Scalar], n: Mutable[Scalar]):
+    ax = a * x
+    v = vec(x, 0.5)
+    p = x
+    q = 1.0
+    fixed = 0.5 * x
+    m = 0
+    for i in range(5000):
+        m = m + 1
+        if m % 4 == 3:
+            continue
+        p, q = q, p * 0.9 + ax * 0.05 + fixed * 0.01
+        v = vec(v[1] * 0.95 + 0.1 * sin(ax), v[0] - 0.02 * v[1])
+        for j in range(5000):
+            q = q + 0.001 * cos(q + float(j))
+            if j >= 2:
+                break
+        if m >= 9:
+            break
+    y = p + 2.0 * q + v[0] * v[1]
+    z = v[0] + fixed
+    n = float(m)
+)";
+
+TEST_P(LoopTangents, AdjointPathsThroughOuterValuesCarriesAndNestedLoops) {
+  const ir::Kernel k = prep(lower_source(
+      kPaths, {Scalar("x"), Param("a"), MutScalar("y"), MutScalar("z"), MutScalar("n")}));
+  EXPECT_EQ(count_ops(k, Op::LoopBegin), 2);
+  const ir::Kernel t = prep(ad::tangent(k, {"x", "a"}, false));
+  const ir::Kernel adj = prep(ad::adjoint(k, {"x", "a"}));
+  ir::verify(adj);
+  const Inputs base = {{"x", kX}, {"a", {0.7}}};
+  expect_transpose(k, t, adj, base, "y_dot", "z_dot", "x_dot", "a_dot", "y_bar", "z_bar", "x_bar",
+                   "a_bar");
+  Inputs in = base;
+  in.push_back({"y_bar", std::vector<double>(kN, 1.0)});
+  in.push_back({"z_bar", std::vector<double>(kN, 0.0)});
+  in.push_back({"n_bar", std::vector<double>(kN, 0.0)});
+  const auto ra = run(adj, kN, in);
+  expect_near_all(out_of(adj, ra, "x_bar"), fd(k, base, "y", 1.0, 0.0), 1e-6);
+  EXPECT_EQ(out_of(k, run(k, kN, base), "n"), std::vector<double>(kN, 9.0));
+}
+
 TEST(LoopTangentsRefusals, LinearizeNamesTheLoop) {
   try {
     ad::linearize(loop_kernel(), {"x"});
