@@ -550,17 +550,31 @@ def test_fuzzer_finding_integer_constants_through_abs_min_max_stay_ints(expr):
     assert list(outs["n"]) == [10.0 + want, -10.0 + want]
 
 
-@pytest.mark.xfail(strict=True, raises=hawk.KernelError,
-                   reason="open finding (docs/architecture.md, The differential fuzzer): a conditional expression "
-                          "of two integer constants is a float, where Python gives an int")
 def test_fuzzer_finding_a_conditional_of_integer_constants_stays_an_int():
-    """`n = i + (3 if x > 0.0 else 4)` into an int Mutable is refused: both branches are
-    integer constants, which the front end merges as floats (an `if` of two ints assigned to a
-    float plane relies on it). `3 if c else i` is an int."""
+    """`n = i + (3 if x > 0.0 else 4)` into an int Mutable was refused: the front end merged the
+    two integer constants as floats. A conditional expression of integer constants is an int,
+    as in Python, and a weak one (TV::weak): where an `if` or a loop's exit merges it with a
+    float it becomes a float, so seed 1957's `a3 = (2 if c else 2 ** 3 // 3)` followed by
+    `a3 = a3 * 0.75 + ...` in a loop with `continue` still works; assigned to a float plane, or
+    mixed with floats, it converts as any int does."""
     src = ("import hawk\nfrom hawk import Mutable, Scalar\n\n@hawk.kernel\n"
-           "def int_cond(x: Scalar, i: Scalar[hawk.int64], n: Mutable[Scalar[hawk.int64]]):\n"
-           "    n = i + (3 if x > 0.0 else 4)\n")
-    kernelgen.GenKernel(9_000_100, "int_cond", src, 1, 1).build()
+           "def int_cond(x: Scalar, i: Scalar[hawk.int64], n: Mutable[Scalar[hawk.int64]], "
+           "y: Mutable[Scalar], z: Mutable[Scalar]):\n"
+           "    n = i + (3 if x > 0.0 else 4) * 2 - (-(1 if x > 1.0 else 0))\n"
+           "    y = x * (1 if x > 0.0 else -1) + (2 if x > 0.0 else 0)\n"
+           "    a = 2 if x > 0.25 else 5\n"
+           "    for j in range(3):\n"
+           "        if x > 0.4 and j == 1:\n"
+           "            continue\n"
+           "        a = a * 0.75\n"
+           "    z = a\n")
+    k = kernelgen.GenKernel(9_000_100, "int_cond", src, 1, 1).build()
+    outs = k._core.interpret(3, {"x": [0.5, -0.5, 0.3], "i": [10.0, -10.0, 1.0]})[0]
+    assert list(outs["n"]) == [16.0, -2.0, 7.0]
+    assert list(outs["y"]) == [2.5, 0.5, 2.3]
+    assert list(outs["z"]) == [2 * 0.75 * 0.75, 5 * 0.75 ** 3, 2 * 0.75 ** 3]
+    st = kernelgen.check_batch([1957], None, compiled=False)
+    assert not st.mismatches, _fail_text(st)
 
 
 def test_fuzzer_finding_2093136_cancellation_is_a_staircase(unrecorded):

@@ -42,6 +42,12 @@ struct TV {
   int helper = -1;
   int rows = 0;  // Matrix: its rows (cols = comps.size() / rows)
   std::string name;
+  // An IntVal made from integer constants only (`3 if c else 4`, and int arithmetic of such):
+  // an int, as in Python, that turns into a float where a merge (an `if`, a loop's exit) meets
+  // a float, as Python's int would stay an int there and become a float later (docs/
+  // language.md "Integer and bool planes").
+  bool weak = false;
+  bool weakish() const { return kind == Kind::Int || (kind == Kind::IntVal && weak); }
 
   static TV f(int v) {
     TV t;

@@ -148,7 +148,10 @@ TV Lowerer::int_value_arith(const std::string& op, const TV& a, const TV& b, Loc
       }
       out.push_back(acc < 0 ? kint(1) : acc);
     }
-    return a.kind == TV::Kind::IVector ? TV::ivec(out) : TV::iv(out[0]);
+    if (a.kind == TV::Kind::IVector) return TV::ivec(out);
+    TV r = TV::iv(out[0]);
+    r.weak = a.weakish();
+    return r;
   }
   const bool va = a.kind == TV::Kind::IVector, vb = b.kind == TV::Kind::IVector;
   if (va && vb && a.width() != b.width())
@@ -165,7 +168,10 @@ TV Lowerer::int_value_arith(const std::string& op, const TV& a, const TV& b, Loc
     const int y = vb ? b.comps[c] : to_int_value(b, loc, "an operand");
     out.push_back(emit(iop, Type::I, x, y));
   }
-  return (va || vb) ? TV::ivec(out) : TV::iv(out[0]);
+  if (va || vb) return TV::ivec(out);
+  TV r = TV::iv(out[0]);
+  r.weak = a.weakish() && b.weakish();
+  return r;
 }
 
 int64_t Lowerer::const_int(const TV& v, Loc loc, const char* what) {
@@ -395,7 +401,11 @@ TV Lowerer::expr(const Expr& e) {
         return a;
       }
       if (a.kind == TV::Kind::Int) return TV::i(-a.ival);  // exact, as Python
-      if (a.kind == TV::Kind::IntVal) return TV::iv(emit(Op::Neg, Type::I, a.comps[0]));
+      if (a.kind == TV::Kind::IntVal) {
+        TV out = TV::iv(emit(Op::Neg, Type::I, a.comps[0]));
+        out.weak = a.weak;
+        return out;
+      }
       if (a.kind == TV::Kind::IVector) {
         std::vector<int> out;
         for (int c : a.comps) out.push_back(emit(Op::Neg, Type::I, c));
@@ -470,6 +480,12 @@ TV Lowerer::expr(const Expr& e) {
       pred_stack_.push_back(outer < 0 ? nc : emit(Op::And, Type::B, outer, nc));
       const TV b = expr(*e.args[2]);
       pred_stack_.pop_back();
+      if (a.weakish() && b.weakish()) {  // an int either way, as in Python
+        TV out = TV::iv(emit(Op::Select, Type::I, cond, to_int_value(a, e.loc, "a choice"),
+                             to_int_value(b, e.loc, "a choice")));
+        out.weak = true;
+        return out;
+      }
       return select(cond, a, b, e.loc);
     }
     case ExprKind::Call: {

@@ -438,6 +438,7 @@ TV Lowerer::choose(int cond, TV x, TV y, int param_slot, const std::string& n, p
                     x.slot == y.slot && x.helper == y.helper && x.name == y.name &&
                     x.items.empty() && y.items.empty();
   if (same) return x;
+  const bool weak_both = x.weakish() && y.weakish();
   // A select that keeps a left sample's value is used by that sample too: its predicate has
   // the liveness the innermost loop of this function started with, not the current one.
   const int saved_live = live_;
@@ -448,8 +449,9 @@ TV Lowerer::choose(int cond, TV x, TV y, int param_slot, const std::string& n, p
     int saved;
     ~Restore() { live = saved; }
   } restore{live_, saved_live};
-  if (x.kind == TV::Kind::Int && y.kind == TV::Kind::Float) x = TV::f(to_float(x, loc, "a value"));
-  if (y.kind == TV::Kind::Int && x.kind == TV::Kind::Float) y = TV::f(to_float(y, loc, "a value"));
+  // An int made of constants only (TV::weak) meeting a float becomes a float.
+  if (x.weakish() && y.kind == TV::Kind::Float) x = TV::f(to_float(x, loc, "a value"));
+  if (y.weakish() && x.kind == TV::Kind::Float) y = TV::f(to_float(y, loc, "a value"));
   if (x.kind == TV::Kind::Int && y.kind == TV::Kind::Int) {
     x = TV::f(to_float(x, loc, "a value"));
     y = TV::f(to_float(y, loc, "a value"));
@@ -479,6 +481,7 @@ TV Lowerer::choose(int cond, TV x, TV y, int param_slot, const std::string& n, p
       k.values[sel].name = x.mapped() ? n + "[" + std::to_string(c) + "]" : n;
     x.comps[c] = sel;
   }
+  if (x.kind == TV::Kind::IntVal) x.weak = weak_both;
   return x;
 }
 
