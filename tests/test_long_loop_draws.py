@@ -145,6 +145,25 @@ def test_draws_in_a_long_loop_are_numbered_as_unrolling_would(plans, dtype):
     np.testing.assert_allclose(out["y"], want_y, rtol=tol, atol=tol)
 
 
+def test_the_xla_lowering_draws_the_same_numbers_and_refuses_them_in_float32():
+    from eagle.frameworks import _jax_lowering, _jax_xla
+
+    key = jax.random.key(7)
+    x = np.linspace(-1.0, 1.0, N)
+    ffi = ejax.function(noisy_walk, lowering="ffi")(x, 0.3, key)
+    xla = ejax.function(noisy_walk, lowering="xla")(x, 0.3, key)
+    np.testing.assert_array_equal(np.asarray(xla[1]), np.asarray(ffi[1]))  # the same uniforms
+    np.testing.assert_array_equal(np.asarray(xla[2]), np.asarray(ffi[2]))
+    np.testing.assert_allclose(np.asarray(xla[0]), np.asarray(ffi[0]), rtol=1e-12)
+    np.testing.assert_array_equal(np.asarray(ejax.function(nested, lowering="xla")(x[:16], key)),
+                                  np.asarray(ejax.function(nested, lowering="ffi")(x[:16], key)))
+    ops = _jax_xla.op_list(noisy_walk._core)
+    assert not _jax_xla.supported(ops, np.float32)
+    assert _jax_lowering.choose(ops, N, "cpu", np.float32) == "ffi"
+    with pytest.raises(_jax_xla.UnsupportedOp, match="a draw inside a loop.*float32"):
+        ejax.function(noisy_walk, lowering="xla")(x.astype(np.float32), np.float32(0.3), key)
+
+
 def test_the_interpreter_and_the_build_agree_bit_for_bit(plans):
     key = jax.random.key(3)
     x = np.linspace(-1.0, 1.0, N)

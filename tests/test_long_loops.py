@@ -4,8 +4,9 @@ body lowered once, with `break` and `continue` under data-dependent conditions. 
 against plain NumPy references run sample by sample in the same dtype; the definition stays
 small and fast at K = 100,000; tangent kernels carry the tangents through the iterations
 each sample takes and adjoint kernels reverse them from checkpoints, at any order, checked
-against closed forms and `check_grads`; refusals (its own locals after it, an adjoint
-through a table read in it, the "xla" lowering) name the kernel, the line and the fix. Draws
+against closed forms and `check_grads`; both JAX lowerings run them; refusals (its own
+locals after it, an adjoint through a table read in it, what the "xla" lowering does not
+lower yet) name the kernel, the line and the fix. Draws
 inside such loops: tests/test_long_loop_draws.py.
 """
 
@@ -218,18 +219,53 @@ def test_cuda_emission_of_long_loops_compiles_with_nvrtc():
     assert _core.nvrtc_check([k._core for k in ks], "sm_80") == 2 * len(ks)
 
 
-def test_the_jax_bridge_runs_them_on_the_ffi_path_and_xla_refuses_by_name():
+@pytest.mark.parametrize("lowering", ["ffi", "xla", "auto"])
+def test_the_jax_bridge_runs_them_on_both_lowerings(lowering):
     jax = pytest.importorskip("jax")
-    from eagle.frameworks import _jax_xla
     from eagle.frameworks import jax as eagle_jax
 
     jax.config.update("jax_enable_x64", True)
     x = np.linspace(0.0, 4.0, N)
-    total, count = eagle_jax.function(harmonic_until)(x, 0.5, 3.0)
     want = harmonic_until._core.interpret(N, {"x": list(x), "a": [0.5], "limit": [3.0]})[0]
+    total, count = eagle_jax.function(harmonic_until, lowering=lowering)(x, 0.5, 3.0)
     np.testing.assert_array_equal(np.asarray(count), want["count"])
-    with pytest.raises(_jax_xla.UnsupportedOp, match=r"harmonic_until.*loop_"):
-        eagle_jax.function(harmonic_until, lowering="xla")(x, 0.5, 3.0)
+    np.testing.assert_allclose(np.asarray(total), want["total"], rtol=1e-12)  # XLA may contract to FMAs
+    # a stepping kernel with a mask: the loop runs for the samples still live
+    y0 = np.array([0.4, 0.6, 1.0, 2.0, 10.0, 1e3])
+    mask = np.array([True, False, False, False, False, False])
+    got = eagle_jax.function(settle, lowering=lowering)(1e-4, mask, y0, np.zeros(6))
+    ref = eagle_jax.function(settle, lowering="ffi")(1e-4, mask, y0, np.zeros(6))
+    for g, r in zip(got, ref):
+        np.testing.assert_allclose(np.asarray(g, float), np.asarray(r, float), rtol=1e-12)
+
+
+def test_the_xla_lowering_of_long_loops_and_its_limits():
+    jax = pytest.importorskip("jax")
+    from eagle.frameworks import _jax_lowering, _jax_xla
+    from eagle.frameworks import jax as eagle_jax
+
+    jax.config.update("jax_enable_x64", True)
+    ops = _jax_xla.op_list(harmonic_until._core)
+    assert _jax_xla.supported(ops) and _jax_xla.supported(ops, np.float32)
+    assert _jax_lowering.choose(ops, N, "cpu", np.float64) == "xla"
+    x = np.linspace(0.0, 4.0, N)
+    f32 = eagle_jax.function(harmonic_until, lowering="xla")(x.astype(np.float32), np.float32(0.5), np.float32(3.0))
+    want = ref_harmonic(x.astype(np.float32), 0.5, 3.0, np.float32)
+    np.testing.assert_array_equal(np.asarray(f32[1]), want[1])
+    # `%` of ints and int planes are not lowered yet: refused by name, and "auto" takes "ffi"
+    with pytest.raises(_jax_xla.UnsupportedOp, match=r"skips.*'mod'"):
+        eagle_jax.function(skips, lowering="xla")(x)
+    assert _jax_lowering.choose(_jax_xla.op_list(skips._core), N, "cpu") == "ffi"
+    # forward mode on "xla" is the tangent kernel (a loop has no residual planes); reverse
+    # mode's adjoint kernel holds int ops (its checkpoint spacing): "auto" runs it on "ffi"
+    f = eagle_jax.function(harmonic_until, wrt=("x",), lowering="xla")
+    total = np.asarray(f(x, 0.5, 3.0)[0])
+    _, t = jax.jvp(lambda x: f(x, 0.5, 3.0)[0], (x,), (np.ones(N),))
+    np.testing.assert_allclose(np.asarray(t)[1:], total[1:] / x[1:], rtol=1e-12)
+    with pytest.raises(_jax_xla.UnsupportedOp, match="harmonic_until.*adjoint"):
+        jax.grad(lambda x: f(x, 0.5, 3.0)[0].sum())(x)
+    g = eagle_jax.function(harmonic_until, wrt=("x",))
+    np.testing.assert_allclose(jax.grad(lambda x: g(x, 0.5, 3.0)[0].sum())(x)[1:], total[1:] / x[1:], rtol=1e-12)
 
 
 # ---------------------------------------------------------------- refusals

@@ -45,11 +45,12 @@ def forced() -> str | None:
     return value
 
 
-def choose(ops: Any, n: int, platform: str) -> str:
+def choose(ops: Any, n: int, platform: str, dtype: Any = None) -> str:
     """The lowering "auto" picks for a call of the kernel ``ops`` (a ``_jax_xla.OpList``) on
-    ``n`` samples on ``platform`` ("cpu", "cuda", ...)."""
+    ``n`` samples on ``platform`` ("cpu", "cuda", ...), in ``dtype`` (the call's float dtype,
+    when known: a float32 call of a long loop may be beyond the XLA lowering)."""
     from eagle.frameworks import _jax_xla
 
-    if not _jax_xla.supported(ops) or ops.reads_tables or platform != "cpu" or len(ops.values) > MAX_XLA_VALUES:
+    if not _jax_xla.supported(ops, dtype) or ops.reads_tables or platform != "cpu" or len(ops.values) > MAX_XLA_VALUES:
         return "ffi"
     return "xla" if max(n, 1) * max(ops.steps, 1) <= XLA_MAX_WORK else "ffi"

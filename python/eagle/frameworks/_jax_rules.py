@@ -138,7 +138,7 @@ def _resolve(ctx: Any, call: KernelCall, lowering: str, platform: str) -> str:
     if lowering != "auto":
         return lowering
     n = call.sample_count([tuple(a.shape) for a in ctx.avals_in])
-    return _jax_lowering.choose(call.ops(), n, platform)
+    return _jax_lowering.choose(call.ops(), n, platform, call.dtype)
 
 
 def _lowering(ctx: Any, *operands: Any, call: KernelCall, lowering: str = "ffi") -> Any:
@@ -265,9 +265,9 @@ def _split_for(call: KernelCall, wrt: Sequence[str], primals: Sequence[Any],
         return None
     if lowering == "auto":
         lowering = _jax_lowering.forced() or _jax_lowering.choose(
-            call.ops(), call.sample_count([tuple(jnp.shape(p)) for p in primals]), jax.default_backend())
-    if lowering != "xla":
-        return None
+            call.ops(), call.sample_count([tuple(jnp.shape(p)) for p in primals]), jax.default_backend(), call.dtype)
+    if lowering != "xla" or any(v[0] == "loop_begin" for v in call.ops().values):
+        return None  # a loop region's values are one per iteration: no residual planes for them
     split = call.linearized(wrt)
     return split if sum(r == "r" for r, _ in split[0].roles) <= MAX_RESIDUALS else None
 

@@ -30,7 +30,15 @@ What the language added beside the first lowering:
   the FFI path's bit for bit, normal ones are jax's own (the FFI path is within 1e-13 / 1e-6 of
   them, docs/language.md "Random numbers").
 - Integer and bool planes (int ops, I or B loads and stores) are not lowered yet: refused by
-  name, so "auto" takes "ffi" for those kernels.
+  name, so "auto" takes "ffi" for those kernels. I values the IR makes itself (loop indices,
+  table indices, `float(i)` of a loop index) are floats of the call's dtype holding integers.
+- Loop regions (a `for` too long to unroll, docs/language.md "Long loops") are a
+  ``lax.while_loop`` over the carried values of all samples (``_loop``): it runs while a live
+  sample has not left and the iterations last, and a sample that left keeps its values, as the
+  C++ loop leaves per sample. A draw inside one (``rand_uniform_at``) takes its index at run
+  time. In float32 the integers are exact up to 2^24 only, so a float32 call of a kernel with a
+  loop of more iterations, or with draws in a loop, is refused (``unsupported_for``), and
+  "auto" takes "ffi" for it.
 """
 
 from __future__ import annotations
@@ -85,7 +93,13 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
 
 # Evaluated in `_step` itself (they read slots, indices or the immediate).
 _SPECIAL = frozenset({"const", "load_param", "load_plane", "load_state", "load_mask", "load_table", "select", "to_index", "powi",
-                      "stop_grad", "custom_jvp", "rand_uniform", "rand_normal"})
+                      "stop_grad", "custom_jvp", "rand_uniform", "rand_normal", "rand_uniform_at", "rand_normal_at", "to_float"})
+# A loop region's values (ir.hpp's LoopBegin .. LoopResult), evaluated by `_loop`.
+_LOOP = frozenset({"loop_begin", "loop_carry", "loop_index", "loop_next", "loop_end", "loop_result"})
+# The most iterations a loop region may have on this path (its counter is an int32), and in
+# float32, where its integers are floats of the dtype.
+_MAX_LOOP = 2**31 - 1
+_MAX_LOOP_F32 = 2**24
 
 _SLOT_KINDS = frozenset({"param", "plane", "mutable", "terminated", "table", "param_sum", "table_sum", "random"})
 
@@ -108,6 +122,21 @@ class OpList:
                 by_comp = {c: v for slot, c, v, _, _ in self.stores if slot == s}
                 self.mutable_stores[s] = tuple(by_comp[c] for c in range(width))
         self.lane_sums: dict[int, tuple[int, ...]] = _lane_sums(self.values)
+        # Each loop region's LoopBegin -> its LoopEnd.
+        self.loop_end: dict[int, int] = {v[2][0]: i for i, v in enumerate(self.values) if v[0] == "loop_end"}
+
+    def unsupported_for(self, dtype: Any) -> str:
+        """What this path cannot lower in a call of ``dtype`` ("" when it can): ``unsupported``,
+        and in float32 a loop region of more than 2^24 iterations or a draw inside a loop."""
+        if self.unsupported:
+            return self.unsupported
+        if np.dtype(dtype) == np.float32:
+            for i, v in enumerate(self.values):
+                if v[0] == "loop_begin" and v[6] > _MAX_LOOP_F32:
+                    return f"a loop of {v[6]} iterations (value %{i}) in float32, where its integers are exact up to 2^24 only"
+                if v[0] in ("rand_uniform_at", "rand_normal_at"):
+                    return f"a draw inside a loop (value %{i}) in float32, where its index is exact up to 2^24 only"
+        return ""
 
     def _first_unsupported(self) -> str:
         for name, kind, *_ in self.slots:
@@ -115,8 +144,10 @@ class OpList:
                 return f"slot '{name}' of kind '{kind}'"
         for i, v in enumerate(self.values):
             op, typ = v[0], v[1]
-            if op not in _UNARY and op not in _BINARY and op not in _SPECIAL:
+            if op not in _UNARY and op not in _BINARY and op not in _SPECIAL and op not in _LOOP:
                 return f"op '{op}' (value %{i})"
+            if op == "loop_begin" and v[6] > _MAX_LOOP:
+                return f"a loop of {v[6]} iterations (value %{i}), more than 2^31 - 1"
             if typ not in ("F", "B", "I"):
                 return f"value type '{typ}' (value %{i}, op '{op}')"
             if op in ("load_plane", "load_param", "load_state") and typ != "F":
@@ -174,15 +205,17 @@ def op_list(core: Any) -> OpList:
     return OpList(core.op_list())
 
 
-def supported(ops: OpList) -> bool:
-    """Whether ``evaluate`` implements every op and slot kind of ``ops``."""
-    return not ops.unsupported
+def supported(ops: OpList, dtype: Any = None) -> bool:
+    """Whether ``evaluate`` implements every op and slot kind of ``ops`` (in a call of
+    ``dtype``, when given)."""
+    return not (ops.unsupported_for(dtype) if dtype is not None else ops.unsupported)
 
 
-def _refuse(ops: OpList) -> None:
-    if ops.unsupported:
+def _refuse(ops: OpList, dtype: Any) -> None:
+    why = ops.unsupported_for(dtype)
+    if why:
         raise UnsupportedOp(
-            f"eagle.frameworks.jax: kernel '{ops.name}' has {ops.unsupported}, which the \"xla\" lowering does not implement yet; "
+            f"eagle.frameworks.jax: kernel '{ops.name}' has {why}, which the \"xla\" lowering does not implement yet; "
             "use lowering=\"ffi\" (or \"auto\", which picks it for this kernel), or add the op to eagle/frameworks/_jax_xla.py"
         )
 
@@ -212,20 +245,22 @@ class _Run:
             elif kind in ("plane", "mutable") and a.ndim > 2:  # a Matrix[r, c] plane: (r, c, N)
                 self.arg[s] = a.reshape(width, a.shape[-1])
 
-    def draws(self, slot: int, step: Any, draw: int, normal: bool) -> Any:
-        """Draw `draw` of every sample in `step` from Random slot `slot`'s operand (the key's
-        two words, then the global index of sample 0): jax.random's own numbers."""
+    def draws(self, slot: int, step: Any, draw: Any, normal: bool) -> Any:
+        """Draw `draw` (an int, or per sample an array of integers, in a loop) of every sample in
+        `step` from Random slot `slot`'s operand (the key's two words, then the global index of
+        sample 0): jax.random's own numbers."""
         block = self.arg[slot]
         key = jax.random.wrap_key_data(block[:2], impl="threefry2x32")
         samples = block[2] + jnp.arange(self.n, dtype=jnp.uint32)  # as the C++ path: uint32(base + s)
         fold = jax.random.fold_in
         at = fold(key, jnp.asarray(step, jnp.uint32))
+        js = jnp.broadcast_to(jnp.asarray(draw).astype(jnp.uint32), (self.n,))
 
-        def one(i: Any) -> Any:
-            k = fold(fold(at, i), draw)
+        def one(i: Any, j: Any) -> Any:
+            k = fold(fold(at, i), j)
             return jax.random.normal(k, (), self.dtype) if normal else jax.random.uniform(k, (), self.dtype)
 
-        return jax.vmap(one)(samples)
+        return jax.vmap(one)(samples, js)
 
     def plane(self, slot: int, comp: int) -> Any:
         a = self.arg[slot]
@@ -240,20 +275,45 @@ class _Run:
         return self.table_size[table_of if kind == "table_sum" else slot]
 
 
-def _step(run: _Run, state: dict[int, Any], step: Any = 0) -> tuple[list[Any], Any, "_Lanes"]:
+def _step(run: _Run, state: dict[int, Any], step: Any = 0, live: Any = None) -> tuple[list[Any], Any, "_Lanes"]:
     """Evaluates every value of step `step` (of the call) over all samples; returns them, the
     per-sample flag of a table read out of range under a holding predicate, and the lanes over
-    them (for the stores)."""
-    dt = run.dtype
-    vals: list[Any] = []
+    them (for the stores). `live`: the samples still running (a loop runs for them only)."""
+    vals: list[Any] = [None] * len(run.ops.values)
     lanes = _Lanes(run, state, vals)
+    bad = _eval_range(run, state, step, vals, 0, len(vals), live, lanes)
+    return vals, bad, lanes
+
+
+def _eval_range(run: _Run, state: dict[int, Any], step: Any, vals: list[Any], lo: int, hi: int, live: Any,
+                lanes: "_Lanes | None", own: frozenset = frozenset()) -> Any:
+    """Evaluates values [lo, hi) into `vals` (a loop region through `_loop`); returns the
+    per-sample flag of a table read out of range. `own`: the values of the region [lo, hi)
+    is the body of, which its loop sets (its carries and index) or reads itself (its nexts);
+    `lanes` None inside loops (no lane sums there)."""
+    dt = run.dtype
+    values = run.ops.values
     bad = jnp.zeros((), bool)
-    for i, (op, typ, args, slot, comp, imm, iimm, pred) in enumerate(run.ops.values):
-        terms = run.ops.lane_sums.get(i)
+    i = lo
+    while i < hi:
+        op, typ, args, slot, comp, imm, iimm, pred = values[i]
+        if i in own:
+            i += 1
+            continue
+        if op == "loop_begin":
+            end = run.ops.loop_end[i]
+            bad = bad | _loop(run, state, step, vals, i, end, live)
+            i = end + 1
+            continue
+        if op == "loop_result":  # set by _loop
+            i += 1
+            continue
+        terms = run.ops.lane_sums.get(i) if lanes is not None else None
         if terms is not None:
             x = lanes.sum(terms)
             if x is not None:
-                vals.append(x)
+                vals[i] = x
+                i += 1
                 continue
         a = [vals[j] for j in args]
         if op == "const":
@@ -277,10 +337,64 @@ def _step(run: _Run, state: dict[int, Any], step: Any = 0) -> tuple[list[Any], A
             x = col[jnp.clip(idx, 0, max(m - 1, 0)).astype(jnp.int32)] if m > 0 else jnp.zeros_like(idx)
         elif op in ("rand_uniform", "rand_normal"):
             x = run.draws(slot, step + int(iimm), int(comp), op == "rand_normal")
+        elif op in ("rand_uniform_at", "rand_normal_at"):  # the index: comp + a run-time integer
+            x = run.draws(slot, step + int(iimm), a[0] + float(comp), op == "rand_normal_at")
+        elif op == "to_float":  # I values are floats of the dtype already
+            x = jnp.asarray(a[0], dt)
         else:
             x = _elementwise(op, iimm, a)
-        vals.append(x)
-    return vals, bad, lanes
+        vals[i] = x
+        i += 1
+    return bad
+
+
+def _loop(run: _Run, state: dict[int, Any], step: Any, vals: list[Any], begin: int, end: int, live: Any) -> Any:
+    """The loop region [begin, end] as a lax.while_loop over every sample's carried values: it
+    runs while a running sample has not left and iterations are left; a sample that left (or
+    never ran: `live`) keeps its values, as the C++ loop leaves per sample. Sets the region's
+    LoopResult values in `vals`; returns the table-error flag of its reads."""
+    values = run.ops.values
+    n, dt = run.n, run.dtype
+    carries = [i for i in range(begin + 1, end) if values[i][0] == "loop_carry" and values[i][2][1] == begin]
+    index = next((i for i in range(begin + 1, end) if values[i][0] == "loop_index" and values[i][2][0] == begin), -1)
+    nexts = {values[i][2][0]: values[i][2][1] for i in range(begin + 1, end)
+             if values[i][0] == "loop_next" and values[values[i][2][0]][2][1] == begin}
+    own = frozenset(carries) | frozenset(i for i in range(begin + 1, end) if values[i][0] == "loop_next"
+                                          and values[values[i][2][0]][2][1] == begin) | ({index} if index >= 0 else frozenset())
+    exit_id = values[end][2][1]
+    iterations = int(values[begin][6])
+
+    def plane(x: Any, typ: str) -> Any:
+        kind = bool if typ == "B" else dt
+        return jnp.broadcast_to(jnp.asarray(x, kind), (n,))
+
+    types = [values[c][1] for c in carries]
+    init = tuple(plane(vals[values[c][2][0]], t) for c, t in zip(carries, types))
+    running = jnp.ones((n,), bool) if live is None else jnp.broadcast_to(live, (n,))
+
+    def body(c: tuple) -> tuple:
+        it, active, bad, cs = c
+        local = list(vals)
+        for cid, x in zip(carries, cs):
+            local[cid] = x
+        if index >= 0:
+            local[index] = it.astype(dt)
+        bad_now = _eval_range(run, state, step, local, begin + 1, end, active, None, own)
+        new = tuple(jnp.where(active, plane(local[nexts[cid]], t), x) if cid in nexts else x
+                    for cid, t, x in zip(carries, types, cs))
+        leave = plane(local[exit_id], "B")
+        return it + 1, active & ~leave, bad | (bad_now & active), new
+
+    def cond(c: tuple) -> Any:
+        return (c[0] < iterations) & jnp.any(c[1])
+
+    _, _, bad, out = lax.while_loop(cond, body, (jnp.int32(0), running, jnp.zeros((n,), bool), init))
+    finals = dict(zip(carries, out))
+    for i in range(end + 1, len(values)):
+        v = values[i]
+        if v[0] == "loop_result" and v[2][1] == end:
+            vals[i] = finals[v[2][0]]
+    return bad
 
 
 # The ops that compute a value from their operands alone (no slot, no step): `_elementwise`
@@ -382,7 +496,7 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
     ``operands`` (of ``slot_of_operand``, the bridge's layout: planes (width, N) or (N,),
     Params (), tables (M, width) or (M,), the mask (N,) bool) on ``n`` samples, as jax.numpy
     operations."""
-    _refuse(ops)
+    _refuse(ops, dtype)
     dt = np.dtype(dtype)
     run = _Run(ops, slot_of_operand, operands, n, dt)
 
@@ -403,7 +517,7 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
 
     def one_step(carry: tuple, step: Any = 0) -> tuple:
         state, sums, live, bad = carry
-        vals, step_bad, lanes = _step(run, state, step)
+        vals, step_bad, lanes = _step(run, state, step, live)
         bad = bad | (step_bad & live)
         nxt = dict(state)
         sums = dict(sums)
