@@ -252,20 +252,44 @@ def test_the_xla_lowering_of_long_loops_and_its_limits():
     f32 = eagle_jax.function(harmonic_until, lowering="xla")(x.astype(np.float32), np.float32(0.5), np.float32(3.0))
     want = ref_harmonic(x.astype(np.float32), 0.5, 3.0, np.float32)
     np.testing.assert_array_equal(np.asarray(f32[1]), want[1])
-    # `%` of ints and int planes are not lowered yet: refused by name, and "auto" takes "ffi"
-    with pytest.raises(_jax_xla.UnsupportedOp, match=r"skips.*'mod'"):
+    # int planes are not lowered yet: refused by name, and "auto" takes "ffi"
+    with pytest.raises(_jax_xla.UnsupportedOp, match=r"skips.*integer or bool output \('kept'\)"):
         eagle_jax.function(skips, lowering="xla")(x)
     assert _jax_lowering.choose(_jax_xla.op_list(skips._core), N, "cpu") == "ffi"
-    # forward mode on "xla" is the tangent kernel (a loop has no residual planes); reverse
-    # mode's adjoint kernel holds int ops (its checkpoint spacing): "auto" runs it on "ffi"
-    f = eagle_jax.function(harmonic_until, wrt=("x",), lowering="xla")
+    # forward mode on "xla" is the tangent kernel (a loop has no residual planes); reverse mode
+    # the adjoint kernel, whose checkpoint spacing uses // and int(x): both lowerings agree
+    f = eagle_jax.function(harmonic_until, wrt=("x", "a"), lowering="xla")
+    g = eagle_jax.function(harmonic_until, wrt=("x", "a"), lowering="ffi")
     total = np.asarray(f(x, 0.5, 3.0)[0])
     _, t = jax.jvp(lambda x: f(x, 0.5, 3.0)[0], (x,), (np.ones(N),))
     np.testing.assert_allclose(np.asarray(t)[1:], total[1:] / x[1:], rtol=1e-12)
-    with pytest.raises(_jax_xla.UnsupportedOp, match="harmonic_until.*adjoint"):
-        jax.grad(lambda x: f(x, 0.5, 3.0)[0].sum())(x)
-    g = eagle_jax.function(harmonic_until, wrt=("x",))
-    np.testing.assert_allclose(jax.grad(lambda x: g(x, 0.5, 3.0)[0].sum())(x)[1:], total[1:] / x[1:], rtol=1e-12)
+    loss = lambda h: lambda x, a: h(x, a, 3.0)[0].sum()  # noqa: E731
+    gx, ga = jax.grad(loss(f), argnums=(0, 1))(x, 0.5)
+    wx, wa = jax.grad(loss(g), argnums=(0, 1))(x, 0.5)
+    np.testing.assert_allclose(np.asarray(gx), np.asarray(wx), rtol=1e-12)
+    np.testing.assert_allclose(float(ga), float(wa), rtol=1e-12)
+    # "auto" keeps kernels that can fail at run time (int(x), the adjoint's) on "ffi"
+    adj = _jax_xla.op_list(harmonic_until.adjoint(["x"])._core)
+    assert adj.can_fail and _jax_lowering.choose(adj, N, "cpu", np.float64) == "ffi"
+
+
+def test_the_xla_paths_int_ops_are_pythons():
+    from eagle.frameworks._jax_xla import _int_op
+
+    jnp = pytest.importorskip("jax").numpy
+    xs = [-9, -7, -2, -1, 0, 1, 2, 7, 9, 10**6 + 3, -(10**9) - 1]
+    ys = [-7, -3, -2, -1, 0, 1, 2, 3, 7]
+    a = jnp.array([float(x) for x in xs for _ in ys])
+    b = jnp.array([float(y) for _ in xs for y in ys])
+    q, qf = _int_op("floordiv", [a, b])
+    r, rf = _int_op("mod", [a, b])
+    want_q = [x // y if y else 0 for x in xs for y in ys]
+    want_r = [x % y if y else 0 for x in xs for y in ys]
+    assert [int(v) for v in q] == want_q and [int(v) for v in r] == want_r
+    assert [bool(v) for v in qf] == [y == 0 for _ in xs for y in ys] == [bool(v) for v in rf]
+    t, tf = _int_op("to_int", [jnp.array([1.7, -1.7, 0.0, float("nan"), float("inf"), 1e19])])
+    assert [float(v) for v in t] == [1.0, -1.0, 0.0, 0.0, 0.0, 0.0]
+    assert [bool(v) for v in tf] == [False, False, False, True, True, True]
 
 
 # ---------------------------------------------------------------- refusals

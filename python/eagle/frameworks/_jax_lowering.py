@@ -6,8 +6,9 @@ is resolved here when a call is lowered (the primitive's lowering rule, with the
 is lowered for and the operands' shapes), per call (docs/jax.md "Two lowerings"):
 
 - "ffi" when the XLA lowering does not implement one of the kernel's ops (``_jax_xla.supported``);
-- "ffi" when the kernel reads a Table: an index out of range stays an error (the FFI path's
-  message) rather than the XLA path's NaN, whatever N is;
+- "ffi" when a sample's result can be an error (``OpList.can_fail``): a Table read, or a `//`
+  or `%` whose divisor is not a nonzero constant, or `int(x)`; it then stays an error (the
+  FFI path's message) rather than the XLA path's NaN, whatever N is;
 - "ffi" off the CPU (the threshold below was measured on the CPU only);
 - "ffi" when the step has more than ``MAX_XLA_VALUES`` values (XLA's compile time grows with
   the op count, the C++ build is compiled once and cached on disk);
@@ -51,6 +52,6 @@ def choose(ops: Any, n: int, platform: str, dtype: Any = None) -> str:
     when known: a float32 call of a long loop may be beyond the XLA lowering)."""
     from eagle.frameworks import _jax_xla
 
-    if not _jax_xla.supported(ops, dtype) or ops.reads_tables or platform != "cpu" or len(ops.values) > MAX_XLA_VALUES:
+    if not _jax_xla.supported(ops, dtype) or ops.can_fail or platform != "cpu" or len(ops.values) > MAX_XLA_VALUES:
         return "ffi"
     return "xla" if max(n, 1) * max(ops.steps, 1) <= XLA_MAX_WORK else "ffi"

@@ -39,6 +39,9 @@ What the language added beside the first lowering:
   time. In float32 the integers are exact up to 2^24 only, so a float32 call of a kernel with a
   loop of more iterations, or with draws in a loop, is refused (``unsupported_for``), and
   "auto" takes "ffi" for it.
+- ``//``, ``%`` and ``int(x)`` of those integers are Python's (``_int_op``); where they fail
+  (a zero divisor; int(x) of NaN, an infinity or beyond int64) the sample's outputs are NaN,
+  as for a table index out of range (``OpList.can_fail``).
 """
 
 from __future__ import annotations
@@ -93,7 +96,10 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
 
 # Evaluated in `_step` itself (they read slots, indices or the immediate).
 _SPECIAL = frozenset({"const", "load_param", "load_plane", "load_state", "load_mask", "load_table", "select", "to_index", "powi",
-                      "stop_grad", "custom_jvp", "rand_uniform", "rand_normal", "rand_uniform_at", "rand_normal_at", "to_float"})
+                      "stop_grad", "custom_jvp", "rand_uniform", "rand_normal", "rand_uniform_at", "rand_normal_at", "to_float",
+                      "floordiv", "mod", "to_int"})
+# The int ops that fail at run time (a zero divisor; int(x) of NaN, an infinity or beyond int64).
+_FAILING = frozenset({"floordiv", "mod", "to_int"})
 # A loop region's values (ir.hpp's LoopBegin .. LoopResult), evaluated by `_loop`.
 _LOOP = frozenset({"loop_begin", "loop_carry", "loop_index", "loop_next", "loop_end", "loop_result"})
 # The most iterations a loop region may have on this path (its counter is an int32), and in
@@ -160,6 +166,20 @@ class OpList:
     @property
     def has_mask(self) -> bool:
         return any(kind == "terminated" for _, kind, *_ in self.slots)
+
+    @property
+    def can_fail(self) -> bool:
+        """Whether a sample's result may be an error (NaN on this path): a table read or sum
+        out of range, a zero divisor, int(x) of a value that is no int64."""
+        return self.reads_tables or any(self._fails(v) for v in self.values)
+
+    def _fails(self, v: tuple) -> bool:
+        if v[0] == "to_int":
+            return True
+        if v[0] in ("floordiv", "mod"):
+            d = self.values[v[2][1]]
+            return not (d[0] == "const" and d[6] != 0)
+        return False
 
     @property
     def reads_tables(self) -> bool:
@@ -341,11 +361,38 @@ def _eval_range(run: _Run, state: dict[int, Any], step: Any, vals: list[Any], lo
             x = run.draws(slot, step + int(iimm), a[0] + float(comp), op == "rand_normal_at")
         elif op == "to_float":  # I values are floats of the dtype already
             x = jnp.asarray(a[0], dt)
+        elif op in _FAILING:
+            x, fail = _int_op(op, a)
+            if pred != -1:
+                fail = fail & vals[pred]
+            bad = bad | fail
         else:
             x = _elementwise(op, iimm, a)
         vals[i] = x
         i += 1
     return bad
+
+
+def _int_op(op: str, a: Sequence[Any]) -> tuple[Any, Any]:
+    """Python's // and % (the sign of the divisor) and int(x) (toward zero) of integers held as
+    floats, exact while they are (to 2^53 in float64, 2^24 in float32); with the samples where
+    they fail (a zero divisor; int(x) of NaN, an infinity or beyond int64), whose result is 0
+    as on the FFI path."""
+    if op == "to_int":
+        x = a[0]
+        fail = ~jnp.isfinite(x) | (jnp.abs(x) >= 9.223372036854775807e18)
+        return jnp.where(fail, jnp.zeros((), x.dtype), jnp.trunc(x)), fail
+    x, y = jnp.broadcast_arrays(*a)
+    zero = y == 0
+    safe = jnp.where(zero, jnp.ones((), y.dtype), y)
+    q = jnp.floor(x / safe)
+    r = x - q * safe  # exact for integers in range; one correction step fixes a rounded quotient
+    low = jnp.where(safe > 0, r < 0, r > 0)
+    q, r = jnp.where(low, q - 1, q), jnp.where(low, r + safe, r)
+    high = jnp.where(safe > 0, r >= safe, r <= safe)
+    q, r = jnp.where(high, q + 1, q), jnp.where(high, r - safe, r)
+    out = q if op == "floordiv" else r
+    return jnp.where(zero, jnp.zeros((), out.dtype), out), zero
 
 
 def _loop(run: _Run, state: dict[int, Any], step: Any, vals: list[Any], begin: int, end: int, live: Any) -> Any:
@@ -562,7 +609,7 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
         carry = lax.fori_loop(0, ops.steps, lambda i, c: one_step(c, i), carry)
     state, sums, live, bad = carry
 
-    checked = ops.reads_tables  # only table reads and table sums can be out of range
+    checked = ops.can_fail  # table reads and sums out of range, failing int ops
     any_bad = jnp.any(bad)
     nan = jnp.asarray(np.nan, dt)
     results = []
