@@ -253,7 +253,8 @@ void Lowerer::forget_values_from(int first) {
 void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64_t count) {
   std::vector<std::string> names;
   assigned_names(s.body, names);
-  auto& vars = frame().vars;
+  // frame().vars is looked up at each use: a helper called in the body pushes frames, which
+  // may move this one.
   struct Carried {
     std::string name;
     TV entry;            // the value entering the loop (integers as runtime values)
@@ -263,8 +264,8 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
   std::vector<std::string> locals;  // assigned in the body, not defined before it
   for (const std::string& n : names) {
     if (n == s.var) continue;
-    auto it = vars.find(n);
-    if (it == vars.end() || it->second.maybe_undefined) {
+    auto it = frame().vars.find(n);
+    if (it == frame().vars.end() || it->second.maybe_undefined) {
       locals.push_back(n);
       continue;
     }
@@ -314,7 +315,7 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
       cv.c.push_back(carry(cv.entry.comps[c], cv.entry.comps.size() == 1
                                                   ? cv.name
                                                   : cv.name + "[" + std::to_string(c) + "]"));
-    Var& var = vars[cv.name];
+    Var& var = frame().vars[cv.name];
     var.value = cv.entry.like(cv.c);
     if (cv.entry.kind == TV::Kind::Float || cv.entry.kind == TV::Kind::Bool ||
         cv.entry.kind == TV::Kind::IntVal) {
@@ -344,7 +345,7 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
   if (step != 1) index = unguarded(emit(Op::Mul, Type::I, index, kint(step)));
   if (start != 0) index = unguarded(emit(Op::Add, Type::I, index, kint(start)));
   {
-    Var& loop_var = vars[s.var];
+    Var& loop_var = frame().vars[s.var];
     loop_var.value = TV::iv(index);
     loop_var.param_slot = -1;
     loop_var.maybe_undefined = false;
@@ -410,11 +411,11 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
     std::vector<int> out;
     for (const int c : cv.c)
       out.push_back(add_loop_value(Op::LoopResult, k.values[c].type, c, end, k.values[c].name));
-    Var& var = vars[cv.name];
+    Var& var = frame().vars[cv.name];
     var.value.comps = out;
   }
   for (const std::string& n : locals) {
-    Var& var = vars[n];
+    Var& var = frame().vars[n];
     var.maybe_undefined = true;
     var.undefined_line = s.loc.line;
     var.undefined_why = "'" + n + "' is first assigned inside the loop at line " +
@@ -423,7 +424,7 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
                         "loop: its values stay inside the loop; assign '" +
                         n + "' before the loop to carry it out";
   }
-  Var& loop_var = vars[s.var];
+  Var& loop_var = frame().vars[s.var];
   loop_var.maybe_undefined = true;
   loop_var.undefined_line = s.loc.line;
   loop_var.undefined_why = "the loop variable '" + s.var + "' after the loop at line " +
