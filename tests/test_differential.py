@@ -624,3 +624,45 @@ def test_fuzzer_finding_2093136_cancellation_is_a_staircase(unrecorded):
     assert not st.mismatches, _fail_text(st)
     assert st.fd_skipped >= 1
 
+
+_HELPER_IN_A_LONG_LOOP = '''import hawk
+from hawk import Mutable, Scalar
+
+
+@hawk.func
+def h(q):
+    return q
+
+
+@hawk.kernel
+def k(x: Scalar, y: Mutable[Scalar]):
+    a = 0.5
+    for i in range(4097):
+        if i >= 3:
+            break
+        a = a + h(x)
+    y = a
+
+
+print(list(k._core.interpret(2, {"x": [1.0, 2.0]})[0]["y"]))
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="open finding: a @hawk.func call inside a long loop (more than 4096 iterations) "
+                                       "crashes the front end when the kernel is defined: a segfault in "
+                                       "Lowerer::real_loop (a std::map<string, Var> insert), or an IR verifier error "
+                                       "'... is defined inside a loop this value is not in'")
+def test_fuzzer_finding_a_helper_called_in_a_long_loop(tmp_path):
+    """Found when the generator first wrote long loops (seed 113's kernel, whose loop body
+    called a helper; reduced): with range(40) (unrolled) the same kernel gives [3.5, 6.5].
+    Run in a subprocess: the crash is a segfault. The generator keeps helper calls out of
+    long loops until this is fixed (kernelgen's long_loop, "no_helpers")."""
+    import os
+    import subprocess
+
+    src = tmp_path / "helper_in_long_loop.py"
+    src.write_text(_HELPER_IN_A_LONG_LOOP)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    r = subprocess.run([sys.executable, str(src)], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, f"exit status {r.returncode}: {r.stderr[-500:]}"
+    assert r.stdout.strip() == "[3.5, 6.5]"
