@@ -87,7 +87,8 @@ writes exactly the kernels of the generator before all of them and ``features=("
   loops"), each leaving at an iteration m <= 20 (``if liN >= m: break`` first: the adjoint
   recomputes iterations from checkpoints, about 2 n sqrt(n) body evaluations for n taken),
   then bounded float updates of carried locals, data-dependent ``break`` / ``continue``, a
-  temporary of the iteration, a nested loop (unrolled, or long and leaving early), an int counter ("int"), draws ("random"), table reads. An
+  temporary of the iteration, a nested loop (unrolled, or long and leaving early), ``if``
+  statements, an int counter ("int"), draws ("random"), table reads. An
   adjoint with respect to a Table read inside one is refused: ``adjoint_of`` takes it with
   respect to the other inputs (counted in adjoint_tables_refused; the tangent still takes
   every input).
@@ -484,7 +485,8 @@ class _Gen:
         `continue` comes before it, so every sample leaves there); then a temporary of the
         iteration, float updates of carried locals (assigned before the loop, their kind kept:
         bounded forms, so 20 iterations stay finite), data-dependent `break` / `continue`, a
-        loop in the body (unrolled, or long and leaving early itself), and with "int" an int counter, with "random" draws (numbered per iteration). Table reads
+        loop in the body (unrolled, or long and leaving early itself), `if` statements assigning
+        carries, and with "int" an int counter, with "random" draws (numbered per iteration). Table reads
         may be in it (the adjoint w.r.t. such a table is refused: check_batch leaves it out of
         that adjoint's wrt). Nothing first assigned in the body, nor liN, is read after it."""
         r, r3 = self.r, self.r3
@@ -525,7 +527,7 @@ class _Gen:
             inner["scal"].append(t)
         else:
             t = None
-        todo = ["upd"] + [r3.choice(["upd", "upd", "exit", "exit", "int", "rand", "vec", "nest"]) for _ in range(r3.choice([0, 1, 2, 3]))]
+        todo = ["upd"] + [r3.choice(["upd", "upd", "exit", "exit", "int", "rand", "vec", "nest", "if"]) for _ in range(r3.choice([0, 1, 2, 3]))]
         for what in todo:
             if what == "exit":
                 lines.append(f"{b}if {self.cond(inner, d)} and {self.live_term()}:")
@@ -552,6 +554,13 @@ class _Gen:
                     lines.append(f"{b}    if {lj} >= {r3.choice([1, 2, 3, 5])}:")
                     lines.append(f"{b}        break")
                     lines.append(f"{b}    {a} = {a} * 0.75 + sin({self.scal(inner, d)} * 0.5 + 0.1 * float({lj}))")
+            elif what == "if":  # an if statement assigning carries (existing names only: nothing new leaves the body)
+                a = r3.choice(carried)
+                lines.append(f"{b}if {self.cond(inner, d)}:")
+                lines.append(f"{b}    {a} = {a} * 0.5 + tanh({self.scal(inner, d)})")
+                if r3.random() < 0.6:
+                    lines.append(f"{b}else:")
+                    lines.append(f"{b}    {a} = {a} - 0.25 * sin({self.scal(inner, d)})")
             elif what == "vec" and vcarried:
                 u = vcarried[0]
                 lines.append(f"{b}{u} = {u} * 0.5 + 0.25 * sin({self.vect(inner, d)})")
