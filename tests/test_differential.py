@@ -31,6 +31,11 @@ from hawk import Mutable, Param, Scalar, Table  # noqa: E402
 from hawk.math import floor, sin, tanh  # noqa: E402
 
 COMPILED_SEEDS = range(0, 30)  # two translation units of 15 kernels (x3 with derivatives)
+# ... of the generator before long loops (the same kernels as then, byte for byte): a long
+# loop's kernels take about 2.5 times as long to build (the adjoint's loop regions), which
+# would make this test twice as long; long-loop kernels are compiled in
+# test_kernels_with_each_newer_feature_pass_every_check_compiled and the long runs
+COMPILED_FEATURES = tuple(f for f in kernelgen.FEATURES if f != "long_loops")
 IR_SEEDS = range(0, 2000)  # derivative checks on the IR only: no C++ build
 
 
@@ -171,7 +176,7 @@ def test_compiled_kernels_match_the_interpreter_and_their_derivatives(tmp_path, 
     st = kernelgen.Stats()
     seeds = list(COMPILED_SEEDS)
     for i in range(0, len(seeds), 15):
-        st.add(kernelgen.check_batch(seeds[i:i + 15], str(tmp_path / "cache")))
+        st.add(kernelgen.check_batch(seeds[i:i + 15], str(tmp_path / "cache"), features=COMPILED_FEATURES))
     assert not st.mismatches, _fail_text(st)
     assert st.kernels == len(seeds)
     assert st.runs_compared >= 6 * len(seeds) - 10  # kernel, tangent, adjoint x 2 dtypes
@@ -230,11 +235,11 @@ def _with(feature: str, count: int, seeds: range = FEATURE_SEEDS) -> list[int]:
 
 
 def test_kernels_with_each_newer_feature_pass_every_check_compiled(tmp_path, unrecorded):
-    """3 kernels with each of int, matrix, random (one translation unit, x3 with derivatives):
-    compiled in both dtypes against the interpreter (integer outputs exactly, draws bitwise
-    with the same key), tangents against differences, the adjoint identity, and the xla
-    lowering, which refuses the integer kernels (counted)."""
-    seeds = sorted(set(_with("int", 3) + _with("matrix", 3) + _with("random", 3)))
+    """3 kernels with each of int, matrix, random and 2 with long loops (one translation unit,
+    x3 with derivatives): compiled in both dtypes against the interpreter (integer outputs
+    exactly, draws bitwise with the same key), tangents against differences, the adjoint
+    identity, and the xla lowering, which refuses the integer and long-loop kernels (counted)."""
+    seeds = sorted(set(_with("int", 3) + _with("matrix", 3) + _with("random", 3) + _with("long_loops", 2)))
     st = kernelgen.check_batch(seeds, str(tmp_path / "c"), checks=("interp", "tangent", "adjoint", "xla"))
     assert not st.mismatches, _fail_text(st)
     assert st.kernels == len(seeds) >= 7
