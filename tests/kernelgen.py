@@ -520,11 +520,22 @@ class _Gen:
         if icount:
             inner["int"].append((icount, 97 + m + 1, False))
         d = min(depth - 1, 2)
+        # the values an update adds are computed without the carries (ein), which enter only
+        # as `c * a` with |c| <= 1 and through tanh: every iteration's Jacobian of the carries
+        # is bounded by about 1, so 20 iterations do not amplify a cotangent past what float64
+        # holds (seed 3010557 of the draft: sin(float(i0) * (x0 * a)) in the update, |i0| up
+        # to 3000, made the adjoint's cotangent of a ~1e16 after 8 iterations, and the
+        # structurally zero a = (x0 - x0) * s * s then added +-1e16 terms into x0's cotangent,
+        # which absorbed its other terms; the tangent, exact, cancels x0' - x0' first)
+        ein = {key: (list(v) if isinstance(v, list) else v) for key, v in inner.items()}
+        ein["scal"] = [x for x in ein["scal"] if x not in carried]
+        ein["vec"] = [u for u in ein["vec"] if u not in vcarried]
         if r3.random() < 0.6:
             t = self.fresh("a")
             step = r3.choice([f"float({li})", f"0.1 * float({li})", f"float({li} % 3)", "0.0"])
-            lines.append(f"{b}{t} = {self.scal(inner, d)} * 0.5 + {step}")
+            lines.append(f"{b}{t} = {self.scal(ein, d)} * 0.5 + {step}")
             inner["scal"].append(t)
+            ein["scal"].append(t)
         else:
             t = None
         todo = ["upd"] + [r3.choice(["upd", "upd", "exit", "exit", "int", "rand", "vec", "nest", "if"]) for _ in range(r3.choice([0, 1, 2, 3]))]
@@ -540,34 +551,35 @@ class _Gen:
             elif what == "rand" and self.rand:
                 a = r3.choice(carried)
                 self.drew = True
-                lines.append(r3.choice([f"{b}{a} = {a} * 0.5 + {self.scal(inner, 1)} * rng.normal()",
+                lines.append(r3.choice([f"{b}{a} = {a} * 0.5 + {self.scal(ein, 1)} * rng.normal()",
                                         f"{b}{a} = {a} + 0.25 * rng.uniform()"]))
             elif what == "nest":  # a loop in the body updating a carry: unrolled, or a long loop of its own leaving early
                 a = r3.choice(carried)
                 if r3.random() < 0.5:
                     j = self.fresh("j")
                     lines.append(f"{b}for {j} in range({r3.choice([2, 3])}):")
-                    lines.append(f"{b}    {a} = {a} + 0.25 * tanh({self.scal(inner, d)} + float({j}))")
+                    lines.append(f"{b}    {a} = {a} + 0.25 * tanh({self.scal(ein, d)} + float({j}))")
                 else:
                     lj = self.fresh("li")
                     lines.append(f"{b}for {lj} in range({r3.randrange(4097, 6000)}):")
                     lines.append(f"{b}    if {lj} >= {r3.choice([1, 2, 3, 5])}:")
                     lines.append(f"{b}        break")
-                    lines.append(f"{b}    {a} = {a} * 0.75 + sin({self.scal(inner, d)} * 0.5 + 0.1 * float({lj}))")
+                    lines.append(f"{b}    {a} = {a} * 0.75 + sin({self.scal(ein, d)} * 0.5 + 0.1 * float({lj}))")
             elif what == "if":  # an if statement assigning carries (existing names only: nothing new leaves the body)
                 a = r3.choice(carried)
                 lines.append(f"{b}if {self.cond(inner, d)}:")
-                lines.append(f"{b}    {a} = {a} * 0.5 + tanh({self.scal(inner, d)})")
+                lines.append(f"{b}    {a} = {a} * 0.5 + tanh({self.scal(ein, d)})")
                 if r3.random() < 0.6:
                     lines.append(f"{b}else:")
-                    lines.append(f"{b}    {a} = {a} - 0.25 * sin({self.scal(inner, d)})")
+                    lines.append(f"{b}    {a} = {a} - 0.25 * sin({self.scal(ein, d)})")
             elif what == "vec" and vcarried:
                 u = vcarried[0]
-                lines.append(f"{b}{u} = {u} * 0.5 + 0.25 * sin({self.vect(inner, d)})")
+                lines.append(f"{b}{u} = {u} * 0.5 + 0.25 * sin({self.vect(ein, d)})")
             else:
                 a = r3.choice(carried)
-                e = self.scal(inner, d)
+                e, c = self.scal(ein, d), r3.choice(carried)
                 upd = r3.choice([f"{a} = {a} * 0.75 + sin({e})", f"{a} = {a} + 0.5 * tanh({e})",
+                                 f"{a} = {a} * 0.75 + 0.2 * sin({e} + tanh({c}))", f"{a} = 0.9 * {a} + 0.1 * tanh({e}) * tanh({c})",
                                  f"{a} = 0.9 * {a} + 0.1 * clamp({e}, -3.0, 3.0)", f"{a} += 0.1 * tanh({e})",
                                  f"{a} = ({a} * 0.5 + tanh({e})) if {self.cond(inner, d)} else {a}"]
                                 + ([f"{a} = {a} - {t} * {self.const()}"] if t else []))
