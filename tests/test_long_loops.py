@@ -362,17 +362,24 @@ def test_a_loop_beyond_2_to_the_40_iterations_is_refused():
             y = s
 
 
-def test_jax_grad_through_a_long_loop_on_the_ffi_path():
+@pytest.fixture()
+def harmonic_jax():
+    """(jax, check_grads, eagle_jax, f, x, total): the harmonic kernel as a JAX function with
+    "auto" (at N = 6 its calls take "xla", its adjoint, which can fail, "ffi")."""
     jax = pytest.importorskip("jax")
     from jax.test_util import check_grads
 
     from eagle.frameworks import jax as eagle_jax
 
     jax.config.update("jax_enable_x64", True)
-    jnp = jax.numpy
     f = eagle_jax.function(harmonic_until, wrt=("x", "a"))
-    x = jnp.array([0.3, 0.5, 1.0, 2.0, 3.0, 5.0])
-    total = f(x, 0.5, 3.0)[0]
+    x = jax.numpy.array([0.3, 0.5, 1.0, 2.0, 3.0, 5.0])
+    return jax, check_grads, eagle_jax, f, x, f(x, 0.5, 3.0)[0]
+
+
+def test_jax_grad_through_a_long_loop(harmonic_jax):
+    jax, check_grads, eagle_jax, f, x, total = harmonic_jax
+    jnp = jax.numpy
     gx, ga = jax.grad(lambda x, a: f(x, a, 3.0)[0].sum(), argnums=(0, 1))(x, 0.5)
     np.testing.assert_allclose(gx, total / x, rtol=1e-12)
     np.testing.assert_allclose(ga, total.sum() / 0.5, rtol=1e-12)
@@ -464,17 +471,9 @@ def test_newton_to_a_tolerance_differentiates_as_the_square_root(plans, dtype):
     np.testing.assert_allclose(out["y_dot"], 0.5 / np.sqrt(c.astype(float)), rtol=1e-5)
 
 
-def test_jax_forward_mode_through_a_long_loop_on_the_ffi_path():
-    jax = pytest.importorskip("jax")
-    from jax.test_util import check_grads
-
-    from eagle.frameworks import jax as eagle_jax
-
-    jax.config.update("jax_enable_x64", True)
+def test_jax_forward_mode_through_a_long_loop(harmonic_jax):
+    jax, check_grads, eagle_jax, f, x, total = harmonic_jax
     jnp = jax.numpy
-    f = eagle_jax.function(harmonic_until, wrt=("x", "a"))
-    x = jnp.array([0.3, 0.5, 1.0, 2.0, 3.0, 5.0])
-    total = f(x, 0.5, 3.0)[0]
     _, t_x = jax.jvp(lambda x: f(x, 0.5, 3.0)[0], (x,), (jnp.ones_like(x),))
     np.testing.assert_allclose(t_x, total / x, rtol=1e-12)
     jac = jax.jacfwd(lambda a: f(x, a, 3.0)[0])(0.5)

@@ -48,15 +48,20 @@ int Builder::boolean(bool b) {
   return id;
 }
 
-int Builder::op(Op op, std::initializer_list<int> args, int pred) {
+int Builder::make(Op op, std::initializer_list<int> args, ir::Type declared, int pred) {
   Value v;
   v.op = op;
   int a = 0;
   for (const int x : args) v.args[a++] = x;
-  v.type = ir::result_type(op, op == Op::Select ? k_.values[v.args[1]].type : Type::F);
+  v.type = ir::result_type(op, declared);
   v.pred = pred;
   v.loc = loc_;
   return add(std::move(v));
+}
+
+int Builder::op(Op op, std::initializer_list<int> args, int pred) {
+  const int second = args.size() > 1 ? *(args.begin() + 1) : -1;
+  return make(op, args, op == Op::Select ? k_.values[second].type : Type::F, pred);
 }
 
 int Builder::powi(int x, int64_t n, int pred) {
@@ -85,15 +90,7 @@ int Builder::integer(int64_t x) {
   return add(std::move(v));
 }
 
-int Builder::iop(Op op, std::initializer_list<int> args) {
-  Value v;
-  v.op = op;
-  int a = 0;
-  for (const int x : args) v.args[a++] = x;
-  v.type = ir::result_type(op, Type::I);
-  v.loc = loc_;
-  return add(std::move(v));
-}
+int Builder::iop(Op op, std::initializer_list<int> args) { return make(op, args, Type::I, -1); }
 
 int Builder::loop_begin(int64_t iterations) {
   Value v;

@@ -62,6 +62,8 @@ class Builder {
   // Every value is added here: a LoopBegin opens a scope of shared constants, its LoopEnd
   // closes it.
   int add(ir::Value v);
+  // A value of `op` over `args`, its type result_type(op, declared).
+  int make(ir::Op op, std::initializer_list<int> args, ir::Type declared, int pred);
 
   struct Scope {
     std::map<uint64_t, int> fconst;  // bits of the double -> value

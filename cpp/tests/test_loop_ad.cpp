@@ -169,6 +169,17 @@ void expect_transpose(const ir::Kernel& k, const ir::Kernel& t, const ir::Kernel
   EXPECT_NEAR(lhs, rhs, 1e-10 * (1 + std::fabs(rhs))) << k.name;
 }
 
+// The adjoint of `k` (outputs y, z, n) with y_bar = 1 gives dy/dx per sample: against the
+// differences directly.
+void expect_dy_dx(const ir::Kernel& k, const ir::Kernel& adj, const Inputs& base) {
+  Inputs in = base;
+  in.push_back({"y_bar", std::vector<double>(kN, 1.0)});
+  in.push_back({"z_bar", std::vector<double>(kN, 0.0)});
+  in.push_back({"n_bar", std::vector<double>(kN, 0.0)});
+  const auto ra = run(adj, kN, in);
+  expect_near_all(out_of(adj, ra, "x_bar"), fd(k, base, "y", 1.0, 0.0), 1e-6);
+}
+
 TEST_P(LoopTangents, AdjointIsTheTransposeOfTheTangent) {
   const ir::Kernel k = prep(loop_kernel());
   const ir::Kernel t = prep(ad::tangent(k, {"x", "a"}, false));
@@ -179,13 +190,7 @@ TEST_P(LoopTangents, AdjointIsTheTransposeOfTheTangent) {
   const Inputs base = {{"x", kX}, {"a", {1.01}}};
   expect_transpose(k, t, adj, base, "y_dot", "z_dot", "x_dot", "a_dot", "y_bar", "z_bar", "x_bar",
                    "a_bar");
-  // and against the differences directly: y_bar = 1 gives dy/dx per sample
-  Inputs in = base;
-  in.push_back({"y_bar", std::vector<double>(kN, 1.0)});
-  in.push_back({"z_bar", std::vector<double>(kN, 0.0)});
-  in.push_back({"n_bar", std::vector<double>(kN, 0.0)});
-  const auto ra = run(adj, kN, in);
-  expect_near_all(out_of(adj, ra, "x_bar"), fd(k, base, "y", 1.0, 0.0), 1e-6);
+  expect_dy_dx(k, adj, base);
 }
 
 TEST_P(LoopTangents, SecondOrderThroughTheAdjoint) {
@@ -279,12 +284,7 @@ TEST_P(LoopTangents, AdjointPathsThroughOuterValuesCarriesAndNestedLoops) {
   const Inputs base = {{"x", kX}, {"a", {0.7}}};
   expect_transpose(k, t, adj, base, "y_dot", "z_dot", "x_dot", "a_dot", "y_bar", "z_bar", "x_bar",
                    "a_bar");
-  Inputs in = base;
-  in.push_back({"y_bar", std::vector<double>(kN, 1.0)});
-  in.push_back({"z_bar", std::vector<double>(kN, 0.0)});
-  in.push_back({"n_bar", std::vector<double>(kN, 0.0)});
-  const auto ra = run(adj, kN, in);
-  expect_near_all(out_of(adj, ra, "x_bar"), fd(k, base, "y", 1.0, 0.0), 1e-6);
+  expect_dy_dx(k, adj, base);
   EXPECT_EQ(out_of(k, run(k, kN, base), "n"), std::vector<double>(kN, 9.0));
 }
 
