@@ -146,7 +146,7 @@ class AdjointPass {
   // loop region copied gets an iteration counter (count_[its LoopBegin]: the iterations the
   // copy takes). skip >= 0: [lo, hi) is the body of the loop region whose LoopBegin is `skip`,
   // whose LoopCarry and LoopIndex values the caller mapped; its LoopNext values are not copied
-  // but recorded in next_ (carry -> the copy of its next value).
+  // (the caller reads prim_ of their next values, `next_value`).
   void copy_range(int lo, int hi, int skip) {
     std::vector<int> counters;  // the counter carries of the loops open in this range
     for (int i = lo; i < hi; ++i) {
@@ -154,10 +154,7 @@ class AdjointPass {
       if (skip >= 0 && ((v.op == Op::LoopCarry && v.args[1] == skip) ||
                         (v.op == Op::LoopIndex && v.args[0] == skip)))
         continue;
-      if (skip >= 0 && v.op == Op::LoopNext && u_.values[v.args[0]].args[1] == skip) {
-        next_[v.args[0]] = prim_[v.args[1]];
-        continue;
-      }
+      if (skip >= 0 && v.op == Op::LoopNext && u_.values[v.args[0]].args[1] == skip) continue;
       b_.set_origin(v.loc);
       int zero = -1;
       if (v.op == Op::LoopBegin) zero = b_.integer(0);
@@ -336,14 +333,12 @@ class AdjointPass {
     // The body at t, reversed.
     for (size_t j = 0; j < carries.size(); ++j) prim_[carries[j]] = at_t[j];
     if (index >= 0) prim_[index] = t;
-    next_.clear();
     copy_range(begin + 1, end, begin);
-    const std::map<int, int> next_of = next_;
     std::vector<size_t> before(u_.values.size());  // what escapes the body: sizes on entry
     for (size_t i = 0; i < u_.values.size(); ++i) before[i] = contrib_[i].size();
     for (const int c : act) {
-      const int nx = next_index(begin, end, c);
-      contrib_[nx >= 0 ? u_.values[nx].args[1] : c].push_back(ct[c]);
+      const int nx = next_value(begin, end, c);
+      contrib_[nx >= 0 ? nx : c].push_back(ct[c]);
     }
     reverse_range(begin + 1, end, 1);
     for (const int c : act) {  // the cotangents of iteration t's carried values
@@ -378,10 +373,11 @@ class AdjointPass {
       contrib_[i].push_back(b_.loop_value(Op::LoopResult, acc, endR));
   }
 
-  // The LoopNext of carry `c` in [begin, end], or -1.
-  int next_index(int begin, int end, int c) const {
+  // The value carry `c` of the loop region [begin, end] takes into the next iteration (its
+  // LoopNext's operand), or -1: it keeps its entry value.
+  int next_value(int begin, int end, int c) const {
     for (int i = begin + 1; i < end; ++i)
-      if (u_.values[i].op == Op::LoopNext && u_.values[i].args[0] == c) return i;
+      if (u_.values[i].op == Op::LoopNext && u_.values[i].args[0] == c) return u_.values[i].args[1];
     return -1;
   }
 
@@ -400,12 +396,10 @@ class AdjointPass {
     const auto [go, leave] = control(it);
     for (size_t j = 0; j < carries.size(); ++j) prim_[carries[j]] = w[j];
     if (index >= 0) prim_[index] = it;
-    next_.clear();
     copy_range(begin + 1, end, begin);
     for (size_t j = 0; j < carries.size(); ++j) {
-      const auto nx = next_.find(carries[j]);
-      if (nx != next_.end())
-        b_.loop_value(Op::LoopNext, w[j], b_.op(Op::Select, {go, nx->second, w[j]}));
+      const int nx = next_value(begin, end, carries[j]);
+      if (nx >= 0) b_.loop_value(Op::LoopNext, w[j], b_.op(Op::Select, {go, prim_[nx], w[j]}));
     }
     const int e = b_.loop_value(Op::LoopEnd, L, leave);
     std::vector<int> out(carries.size());
@@ -452,7 +446,6 @@ class AdjointPass {
   std::vector<char> active_;
   std::vector<std::vector<int>> contrib_;            // value -> its cotangent's terms
   std::vector<std::vector<std::vector<int>>> leaf_;  // slot -> component -> terms
-  std::map<int, int> next_;  // copy_range's LoopNext values of the region it copies
 };
 
 }  // namespace
