@@ -13,6 +13,7 @@ a bounded number of batches (loaded modules are never unloaded) in its own scrat
     ... --count 1000 --start 5000          # seeds 5000..5999
     ... --seconds 600 --ir-only            # no C++ build: derivative checks on the IR only
     ... --cxxflags=-O0                      # faster builds (RAPTOR_CXXFLAGS), same checks
+    ... --jobs 1                            # one worker process at a time (default: one per CPU)
     ... --xla-count 500                     # the first 500 also through the JAX "xla" lowering (default 60)
     ... --no-xla                            # without the JAX "xla" lowering vs the interpreter
 
@@ -79,6 +80,8 @@ def main() -> int:
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--xla-until", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--jobs", type=int, default=None,
+                    help="worker processes at once (default: the number of CPUs); each has its own chunk of seeds")
     args = ap.parse_args()
     if args.cxxflags is not None:
         os.environ["RAPTOR_CXXFLAGS"] = args.cxxflags
@@ -86,45 +89,56 @@ def main() -> int:
         return worker(args.start, args.count, args.batch, args.ir_only, args.deadline or float("inf"), args.xla_until)
     if args.seconds is None and args.count is None:
         ap.error("give --seconds or --count")
+    jobs = max(1, args.jobs or os.cpu_count() or 1)
     t0 = time.time()
     deadline = t0 + args.seconds if args.seconds is not None else float("inf")
     end = args.start + args.count if args.count is not None else None
-    seed = args.start
     xla_count = 0 if args.no_xla else args.xla_count
     xla_until = 2**62 if xla_count < 0 else args.start + xla_count
     totals: dict[str, int] = {}
-    mismatch_text: list[str] = []
-    while time.time() < deadline and (end is None or seed < end):
-        n = args.per_worker if end is None else min(args.per_worker, end - seed)
-        cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--start", str(seed), "--count", str(n),
-               "--batch", str(args.batch), "--deadline", repr(deadline)] + (["--ir-only"] if args.ir_only else []) + ["--xla-until", str(xla_until)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+    unchecked: list[tuple[int, int]] = []  # seed ranges a worker stopped before (the deadline)
+    running: list[tuple[subprocess.Popen, int, int]] = []
+    seed = args.start
+
+    def finish(proc: subprocess.Popen, lo: int, n: int) -> None:
+        out, err = proc.communicate()
         result = None
-        for line in proc.stdout.splitlines():
+        for line in out.splitlines():
             if line.startswith("RESULT "):
                 result = json.loads(line[len("RESULT "):])
-        text = proc.stdout.split("RESULT ")[0].strip()
+        text = out.split("RESULT ")[0].strip()
         if text:
-            mismatch_text.append(text)
             print(text, flush=True)
         if result is None:  # the worker died (a crash in a kernel or the compiler)
-            msg = f"MISMATCH worker for seeds {seed}..{seed + n - 1} died (rc {proc.returncode}):\n{proc.stderr[-4000:]}"
-            mismatch_text.append(msg)
-            print(msg, flush=True)
+            print(f"MISMATCH worker for seeds {lo}..{lo + n - 1} died (rc {proc.returncode}):\n{err[-4000:]}", flush=True)
             totals["mismatches"] = totals.get("mismatches", 0) + 1
-            seed += n
-            continue
+            return
         for key, v in result.items():
             if key != "next_seed":
                 totals[key] = totals.get(key, 0) + v
-        seed = result["next_seed"]
+        if result["next_seed"] < lo + n:
+            unchecked.append((result["next_seed"], lo + n))
         el = time.time() - t0
-        print(f"[fuzz] seeds {args.start}..{seed - 1}: {totals['kernels']} kernels in {el:.0f} s "
-              f"({totals['kernels'] / el:.2f}/s), {totals['mismatches']} mismatches", flush=True)
+        print(f"[fuzz] seeds {lo}..{lo + n - 1} done: {totals['kernels']} kernels in {el:.0f} s "
+              f"({totals['kernels'] / el:.2f}/s), {totals.get('mismatches', 0)} mismatches", flush=True)
+
+    # Chunks of seeds go to up to `jobs` worker processes at once, in seed order.
+    while running or (time.time() < deadline and (end is None or seed < end)):
+        while len(running) < jobs and time.time() < deadline and (end is None or seed < end):
+            n = args.per_worker if end is None else min(args.per_worker, end - seed)
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--start", str(seed), "--count", str(n),
+                   "--batch", str(args.batch), "--deadline", repr(deadline)] + (["--ir-only"] if args.ir_only else []) + [
+                       "--xla-until", str(xla_until)]
+            running.append((subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), seed, n))
+            seed += n
+        # Wait for the oldest worker (chunks are equal, so they finish roughly in order).
+        proc, lo, n = running.pop(0)
+        finish(proc, lo, n)
     el = time.time() - t0
     k = totals.get("kernels", 0)
     mode = "IR only (interpreter)" if args.ir_only else f"compiled (RAPTOR_CXXFLAGS={os.environ.get('RAPTOR_CXXFLAGS', 'default')}) and interpreter"
-    print(f"[fuzz] done: {k} kernels ({mode}), seeds {args.start}..{seed - 1}, {el:.0f} s, {k / max(el, 1e-9):.2f} kernels/s; "
+    gaps = "" if not unchecked else f" (not reached before the deadline: {', '.join(f'{lo}..{hi - 1}' for lo, hi in unchecked)})"
+    print(f"[fuzz] done: {k} kernels ({mode}), seeds {args.start}..{seed - 1}{gaps} with {jobs} workers, {el:.0f} s, {k / max(el, 1e-9):.2f} kernels/s; "
           f"{totals.get('runs_compared', 0)} compiled runs vs the interpreter, {totals.get('fd_elements', 0)} tangent elements "
           f"({totals.get('fd_skipped', 0)} skipped near kinks; {totals.get('fd_stop_gradient', 0)} kernels with stop_gradient not "
           f"compared with differences), {totals.get('adjoint_checked', 0)} adjoint identities, "

@@ -120,7 +120,7 @@ step_pytest() {
 # and tests/test_differential.py (strict xfail).
 step_fuzz_kernels() {
   "$PY" "$ROOT/scripts/fuzz_kernels.py" --ir-only --count 12000 --start 3000000
-  "$PY" "$ROOT/scripts/fuzz_kernels.py" --count 40 --start 200000 --batch 10
+  "$PY" "$ROOT/scripts/fuzz_kernels.py" --count 40 --start 200000 --batch 10 --per-worker 20
 }
 
 # raptor installed as a user would: isolated builds, the pages' install line, fresh venvs.
