@@ -16,7 +16,7 @@ import eagle.interop
 import eagle.plan
 import hawk
 from eagle.graph import segments
-from hawk import Mutable, Param, Scalar, Table, Terminated, Vector
+from hawk import Mutable, Param, Random, Scalar, Table, Terminated, Vector
 from raptor_core import _core
 
 
@@ -202,6 +202,36 @@ def test_layout_holds_device_pointers_by_slot(cuda_plans):
     assert lay.outs[i["x"]] == x.ptr and lay.ins[i["x"]] == x.ptr  # in-out Mutable
     lay2 = eagle.cuda.layout(s.kernel, dict(dt=0.5, w=w, v=v, terminated=m, x=x))
     assert lay2.params[i["dt"]] == 0.5 and lay2.param_ptrs[i["dt"]] == 0 and lay2.finished == 0
+
+
+@hawk.kernel
+def jitter(s: Param, rng: Random, x: Mutable[Scalar]):
+    x = x + s * rng.normal()
+
+
+def test_a_random_kernel_binds_on_the_gpu_with_a_seed_or_a_key(gpu_probe, tmp_path):
+    """A CUDA plan of a Random kernel takes the key as the host's bind does (an int seed, a
+    typed key, raw words); the key block is the binding's own, so no device pointer is passed
+    for the slot. What happens on a GPU (the key step before each launch) is in test_gpu.py
+    and, emulated, in the C++ test CudaEmulated.RandomKeyStepGivesLaunchNTheHostsKey."""
+    if not _core.nvrtc_version():
+        pytest.skip("NVRTC not found")
+    import jax
+
+    (plan,) = eagle.plan.auto([jitter], targets=("cuda",), cache_dir=tmp_path)
+    rs = [sl.name for sl in jitter.slots].index("rng")
+    x = FakeDevice((64,))
+    want = tuple(int(w) for w in np.asarray(jax.random.key_data(jax.random.key(5))))
+    for seed in (5, jax.random.key(5), np.asarray(want, np.uint32)):
+        lay = eagle.cuda.layout(plan.kernel, dict(s=0.5, rng=seed, x=x))
+        assert lay.rng == want and lay.ins[rs] == 0 and lay.outs[rs] == 0 and "rng" not in lay.arrays
+    # Every check passed: binding stops only at the missing driver.
+    err = bind_error(plan, s=0.5, rng=5, x=x)
+    assert isinstance(err, RuntimeError) and "no CUDA driver" in str(err)
+    with pytest.raises(TypeError, match="Random 'rng' takes an int seed or a key, got a bool"):
+        eagle.cuda.layout(plan.kernel, dict(s=0.5, rng=True, x=x))
+    with pytest.raises(TypeError, match="missing value"):
+        eagle.cuda.layout(plan.kernel, dict(s=0.5, x=x))
 
 
 def test_cai_version_2_and_explicit_c_strides_are_accepted(cuda_plans):

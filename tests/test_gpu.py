@@ -14,7 +14,7 @@ import eagle.cuda
 import eagle.plan
 import hawk
 from hawk import Mutable, Param, Scalar, Table, Terminated, Vector
-from hawk.math import norm, vec
+from hawk.math import norm, sqrt, vec
 
 pytestmark = pytest.mark.skipif(not eagle.cuda.probe()["usable"], reason="no CUDA device")
 
@@ -436,3 +436,100 @@ def test_integer_and_matrix_planes_match_the_host_build(cp, tmp_path):
     bt.synchronize()
     np.testing.assert_allclose(cp.asnumpy(w_d), w_h, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(w_h, np.einsum("ijn,jn->in", R, v), rtol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
+# Random kernels on CUDA plans (issue 11): each launch's key step on the device gives launch n
+# the key fold_in(key, n), as host launches, graphs, stepping loops and reverse sweeps use it.
+
+
+@hawk.kernel(steps=1)
+def gpu_langevin(dt: Param, rng: hawk.Random, t_final: Scalar, terminated: Terminated,
+                 x: Mutable[Scalar], u: Mutable[Scalar], t: Mutable[Scalar]):
+    x = x - dt * x + sqrt(2.0 * dt) * rng.normal()
+    u = rng.uniform()
+    t = t + dt
+    terminated = t >= t_final
+
+
+def _langevin_planes(xp, n=3000):
+    rng = np.random.default_rng(21)
+    return dict(t_final=xp.asarray(rng.uniform(0.05, 0.5, n)), x=xp.asarray(rng.normal(size=n)),
+                u=xp.zeros(n), t=xp.zeros(n))
+
+
+def _same_draws(cp, dev: dict, host: dict) -> None:
+    np.testing.assert_array_equal(cp.asnumpy(dev["u"]), host["u"])  # uniform: bit for bit
+    np.testing.assert_allclose(cp.asnumpy(dev["x"]), host["x"], rtol=1e-13, atol=1e-13)
+    np.testing.assert_array_equal(cp.asnumpy(dev["t"]), host["t"])
+
+
+def test_random_launches_and_graphs_draw_the_hosts_numbers(cp, tmp_path):
+    (gpu,) = plans([gpu_langevin], tmp_path, "cuda")
+    (host,) = plans([gpu_langevin], tmp_path, "host")
+    hp, dp = _langevin_planes(np), _langevin_planes(cp)
+    mh, md = np.zeros(3000, bool), cp.zeros(3000, bool)
+    bh = host.bind(dt=0.01, rng=7, terminated=mh, **hp)
+    bd = gpu.bind(dt=0.01, rng=7, terminated=md, **dp)
+    for _ in range(3):
+        bh.launch()
+        bd.launch()
+    bd.synchronize()
+    assert bd.launches == bh.launches == 3
+    _same_draws(cp, dp, hp)
+    # A captured graph advances the key on the device at every replay.
+    gh, gd = eagle.Graph().add(bh).build(), eagle.Graph().add(bd).build()
+    assert gd.schedule == ("capture",)
+    gh.launch(5)
+    gd.launch(5)
+    gd.synchronize()
+    assert bd.launches == bh.launches == 8
+    _same_draws(cp, dp, hp)
+    # A new key, and a chosen next launch number, wait for what is enqueued.
+    bd.launch()
+    bh.launch()
+    bd.set_rng(1, 2, 100)
+    bh.set_rng(1, 2, 100)
+    bd.launch()
+    bh.launch()
+    bd.synchronize()
+    assert bd.launches == bh.launches == 101
+    _same_draws(cp, dp, hp)
+
+
+def test_until_done_of_a_random_kernel_on_the_gpu_matches_the_host(cp, tmp_path):
+    (gpu,) = plans([gpu_langevin], tmp_path, "cuda")
+    (host,) = plans([gpu_langevin], tmp_path, "host")
+    hp, dp = _langevin_planes(np), _langevin_planes(cp)
+    rh = eagle.until_done([host], max_steps=100, dt=0.01, rng=3, terminated=np.zeros(3000, bool), **hp)
+    rd = eagle.until_done([gpu], max_steps=100, dt=0.01, rng=3, terminated=cp.zeros(3000, bool), **dp)
+    assert rd.target == "cuda"
+    for budget in (1, 9, 100):
+        h, d = rh.run(max_steps=budget), rd.run(max_steps=budget)
+        assert (d.steps, d.done, d.finished, d.live) == (h.steps, h.done, h.finished, h.live), budget
+    assert rd.live == 0
+    _same_draws(cp, dp, hp)
+
+
+@hawk.kernel(steps=1)
+def gpu_noisy(dt: Param, s: Param, rng: hawk.Random, p: Mutable[Scalar]):
+    p = p + dt * (-p) + s * rng.normal()
+
+
+def test_a_recorded_random_graph_reverses_like_the_host(cp, tmp_path):
+    """The reverse sweep's adjoint launches draw each recorded launch's numbers (its n)."""
+    out = {}
+    for target, xp in (("host", np), ("cuda", cp)):
+        (plan,) = plans([gpu_noisy], tmp_path, target)
+        p = xp.asarray(np.linspace(-1, 1, 2048))
+        s = xp.asarray([0.2])
+        g = eagle.Graph().add(plan.bind(dt=0.05, s=s, rng=9, p=p), name="noisy").build(record=True)
+        g.launch(12)
+        grads = eagle.diff.reverse(g.record, {"noisy.p": xp.ones(2048)})
+        out[target] = (p, grads)
+    (ph, gh), (pd, gd) = out["host"], out["cuda"]
+    np.testing.assert_allclose(cp.asnumpy(pd), ph, rtol=1e-13, atol=1e-13)
+    assert set(gd) == set(gh)
+    for k, v in gh.items():
+        got = gd[k] if isinstance(gd[k], float) else cp.asnumpy(cp.asarray(gd[k]))
+        np.testing.assert_allclose(got, v, rtol=1e-11, atol=1e-13)

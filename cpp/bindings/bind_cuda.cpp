@@ -198,6 +198,22 @@ void bind_cuda(nb::module_& m) {
             b.synchronize(stream_of(stream));
           },
           nb::arg("stream"), "Waits for the stream; raises the first pending kernel error.")
+      .def(
+          "set_rng",
+          [](runtime::CudaBound& b, uint32_t k0, uint32_t k1, uint64_t next_launch,
+             uintptr_t stream) {
+            nb::gil_scoped_release release;
+            b.set_rng(k0, k1, next_launch, stream_of(stream));
+          },
+          nb::arg("k0"), nb::arg("k1"), nb::arg("next_launch") = 0, nb::arg("stream") = 0,
+          "The Random key (launch n draws with fold_in(key, n)), after the stream's launches.")
+      .def(
+          "launches",
+          [](const runtime::CudaBound& b, uintptr_t stream) {
+            nb::gil_scoped_release release;
+            return b.launches(stream_of(stream));
+          },
+          nb::arg("stream") = 0, "The next launch's number n, read from the device.")
       .def_prop_ro("device", &runtime::CudaBound::device);
 
   nb::class_<runtime::CudaSegment>(m, "CudaSegment",

@@ -32,7 +32,9 @@ std::string emit_cpp(const std::vector<KernelToEmit>& kernels);
 
 // The same kernels as one CUDA C++ translation unit for NVRTC: `extern "C" __global__`
 // functions following runtime/abi_cuda.h (`<symbol>`, and `<symbol>_finish` for a kernel
-// that sums over samples), the step shared with the host driver.
+// that sums over samples), the step shared with the host driver. A unit with a Random kernel
+// also has kCudaRngAdvanceSymbol (runtime/abi_cuda.h says what it does).
 std::string emit_cuda(const std::vector<KernelToEmit>& kernels);
+inline constexpr const char* kCudaRngAdvanceSymbol = "raptor_rng_advance";
 
 }  // namespace raptor::codegen

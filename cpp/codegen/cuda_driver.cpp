@@ -324,6 +324,27 @@ class CudaWriter : public detail::StepWriter {
   }
 };
 
+// The per-launch key step of bound launches (runtime/abi_cuda.h).
+std::string rng_advance_source() {
+  return std::string(
+             "// Launch n of a bound kernel draws with fold_in(key, n) (runtime/abi_cuda.h): run "
+             "on one\n"
+             "// thread before each launch, it writes launch n's key where the kernel reads it.\n"
+             "extern \"C\" __global__ void ") +
+         kCudaRngAdvanceSymbol +
+         "(unsigned int* state, unsigned int* block) {\n"
+         "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
+         "  const rp_key k = rp_fold_in(rp_key{state[0], state[1]}, state[2]);\n"
+         "  block[0] = k.k0;\n"
+         "  block[1] = k.k1;\n"
+         "  block[2] = 0u;\n"
+         "  block[3] = 0u;\n"
+         "  const unsigned long long n = (state[2] | (unsigned long long)state[3] << 32) + 1ull;\n"
+         "  state[2] = (unsigned int)n;\n"
+         "  state[3] = (unsigned int)(n >> 32);\n"
+         "}\n";
+}
+
 }  // namespace
 
 std::string emit_cuda(const std::vector<KernelToEmit>& kernels) {
@@ -335,7 +356,8 @@ std::string emit_cuda(const std::vector<KernelToEmit>& kernels) {
      << cuda_prelude() << runtime::abi_error_codes_source() << "\n"
      << runtime::abi_cuda_header_source() << "\n"
      << cuda_helpers() << "\n";
-  if (detail::StepWriter::any_random(kernels)) os << runtime::random_device_source() << "\n";
+  if (detail::StepWriter::any_random(kernels))
+    os << runtime::random_device_source() << "\n" << rng_advance_source() << "\n";
   bool ints = false;
   for (const auto& k : kernels) ints |= detail::uses_ints(*k.kernel);
   if (ints)

@@ -51,4 +51,13 @@ typedef struct raptor_cuda_args {
                                  [3] index, [4] sample, [5] most steps a sample ran */
 } raptor_cuda_args;
 
+/* A Random slot's in[slot] is 4 uint32 words in device memory: the key (k0, k1) and the global
+ * index of sample 0 (low word first). A unit with a Random kernel also defines
+ *     extern "C" __global__ void raptor_rng_advance(unsigned int* state, unsigned int* block);
+ * (one thread does the work), which eagle's bound launches (runtime/cuda_bound.cpp) enqueue
+ * before each launch of the kernel: with state = {k0, k1, n low word, n high word}, it writes
+ * block = {fold_in(key, uint32(n)), 0, 0} and counts n + 1. Launch n of a bound kernel thus
+ * draws with fold_in(key, n) as on the host, in captured graphs and device loops too. (The
+ * name is codegen::kCudaRngAdvanceSymbol.) */
+
 #endif /* RAPTOR_ABI_CUDA_H */

@@ -10,6 +10,9 @@ namespace raptor::runtime {
 
 namespace {
 
+// The key state and the launch's key block at the end of the cells (cuda_bound.hpp).
+constexpr size_t kRngBytes = 32;
+
 const cuda::Driver& require_driver() {
   const cuda::Driver* d = cuda::Driver::get();
   if (!d)
@@ -86,7 +89,8 @@ CudaBound::CudaBound(std::shared_ptr<const CudaKernel> kernel, Binding b,
       device_(device),
       context_(driver_.use_device(device)),
       geometry_(cuda_geometry(kernel_->slots(), b_.count >= 0 ? b_.count : b_.n, table_sizes(b_))),
-      cells_(driver_, (kCudaStatusWords + b_.slots.size()) * sizeof(unsigned long long)),
+      cells_(driver_,
+             (kCudaStatusWords + b_.slots.size()) * sizeof(unsigned long long) + kRngBytes),
       partials_(driver_, geometry_.scratch_bytes > 0 ? geometry_.scratch_bytes : 8) {
   const KernelEntry& e = kernel_->slots();
   if (param_ptrs.size() != e.num_slots())
@@ -117,13 +121,53 @@ CudaBound::CudaBound(std::shared_ptr<const CudaKernel> kernel, Binding b,
     }
     param_ptrs[s] = reinterpret_cast<const void*>(base + (kCudaStatusWords + s) * 8);
   }
+  // A Random slot reads the launch's key block, which each launch's key step writes.
+  if (const int rs = e.iface.random_slot(); rs >= 0)
+    b_.slots[static_cast<size_t>(rs)].in = reinterpret_cast<const void*>(rng_state() + 16);
   driver_.copy_to_device_sync(base, host.data(), host.size());
+  driver_.synchronize(nullptr);  // the copy has landed before any stream's first launch
   args_ = make_cuda_args(e, b_, param_ptrs, reinterpret_cast<unsigned long long*>(base), geometry_,
                          partials_.get());
 }
 
+cuda::CUdeviceptr CudaBound::rng_state() const {
+  return cells_.get() + (kCudaStatusWords + b_.slots.size()) * sizeof(unsigned long long);
+}
+
+void CudaBound::set_rng(uint32_t k0, uint32_t k1, uint64_t next_launch, cuda::CUstream stream) {
+  const KernelEntry& e = kernel_->slots();
+  if (e.iface.random_slot() < 0)
+    throw std::invalid_argument("kernel '" + e.name +
+                                "' has no Random parameter: it takes no rng key");
+  if (driver_.current_context() != context_) driver_.set_current(context_);
+  driver_.synchronize(stream);  // enqueued launches keep their keys
+  const uint32_t state[4] = {k0, k1, static_cast<uint32_t>(next_launch),
+                             static_cast<uint32_t>(next_launch >> 32)};
+  driver_.copy_to_device_sync(rng_state(), state, sizeof state);
+  driver_.synchronize(nullptr);  // landed before the next launch, on any stream
+  rng_set_ = true;
+}
+
+uint64_t CudaBound::launches(cuda::CUstream stream) const {
+  if (kernel_->slots().iface.random_slot() < 0) return 0;
+  if (driver_.current_context() != context_) driver_.set_current(context_);
+  uint32_t state[4] = {};
+  driver_.copy_to_host_sync(state, rng_state(), sizeof state, stream);
+  return state[2] | static_cast<uint64_t>(state[3]) << 32;
+}
+
 void CudaBound::launch(cuda::CUstream stream) const {
   if (driver_.current_context() != context_) driver_.set_current(context_);
+  const KernelEntry& e = kernel_->slots();
+  if (const int rs = e.iface.random_slot(); rs >= 0) {
+    if (!rng_set_)
+      throw std::invalid_argument("kernel '" + e.name + "' draws random numbers from '" +
+                                  e.slot_name(rs) + "' but no key was bound: bind(" +
+                                  e.slot_name(rs) + "=seed or key)");
+    cuda::CUdeviceptr state = rng_state(), block = state + 16;
+    void* key_params[] = {&state, &block};
+    driver_.launch(kernel_->rng_function(driver_), 1, 1, stream, key_params);
+  }
   // The count word starts at finished_count's value (the kernel adds to it), as the host's
   // `+= finished`; without one, at 0. Sums need no zeroing: the kernel writes every partial
   // and <symbol>_finish every output (runtime/abi_cuda.h).

@@ -75,8 +75,19 @@ class CudaBound {
   CudaBound(std::shared_ptr<const CudaKernel> kernel, Binding b,
             std::vector<const void*> param_ptrs, int device);
 
-  // Enqueues one launch on `stream`; never waits for the GPU.
+  // Enqueues one launch on `stream`; never waits for the GPU. A kernel with a Random
+  // parameter first gets launch n's key on the device (runtime/abi_cuda.h), so captured
+  // graphs and device loops draw fresh numbers at every launch; it throws
+  // std::invalid_argument when no key was set.
   void launch(cuda::CUstream stream) const;
+  // The Random parameter's key and the number of the next launch (eagle.binding's rule:
+  // launch n draws with fold_in(key, n)). Waits for `stream` first, so launches already
+  // enqueued keep the keys they were given. Throws std::invalid_argument for a kernel
+  // without a Random parameter.
+  void set_rng(uint32_t k0, uint32_t k1, uint64_t next_launch, cuda::CUstream stream);
+  // The number of the next launch, read from the device after waiting for `stream` (0 for a
+  // kernel without a Random parameter: nothing else counts launches on the GPU).
+  uint64_t launches(cuda::CUstream stream) const;
   // Waits for `stream`; throws std::runtime_error for the first kernel error since the last
   // synchronize (and clears it).
   void synchronize(cuda::CUstream stream) const;
@@ -92,9 +103,14 @@ class CudaBound {
   int device_;
   cuda::CUcontext context_;
   CudaGeometry geometry_;
-  DeviceMemory cells_;     // status words, then one 8-byte cell per slot for Param numbers
+  // Status words, one 8-byte cell per slot for Param numbers, then (kernels with a Random
+  // parameter) the key state {k0, k1, next launch} and the launch's key block, 16 bytes each.
+  DeviceMemory cells_;
   DeviceMemory partials_;  // the sums' block partials (geometry_.scratch_bytes, at least 8)
   cuda_abi::raptor_cuda_args args_{};
+  bool rng_set_ = false;
+
+  cuda::CUdeviceptr rng_state() const;  // the key state's device address
 };
 
 }  // namespace raptor::runtime

@@ -125,6 +125,7 @@ const CudaKernel::Loaded& CudaKernel::load(const cuda::Driver& driver) const {
   Loaded l;
   l.kernel = driver.function(m, symbol_);
   if (!finish_.empty()) l.finish = driver.function(m, finish_);
+  if (slots_.iface.random_slot() >= 0) l.rng = driver.function(m, codegen::kCudaRngAdvanceSymbol);
   return loaded_[ctx] = l;
 }
 
@@ -134,6 +135,10 @@ cuda::CUfunction CudaKernel::function(const cuda::Driver& driver) const {
 
 cuda::CUfunction CudaKernel::finish_function(const cuda::Driver& driver) const {
   return load(driver).finish;
+}
+
+cuda::CUfunction CudaKernel::rng_function(const cuda::Driver& driver) const {
+  return load(driver).rng;
 }
 
 void CudaRegistry::add(const std::string& digest, std::shared_ptr<const CudaKernel> kernel) {

@@ -64,10 +64,13 @@ class CudaKernel {
   cuda::CUfunction function(const cuda::Driver& driver) const;
   // Its `<symbol>_finish` in the current context; null when the kernel has no sums.
   cuda::CUfunction finish_function(const cuda::Driver& driver) const;
+  // Its unit's key step (codegen::kCudaRngAdvanceSymbol, runtime/abi_cuda.h) in the current
+  // context; null when the kernel has no Random parameter.
+  cuda::CUfunction rng_function(const cuda::Driver& driver) const;
 
  private:
   struct Loaded {
-    cuda::CUfunction kernel = nullptr, finish = nullptr;
+    cuda::CUfunction kernel = nullptr, finish = nullptr, rng = nullptr;
   };
   const Loaded& load(const cuda::Driver& driver) const;
 

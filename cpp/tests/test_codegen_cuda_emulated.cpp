@@ -28,6 +28,7 @@
 #include "runtime/cache.hpp"
 #include "runtime/compiler.hpp"
 #include "runtime/cuda_geometry.hpp"
+#include "runtime/random.h"
 #include "test_runtime_util.hpp"
 #include "test_util_spec.hpp"
 
@@ -149,6 +150,9 @@ class Emulated {
     kernel_ = reinterpret_cast<KernelFn>(module_->find(entry_.symbol));
     finish_ = reinterpret_cast<KernelFn>(module_->find(entry_.symbol + "_finish"));
   }
+
+  // A function of the unit by name (null when it has none).
+  void* find(const std::string& name) const { return module_->find(name); }
 
   // Runs the kernel on `b` (the interpreter's layout, which is the ABI's) and writes the
   // results back into it; returns the status words.
@@ -564,6 +568,59 @@ TEST_F(CudaEmulated, LongLoopsTheirDrawsAndDerivativesMatchTheInterpreter) {
     for (size_t s = 0; s < k->slots.size(); ++s)
       expect_close(got.slots[s].out, want.slots[s].out, 1e-12, k->name + " " + k->slots[s].name);
   }
+}
+
+// The key step eagle's CUDA bound launches enqueue before each launch of a Random kernel
+// (runtime/abi_cuda.h, codegen::kCudaRngAdvanceSymbol): launch n's key block is
+// fold_in(key, uint32(n)) with a sample base of 0, as the host's BoundLaunch::run makes it,
+// the count carries past 2^32, and the kernel reading that block draws what the interpreter
+// draws with launch n's key.
+TEST_F(CudaEmulated, RandomKeyStepGivesLaunchNTheHostsKey) {
+  const ir::Kernel walk = lowered(
+      R"(def walk(sigma: Param, rng: Random, x: Mutable[Scalar]):
+    x = x + sigma * rng.normal()
+)",
+      {Param("sigma"), param_spec("rng", ir::SlotKind::Random), MutScalar("x")}, 1);
+  Emulated<double> emu(walk, compiler_);
+  using StepFn = void (*)(unsigned int*, unsigned int*);
+  const auto step = reinterpret_cast<StepFn>(emu.find(codegen::kCudaRngAdvanceSymbol));
+  ASSERT_NE(step, nullptr) << "a unit with a Random kernel defines the key step";
+  const rp_key key{7u, 0x9e3779b9u};
+  const uint64_t first = 0xFFFFFFFEull;  // the launch count passes 2^32 here
+  unsigned int state[4] = {key.k0, key.k1, static_cast<unsigned>(first),
+                           static_cast<unsigned>(first >> 32)};
+  for (uint64_t n = first; n < first + 4; ++n) {
+    unsigned int block[4] = {1u, 2u, 3u, 4u};
+    step(state, block);  // blockIdx and threadIdx are 0 here: the one working thread
+    const rp_key want = rp_fold_in(key, static_cast<uint32_t>(n));
+    EXPECT_EQ(block[0], want.k0) << "launch " << n;
+    EXPECT_EQ(block[1], want.k1) << "launch " << n;
+    EXPECT_EQ(block[2], 0u);
+    EXPECT_EQ(block[3], 0u);
+    const uint64_t next = state[2] | static_cast<uint64_t>(state[3]) << 32;
+    EXPECT_EQ(next, n + 1);
+    EXPECT_EQ(state[0], key.k0);
+    EXPECT_EQ(state[1], key.k1);
+    // The kernel with this block draws as the interpreter does with launch n's key.
+    ir::InterpBinding ref = random_binding(walk, 200, 1, 31);
+    ref.rng_key[0] = want.k0;
+    ref.rng_key[1] = want.k1;
+    ref.sample_base = 0;
+    ir::InterpBinding got = ref;
+    got.rng_key[0] = block[0];
+    got.rng_key[1] = block[1];
+    ir::interpret(walk, ref);
+    emu.run(got, 1);
+    expect_close(got.slots[walk.find_slot("x")].out, ref.slots[walk.find_slot("x")].out, 1e-13,
+                 "launch " + std::to_string(n));
+  }
+  // A unit without a Random kernel has no key step.
+  const ir::Kernel plain = lowered(R"(def plain(a: Param, x: Mutable[Scalar]):
+    x = a * x
+)",
+                                   {Param("a"), MutScalar("x")}, 1);
+  Emulated<double> none(plain, compiler_);
+  EXPECT_EQ(none.find(codegen::kCudaRngAdvanceSymbol), nullptr);
 }
 
 }  // namespace

@@ -85,6 +85,27 @@ TEST(CudaCodegen, CompilesWithNvrtcToPtxForEveryKernelAndDtype) {
   }
 }
 
+// A unit with a Random kernel has the key step of bound launches (runtime/abi_cuda.h) as its
+// own entry, once, however many Random kernels it holds; a unit without one has none.
+TEST(CudaCodegen, RandomUnitsHaveOneKeyStepEntry) {
+  const auto nvrtc = runtime::Nvrtc::open();
+  if (!nvrtc) GTEST_SKIP() << "no NVRTC on this machine (set RAPTOR_NVRTC to its path)";
+  std::vector<ir::Kernel> ks;
+  ks.push_back(lowered(R"(def walk(s: Param, rng: Random, x: Mutable[Scalar]):
+    x = x + s * rng.normal()
+)",
+                       {Param("s"), param_spec("rng", ir::SlotKind::Random), MutScalar("x")}, 1));
+  const std::string entry = std::string(".entry ") + codegen::kCudaRngAdvanceSymbol + "(";
+  const std::string ptx =
+      nvrtc->compile_ptx(codegen::emit_cuda(both_dtypes(ks)), "r.cu", "compute_75");
+  const size_t at = ptx.find(entry);
+  EXPECT_NE(at, std::string::npos) << ptx.substr(0, 2000);
+  EXPECT_EQ(ptx.find(entry, at + 1), std::string::npos) << "one key step per unit";
+  const std::string plain =
+      nvrtc->compile_ptx(codegen::emit_cuda(both_dtypes(kernels())), "p.cu", "compute_75");
+  EXPECT_EQ(plain.find(entry), std::string::npos);
+}
+
 // Issue 9 item 6: no per-thread global atomics in the kernel's dtype. In PTX a float atomic
 // add is atom/red ... add.f32 / add.f64; the integer ones that merge counts stay.
 TEST(CudaCodegen, SumsUseNoFloatAtomics) {

@@ -183,6 +183,11 @@ class Bound:
                 out[s.name] = float(np.asarray(v).reshape(())) if isinstance(v, np.ndarray) else float(v)
         return out
 
+    def set_rng(self, k0: int, k1: int, next_launch: int, stream: Any = None) -> None:
+        """A Random kernel's key words and the number of its next launch (launch n draws with
+        fold_in(key, n)); ``stream`` is for the GPU's binding and unused here."""
+        self._core.set_rng(k0, k1, next_launch)
+
     @property
     def launches(self) -> int:
         """Launches run so far: the next launch is launch n = launches (its draws use

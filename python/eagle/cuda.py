@@ -29,6 +29,7 @@ from raptor_core import _core
 
 from eagle.binding import Bound, int_param_number, param_number
 from eagle.errors import ModeError
+from eagle.rng import key_words
 
 __all__ = ["CudaBound", "DeviceArray", "bind", "current_stream", "find_nvrtc", "probe", "stream_handle", "unusable_reason", "view"]
 
@@ -233,6 +234,7 @@ class Layout:
     finished: int
     arrays: dict[str, DeviceArray]
     param_values: dict[str, Any]
+    rng: tuple[int, int] | None = None  # a Random parameter's key words
 
 
 def _param(value: Any, dtype: np.dtype, who: str, name: str) -> tuple[float, DeviceArray | None]:
@@ -270,8 +272,11 @@ def layout(kernel: Any, values: Mapping[str, Any]) -> Layout:
         raise TypeError(f"{who}: missing value(s) for {missing}")
 
     arrays: dict[str, DeviceArray] = {}
+    rng: tuple[int, int] | None = None
     for s in kernel.slots:
-        if s.kind != "param":
+        if s.kind == "random":  # a seed or a key, read on the host (eagle.rng)
+            rng = key_words(values[s.name], who, s.name)
+        elif s.kind != "param":
             arrays[s.name] = _device_array(values[s.name], who, s.name)
     if "finished_count" in values:
         arrays["finished_count"] = _device_array(values["finished_count"], who, "finished_count")
@@ -304,6 +309,8 @@ def layout(kernel: Any, values: Mapping[str, Any]) -> Layout:
     mask = 0
     iface = kernel.interface(dtype)
     for i, (s, si) in enumerate(zip(kernel.slots, iface.slots)):
+        if s.kind == "random":  # the launch's key block is the binding's own (runtime/cuda_bound.hpp)
+            continue
         if s.kind == "param":
             # An integer Param: a number here, or a device array of exactly its dtype.
             pdtype = dtype if s.is_float else np.dtype(s.dtype)
@@ -372,7 +379,7 @@ def layout(kernel: Any, values: Mapping[str, Any]) -> Layout:
         finished = fc.ptr
     if kernel.guard.active_set and not mask:
         raise ValueError(f"{who}: Guard(active_set=True) needs a Terminated parameter to know which samples are live")
-    return Layout(n or 0, dtype, device, ins, outs, params, param_ptrs, sizes, mask, finished, arrays, param_values)
+    return Layout(n or 0, dtype, device, ins, outs, params, param_ptrs, sizes, mask, finished, arrays, param_values, rng)
 
 
 class CudaBound(Bound):
@@ -383,7 +390,7 @@ class CudaBound(Bound):
     def __init__(self, plan: Any, core: Any, lay: Layout, values: Mapping[str, Any]) -> None:
         # ``arrays`` are the user's objects (what graphs, records and reverse sweeps see as the
         # planes); ``views`` keep what each was read through alive (a DLPack capsule).
-        super().__init__(plan, core, lay.dtype, lay.n, {k: values[k] for k in lay.arrays}, lay.param_values)
+        super().__init__(plan, core, lay.dtype, lay.n, {k: values[k] for k in lay.arrays}, lay.param_values, lay.rng)
         self.device = lay.device
         self.views = lay.arrays  # name -> DeviceArray (pointers, shapes, owners)
 
@@ -395,6 +402,18 @@ class CudaBound(Bound):
         """Waits for the stream; raises RuntimeError for a Table index error of any launch
         since the last synchronize (naming the kernel, table, index and sample)."""
         self._core.synchronize(current_stream() if stream is None else stream_handle(stream))
+
+    def set_rng(self, k0: int, k1: int, next_launch: int, stream: Any = None) -> None:
+        """A Random kernel's key words and the number of its next launch (launch n draws with
+        fold_in(key, n)), set after the launches already enqueued on ``stream``."""
+        self._core.set_rng(k0, k1, next_launch, current_stream() if stream is None else stream_handle(stream))
+
+    @property
+    def launches(self) -> int:
+        """Launches so far of a Random kernel (the next is launch n = launches), read from the
+        device after the current stream's work: graphs and device loops count there. 0 for a
+        kernel without a Random parameter."""
+        return int(self._core.launches(current_stream()))
 
     def reset_active(self) -> None:
         """Nothing to rebuild on the GPU (see the class docstring)."""
@@ -413,13 +432,9 @@ class CudaBound(Bound):
 
 def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> CudaBound:
     """Checks ``values`` against ``plan.kernel`` (a CUDA plan) and binds them by reference."""
-    random = [s.name for s in plan.kernel.slots if s.kind == "random"]
-    if random:
-        raise NotImplementedError(
-            f"eagle: kernel '{plan.kernel.name}' draws random numbers ('{random[0]}: Random'), which CUDA plans do not bind "
-            "yet; run it from a host plan (eagle.plan.auto(..., targets=('host',))) or on the GPU through "
-            "eagle.frameworks.jax.function, whose CUDA call takes the key as an operand")
     lay = layout(plan.kernel, values)
     entry = plan.entry(lay.dtype)
     core = _core.CudaBound.make(entry, lay.n, lay.ins, lay.outs, lay.params, lay.param_ptrs, lay.sizes, lay.mask, lay.mask, lay.finished, zero_finished, lay.device)
+    if lay.rng is not None:
+        core.set_rng(lay.rng[0], lay.rng[1], 0, 0)  # nothing is enqueued yet
     return CudaBound(plan, core, lay, values)

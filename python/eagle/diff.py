@@ -225,7 +225,7 @@ class _Adjoint:
             for _, _, arr in self.scratch:
                 xp.assign(arr, 0.0)
             if nl.rng is not None:  # the primal launch's draws: fold_in(key, its n)
-                self.bound._core.set_rng(*nl.rng)
+                self.bound.set_rng(*nl.rng, stream)
             if self.device:
                 self.bound.launch(stream)
             else:
