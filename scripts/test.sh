@@ -74,7 +74,9 @@ step_fuzz() {
     -DCMAKE_CXX_COMPILER="$(command -v clang++)" \
     -DRAPTOR_FUZZ=ON -DRAPTOR_BUILD_TESTS=OFF -DRAPTOR_BUILD_PYTHON=OFF \
     -DRAPTOR_SANITIZE=address,undefined
+  # The targets fuzz side by side (each is one process on one core), then report in order.
   local src name corpus seeds artifacts failed=0
+  local -a names=() pids=()
   for src in "${sources[@]}"; do
     name="$(basename "$src" .cpp)"
     corpus="$ROOT/build/fuzz/corpus_$name"
@@ -83,11 +85,18 @@ step_fuzz() {
     mkdir -p "$corpus" "$artifacts"
     if [[ -d "$seeds" ]]; then cp -r "$seeds"/. "$corpus"/; fi
     echo "[test] fuzzing $name for ${FUZZ_SECONDS}s (corpus: build/fuzz/corpus_$name)"
-    if ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
-       UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-       "$ROOT/build/fuzz/$name" -max_total_time="$FUZZ_SECONDS" -timeout=25 \
-         -artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" \
-         >"$ROOT/build/fuzz/$name.log" 2>&1; then
+    ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
+    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+      "$ROOT/build/fuzz/$name" -max_total_time="$FUZZ_SECONDS" -timeout=25 \
+        -artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" \
+        >"$ROOT/build/fuzz/$name.log" 2>&1 &
+    names+=("$name")
+    pids+=("$!")
+  done
+  local i
+  for i in "${!pids[@]}"; do
+    name="${names[$i]}"
+    if wait "${pids[$i]}"; then
       tail -n 12 "$ROOT/build/fuzz/$name.log"
     else
       tail -n 80 "$ROOT/build/fuzz/$name.log"
