@@ -247,6 +247,49 @@ def _nvrtc_profile(kernels: list[Any], path: str) -> None:
             f.write(f"{sec:.3f} {name} {lines}\n")
 
 
+# Under pytest-xdist the workers often define the same kernels (shared test modules, the
+# pages' kernels): each structure is compiled by the first worker to claim it, a file created
+# exclusively in a directory the controller makes (RAPTOR_NVRTC_CLAIMS, inherited by the
+# workers). A claimed kernel that fails is reported by the worker that claimed it.
+_CLAIMS_ENV = "RAPTOR_NVRTC_CLAIMS"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The controller (or a run without xdist) makes the claims directory."""
+    if not hasattr(config, "workerinput") and _CLAIMS_ENV not in os.environ:
+        import tempfile
+
+        config._raptor_claims = tempfile.mkdtemp(prefix="raptor-nvrtc-claims-")  # type: ignore[attr-defined]
+        os.environ[_CLAIMS_ENV] = config._raptor_claims  # type: ignore[attr-defined]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    claims = getattr(config, "_raptor_claims", None)
+    if claims is not None:
+        import shutil
+
+        shutil.rmtree(claims, ignore_errors=True)
+        os.environ.pop(_CLAIMS_ENV, None)
+
+
+def _claimed_here(kernels: list[Any]) -> list[Any]:
+    """The kernels this process claims (all of them without a claims directory)."""
+    import hashlib
+
+    claims = os.environ.get(_CLAIMS_ENV)
+    if not claims or not os.path.isdir(claims):
+        return kernels
+    mine = []
+    for core in kernels:
+        name = hashlib.sha256(_cuda_structure(core).encode()).hexdigest()[:40]
+        try:
+            os.close(os.open(os.path.join(claims, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            continue
+        mine.append(core)
+    return mine
+
+
 def _nvrtc_check() -> tuple[list[str], bool]:
     """Compiles this process's session kernels (and their derivatives) to cubin: the lines to
     report and whether the check failed."""
@@ -259,6 +302,8 @@ def _nvrtc_check() -> tuple[list[str], bool]:
     if profile:
         _nvrtc_profile(kernels, profile)
         return [f"nvrtc: profile of {len(kernels)} kernels written to {profile}"], False
+    distinct = len(kernels)
+    kernels = _claimed_here(kernels)
     jobs = [
         (kernels[i : i + _NVRTC_BATCH], arch)
         for arch in _NVRTC_ARCHS
@@ -273,8 +318,8 @@ def _nvrtc_check() -> tuple[list[str], bool]:
         return [f"nvrtc: FAILED: {f}" for f in failures], True
     return [
         f"nvrtc: {len(kernels)} kernels compiled to cubin for {', '.join(_NVRTC_ARCHS)} "
-        f"({digests} distinct digests with derivatives, deduplicated by structure; "
-        f"{time.perf_counter() - t0:.1f} s)"
+        f"({digests} distinct digests with derivatives, deduplicated by structure to {distinct}, "
+        f"{distinct - len(kernels)} of those compiled by another worker; {time.perf_counter() - t0:.1f} s)"
     ], False
 
 
