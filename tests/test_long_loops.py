@@ -352,6 +352,88 @@ def test_a_variable_that_changes_kind_in_a_long_loop_is_refused():
     assert "'s' is a Scalar before the loop" in str(e.value) and "keeps its kind" in str(e.value)
 
 
+_WEAK = """
+import hawk
+from hawk import Mutable, Scalar
+
+
+@hawk.func
+def total(a):
+    c = 0
+    for i in range(5000):
+        c = c + a
+    return c
+
+
+@hawk.kernel
+def weak(x: Scalar, y: Mutable[Scalar], z: Mutable[Scalar], w: Mutable[Scalar]):
+    c = 0
+    n = 0
+    for i in range(6000):
+        c = c + x * 0.5
+        n = n + 1
+        if c > 3.0:
+            break
+    y = c
+    z = float(n) + total(2)
+    w = total(x)
+"""
+
+
+def test_a_constant_int_carried_into_a_float_update_is_a_float_as_in_python(tmp_path):
+    """`c = 0` then `c = c + x` in a long loop: c is a float from the first iteration, as in
+    Python (an int made of constants is weak, docs/language.md). A helper's loop is decided per
+    call: total(x) carries a float, total(2) an int. Against the same Python loops, through the
+    interpreter, a host build and jax.grad; a runtime int carried into a float update is
+    still refused, with the fix."""
+    jax = pytest.importorskip("jax")
+    from eagle.frameworks import jax as eagle_jax
+
+    jax.config.update("jax_enable_x64", True)
+    path = tmp_path / "weak_carry.py"
+    path.write_text(_WEAK)
+    ns: dict = {}
+    exec(compile(_WEAK, str(path), "exec"), ns)
+    k = ns["weak"]
+    assert k.ir.count("loop_begin") == 3  # the kernel's loop and the two calls' loops
+    x = np.array([0.2, 1.0, 2.0, -1.0, 7.0])
+    want = {"y": [], "z": [], "w": [], "n": []}
+    for xk in x:
+        c, n = 0, 0
+        for _ in range(6000):
+            c = c + xk * 0.5
+            n = n + 1
+            if c > 3.0:
+                break
+        t2, tx = 0, 0
+        for _ in range(5000):
+            t2, tx = t2 + 2, tx + xk
+        want["y"].append(c)
+        want["z"].append(float(n) + t2)
+        want["w"].append(tx)
+        want["n"].append(n)
+    got = k._core.interpret(len(x), {"x": list(x)})[0]
+    (plan,) = eagle.plan.auto([k], targets=("host",), cache_dir=tmp_path / "cache")
+    outs = {name: np.zeros(len(x)) for name in ("y", "z", "w")}
+    plan.bind(x=x, **outs).launch()
+    for name in ("y", "z", "w"):
+        np.testing.assert_array_equal(got[name], want[name])
+        np.testing.assert_array_equal(outs[name], want[name])
+    f = eagle_jax.function(k, wrt=("x",))
+    dy, dw = (jax.grad(lambda v, i=i: f(v)[i].sum())(x) for i in (0, 2))
+    np.testing.assert_array_equal(np.asarray(dy), 0.5 * np.array(want["n"], float))
+    np.testing.assert_array_equal(np.asarray(dw), np.full(len(x), 5000.0))
+    with pytest.raises(hawk.KernelError) as e:
+        @hawk.kernel
+        def strong(x: Scalar, y: Mutable[Scalar]):
+            c = int(x)
+            for _ in range(6000):
+                c = c + 0.5
+            y = c
+    msg = str(e.value)
+    assert "'c' is an int before the loop" in msg and "write c = float(c) before the loop" in msg, msg
+
+
 def test_a_loop_beyond_2_to_the_40_iterations_is_refused():
     with pytest.raises(hawk.KernelError, match="at most 1099511627776"):
         @hawk.kernel

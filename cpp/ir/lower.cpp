@@ -62,7 +62,8 @@ std::string describe(const TV& v) {
   return "a value";
 }
 
-Lowerer::Lowerer(const KernelSpec& spec) : spec_(spec) {
+Lowerer::Lowerer(const KernelSpec& spec, std::set<CarryKey> float_carries)
+    : spec_(spec), float_carries_(std::move(float_carries)) {
   k.name = spec.fn.name;
   k.file = spec.fn.file;
   k.steps = spec.steps;
@@ -735,18 +736,41 @@ TV Lowerer::inline_helper(int helper, std::vector<TV> args, parse::Loc loc) {
 
 }  // namespace front
 
+namespace {
+
+// Lowers `spec` with a fresh Lowerer until no loop carry turns from a constant int into a
+// float (front::FloatCarry): each retry lowers that carry as a float from the loop's entry.
+// Each retry adds a carry, and a kernel has finitely many, so this ends.
+template <class Run>
+auto lower_with_float_carries(const KernelSpec& spec, Run run) {
+  std::set<front::CarryKey> floats;
+  for (;;) {
+    try {
+      front::Lowerer l(spec, floats);
+      return run(l);
+    } catch (const front::FloatCarry& retry) {
+      if (!floats.insert(retry.key).second)
+        throw std::logic_error("hawk: lowering the loop carry '" + retry.key.name +
+                               "' as a float did not settle its kind");
+    }
+  }
+}
+
+}  // namespace
+
 Kernel lower(const KernelSpec& spec) {
-  front::Lowerer l(spec);
-  Kernel k = l.run();
+  Kernel k = lower_with_float_carries(spec, [](front::Lowerer& l) { return l.run(); });
   verify(k);
   return k;
 }
 
 TracedKernel lower_traced(const KernelSpec& spec) {
-  front::Lowerer l(spec);
-  TracedKernel t;
-  t.kernel = l.run();
-  t.locals = std::move(l.locals);
+  TracedKernel t = lower_with_float_carries(spec, [](front::Lowerer& l) {
+    TracedKernel r;
+    r.kernel = l.run();
+    r.locals = std::move(l.locals);
+    return r;
+  });
   verify(t.kernel);
   return t;
 }

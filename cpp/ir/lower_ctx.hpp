@@ -145,6 +145,15 @@ struct Var {
   std::string undefined_why;  // the refusal when it is read; empty: the `if` message
 };
 
+// A variable carried by a real loop (`real_loop`): the loop's statement, which of its
+// lowerings this is (a helper's loop is lowered once per call), and the variable.
+struct CarryKey {
+  const parse::Stmt* loop = nullptr;
+  int visit = 0;
+  std::string name;
+  auto operator<=>(const CarryKey&) const = default;
+};
+
 // A `for` loop being unrolled, for `break`/`continue` (see lower_loop.cpp). Its samples'
 // liveness is a Bool value: `outer_live` (alive when the loop started) and not broken and not
 // continued in this iteration.
@@ -155,11 +164,22 @@ struct LoopCtx {
   int cnt = -1;            // samples that left this iteration by `continue` (-1: none)
   int line = 0;
   std::set<std::string> late_names;  // locals first assigned after an exit (not always set)
+  // A real loop's carries that entered as ints made of constants (FloatCarry), by name.
+  std::map<std::string, CarryKey> weak_carries;
+};
+
+// Thrown by real_loop when a carry entered as an int made of constants (TV::weak) and the
+// body makes it a float, as `c = 0` then `c = c + x` does: Python's c is a float from the
+// first iteration on, so the kernel is lowered again with that carry entering as a float
+// (ir::lower retries; the body's kinds cannot be known before the body is lowered).
+struct FloatCarry {
+  CarryKey key;
 };
 
 class Lowerer {
  public:
-  explicit Lowerer(const KernelSpec& spec);
+  // `float_carries`: the carries that enter their loops as floats (FloatCarry).
+  explicit Lowerer(const KernelSpec& spec, std::set<CarryKey> float_carries = {});
   Kernel run();
 
   // --- used by lower_expr.cpp / lower_math.cpp
@@ -273,8 +293,10 @@ class Lowerer {
   int draw_index_ = -1;  // the innermost loop region's LoopIndex
   int64_t draw_outer_static_ = 0;
   int draw_outer_base_ = -1;
-  int real_loops_ = 0;      // real loops (not unrolled) being lowered
-  int real_loop_line_ = 0;  // the innermost one's line
+  std::set<CarryKey> float_carries_;
+  std::map<const parse::Stmt*, int> loop_visits_;  // real_loop's lowerings of each loop so far
+  int real_loops_ = 0;                             // real loops (not unrolled) being lowered
+  int real_loop_line_ = 0;                         // the innermost one's line
   int depth_ = 0;
   Loc cur_loc_;  // the statement being lowered, stamped on every value emitted
 

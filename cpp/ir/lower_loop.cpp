@@ -259,8 +259,10 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
     std::string name;
     TV entry;            // the value entering the loop (integers as runtime values)
     std::vector<int> c;  // its LoopCarry per component
+    bool weak = false;   // it entered as an int made of constants (TV::weak)
   };
   std::vector<Carried> carried;
+  const int visit = loop_visits_[&s]++;
   std::vector<std::string> locals;  // assigned in the body, not defined before it
   for (const std::string& n : names) {
     if (n == s.var) continue;
@@ -274,6 +276,9 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
     if (var.param_slot >= 0)  // a Mutable component not assigned yet: its old value
       for (size_t c = 0; c < v.comps.size(); ++c)
         if (v.comps[c] < 0) v.comps[c] = materialize(var.param_slot, static_cast<int>(c));
+    const bool weak = v.weakish();
+    if (weak && float_carries_.contains(CarryKey{&s, visit, n}))  // FloatCarry
+      v = TV::f(to_float(v, s.loc, "a value"));
     if (v.kind == TV::Kind::Int)
       v = TV::iv(to_int_value(v, s.loc, "a variable carried by the loop"));
     const bool ok = v.kind == TV::Kind::Float || v.kind == TV::Kind::Vector ||
@@ -285,7 +290,7 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
                        ", which runs as a loop (more iterations than a kernel unrolls): only "
                        "numbers, bools, vectors and matrices can change from one iteration to "
                        "the next");
-    carried.push_back({n, v, {}});
+    carried.push_back({n, v, {}, weak && v.kind == TV::Kind::IntVal});
   }
   const bool has_break = breaks(s.body);
   const int alive_entry = has_break ? (live_ < 0 ? kbool(true) : live_) : -1;
@@ -355,6 +360,8 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
   ctx.frame_depth = frames_.size();
   ctx.outer_live = has_break ? alive : live_before;
   ctx.line = s.loc.line;
+  for (const Carried& cv : carried)
+    if (cv.weak) ctx.weak_carries.emplace(cv.name, CarryKey{&s, visit, cv.name});
   loops_.push_back(ctx);
   update_live();
   block(s.body);
@@ -369,12 +376,16 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
       now = TV::f(to_float(now, s.loc, "a value"));
     if (cv.entry.kind == TV::Kind::IntVal && now.kind == TV::Kind::Int)
       now = TV::iv(to_int_value(now, s.loc, "a value"));
+    if (cv.weak && now.kind == TV::Kind::Float) throw FloatCarry{CarryKey{&s, visit, cv.name}};
     if (now.kind != cv.entry.kind || now.comps.size() != cv.entry.comps.size() ||
         now.rows != cv.entry.rows)
       error(s.loc, "'" + cv.name + "' is " + describe(cv.entry) + " before the loop at line " +
                        std::to_string(s.loc.line) + " and " + describe(now) +
                        " at the end of its body; a variable the loop changes keeps its kind "
-                       "from one iteration to the next");
+                       "from one iteration to the next" +
+                       (cv.entry.kind == TV::Kind::IntVal && now.kind == TV::Kind::Float
+                            ? ": write " + cv.name + " = float(" + cv.name + ") before the loop"
+                            : std::string()));
     for (size_t c = 0; c < cv.c.size(); ++c)
       add_loop_value(Op::LoopNext, k.values[cv.c[c]].type, cv.c[c], now.comps[c]);
   }
@@ -439,6 +450,15 @@ TV Lowerer::choose(int cond, TV x, TV y, int param_slot, const std::string& n, p
                     x.slot == y.slot && x.helper == y.helper && x.name == y.name &&
                     x.items.empty() && y.items.empty();
   if (same) return x;
+  // A float assigned to a carry that entered its loop as an int made of constants: Python's
+  // variable is a float from there on, so the kernel is lowered again with that carry a
+  // float from the loop's entry (FloatCarry).
+  if ((x.kind == TV::Kind::Float) != (y.kind == TV::Kind::Float) &&
+      (x.kind == TV::Kind::IntVal || y.kind == TV::Kind::IntVal))
+    for (auto it = loops_.rbegin(); it != loops_.rend(); ++it)
+      if (it->frame_depth == frames_.size())
+        if (auto w = it->weak_carries.find(n); w != it->weak_carries.end())
+          throw FloatCarry{w->second};
   const bool weak_both = x.weakish() && y.weakish();
   // A select that keeps a left sample's value is used by that sample too: its predicate has
   // the liveness the innermost loop of this function started with, not the current one.

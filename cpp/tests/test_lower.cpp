@@ -845,6 +845,48 @@ TEST(LowerError, OtherRefusals) {
                  "'y' is a Mutable[Scalar] but the value assigned is a Vector[3]");
 }
 
+// `c = 0` then `c = c + x` in a loop that runs as a loop: Python's c is a float from the
+// first iteration on. The front end lowers the body, finds the int made of constants turned
+// into a float (FloatCarry), and lowers the kernel again with that carry a float from the
+// loop's entry; under a `break` the same holds where the assignment merges with the old value.
+// A runtime int carried into a float update is still refused, with the fix.
+TEST(LowerLoops, AnIntOfConstantsCarriedIntoAFloatUpdateIsAFloat) {
+  const ir::Kernel k = lower_source(
+      R"(def k(x: Scalar, y: Mutable[Scalar], z: Mutable[Scalar]):
+    c = 0
+    n = 0
+    for i in range(5000):
+        c = c + x
+        n = n + 2
+        if c > 10.0:
+            break
+    y = c
+    z = float(n)
+)",
+      {Scalar("x"), MutScalar("y"), MutScalar("z")});
+  ir::InterpBinding b = ir::make_binding(k, 3);
+  set_in(k, b, "x", {0.5, 3.0, -1.0});
+  ir::interpret(k, b);
+  std::vector<double> y, z;
+  for (const double x : {0.5, 3.0, -1.0}) {
+    double c = 0.0;
+    long n = 0;
+    for (int i = 0; i < 5000; ++i) {
+      c = c + x;
+      n = n + 2;
+      if (c > 10.0) break;
+    }
+    y.push_back(c);
+    z.push_back(static_cast<double>(n));
+  }
+  EXPECT_EQ(out_of(k, b, "y"), y);
+  EXPECT_EQ(out_of(k, b, "z"), z);
+  EXPECT_REFUSAL(
+      refuse("    c = int(x)\n    for i in range(5000):\n        c = c + 0.5\n    y = c\n", {},
+             with_math({{"int", math("int")}})),
+      23, 5, "'c' is an int before the loop at line 23", "write c = float(c) before the loop");
+}
+
 TEST(LowerLoopExits, Refusals) {
   EXPECT_REFUSAL(refuse("    y = x\n    if x > 0:\n        continue\n"), 24, 9,
                  "`continue` outside a loop", "inside `for i in range(K)`");
