@@ -188,6 +188,10 @@ class Bound:
         fold_in(key, n)); ``stream`` is for the GPU's binding and unused here."""
         self._core.set_rng(k0, k1, next_launch)
 
+    def launch_count(self, stream: Any = None) -> int:
+        """``launches``, after the work enqueued on ``stream`` (the GPU's binding; unused here)."""
+        return self.launches
+
     @property
     def launches(self) -> int:
         """Launches run so far: the next launch is launch n = launches (its draws use

@@ -408,12 +408,16 @@ class CudaBound(Bound):
         fold_in(key, n)), set after the launches already enqueued on ``stream``."""
         self._core.set_rng(k0, k1, next_launch, current_stream() if stream is None else stream_handle(stream))
 
+    def launch_count(self, stream: Any = None) -> int:
+        """Launches so far of a Random kernel (the next is launch n), read from the device
+        after the work enqueued on ``stream`` (default: ``current_stream()``): graphs and
+        device loops count there. 0 for a kernel without a Random parameter."""
+        return int(self._core.launches(current_stream() if stream is None else stream_handle(stream)))
+
     @property
     def launches(self) -> int:
-        """Launches so far of a Random kernel (the next is launch n = launches), read from the
-        device after the current stream's work: graphs and device loops count there. 0 for a
-        kernel without a Random parameter."""
-        return int(self._core.launches(current_stream()))
+        """``launch_count()`` on the current stream."""
+        return self.launch_count()
 
     def reset_active(self) -> None:
         """Nothing to rebuild on the GPU (see the class docstring)."""

@@ -94,7 +94,7 @@ class Record:
                     nl.params = self._params(node)
                     nl.tables = self._tables(name, node)
                     if node.rng is not None:  # its draws: fold_in(key, n) of this launch n
-                        nl.rng = (*node.rng, node.launches)
+                        nl.rng = (*node.rng, node.launch_count(stream))
             run(name, node)
             entries.append(nl)
         self.launches.append(entries)
