@@ -248,6 +248,9 @@ class Lowerer {
   // A `for` loop with more iterations than are left to unroll: one LoopBegin .. LoopEnd
   // region (lower_loop.cpp), its body lowered once.
   void real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64_t count);
+  // Throws FloatCarry when `name` is a carry of an enclosing real loop of this function that
+  // entered it as an int made of constants (it is becoming a float).
+  void throw_if_weak_carry(const std::string& name) const;
   // Drops the front end's caches of values made after `first` (inside a loop now closed).
   void forget_values_from(int first);
   void exit_stmt(const parse::Stmt& s);  // `break` / `continue`

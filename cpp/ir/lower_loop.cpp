@@ -377,6 +377,8 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
     if (cv.entry.kind == TV::Kind::IntVal && now.kind == TV::Kind::Int)
       now = TV::iv(to_int_value(now, s.loc, "a value"));
     if (cv.weak && now.kind == TV::Kind::Float) throw FloatCarry{CarryKey{&s, visit, cv.name}};
+    if (cv.entry.kind == TV::Kind::IntVal && now.kind == TV::Kind::Float)
+      throw_if_weak_carry(cv.name);  // an enclosing loop's carry, carried in here too
     if (now.kind != cv.entry.kind || now.comps.size() != cv.entry.comps.size() ||
         now.rows != cv.entry.rows)
       error(s.loc, "'" + cv.name + "' is " + describe(cv.entry) + " before the loop at line " +
@@ -444,6 +446,13 @@ void Lowerer::real_loop(const parse::Stmt& s, int64_t start, int64_t step, int64
                            "assigned before the loop (n = n + 1 in the body)";
 }
 
+void Lowerer::throw_if_weak_carry(const std::string& name) const {
+  for (auto it = loops_.rbegin(); it != loops_.rend(); ++it)
+    if (it->frame_depth == frames_.size())
+      if (auto w = it->weak_carries.find(name); w != it->weak_carries.end())
+        throw FloatCarry{w->second};
+}
+
 TV Lowerer::choose(int cond, TV x, TV y, int param_slot, const std::string& n, parse::Loc loc,
                    const std::string& what, const std::string& otherwise) {
   const bool same = x.kind == y.kind && x.comps == y.comps && x.ival == y.ival &&
@@ -455,10 +464,7 @@ TV Lowerer::choose(int cond, TV x, TV y, int param_slot, const std::string& n, p
   // float from the loop's entry (FloatCarry).
   if ((x.kind == TV::Kind::Float) != (y.kind == TV::Kind::Float) &&
       (x.kind == TV::Kind::IntVal || y.kind == TV::Kind::IntVal))
-    for (auto it = loops_.rbegin(); it != loops_.rend(); ++it)
-      if (it->frame_depth == frames_.size())
-        if (auto w = it->weak_carries.find(n); w != it->weak_carries.end())
-          throw FloatCarry{w->second};
+    throw_if_weak_carry(n);
   const bool weak_both = x.weakish() && y.weakish();
   // A select that keeps a left sample's value is used by that sample too: its predicate has
   // the liveness the innermost loop of this function started with, not the current one.

@@ -881,6 +881,21 @@ TEST(LowerLoops, AnIntOfConstantsCarriedIntoAFloatUpdateIsAFloat) {
   }
   EXPECT_EQ(out_of(k, b, "y"), y);
   EXPECT_EQ(out_of(k, b, "z"), z);
+  // Carried through an inner long loop too, with and without a `break` there: the outer
+  // loop's carry is the one that turns float.
+  for (const char* exit : {"", "            if c > 1.0:\n                break\n"}) {
+    const ir::Kernel nested = lower_source(std::string(R"(def k(x: Scalar, y: Mutable[Scalar]):
+    c = 0
+    for i in range(4100):
+        for j in range(4100):
+            c = c + x
+)") + exit + "    y = c\n",
+                                           {Scalar("x"), MutScalar("y")});
+    int float_carries = 0;
+    for (const ir::Value& v : nested.values)
+      if (v.op == Op::LoopCarry && v.name == "c") float_carries += v.type == ir::Type::F ? 1 : -100;
+    EXPECT_EQ(float_carries, 2) << "c is a float carry of both loops";
+  }
   EXPECT_REFUSAL(
       refuse("    c = int(x)\n    for i in range(5000):\n        c = c + 0.5\n    y = c\n", {},
              with_math({{"int", math("int")}})),
