@@ -250,7 +250,9 @@ def _nvrtc_profile(kernels: list[Any], path: str) -> None:
 # Under pytest-xdist the workers often define the same kernels (shared test modules, the
 # pages' kernels): each structure is compiled by the first worker to claim it, a file created
 # exclusively in a directory the controller makes (RAPTOR_NVRTC_CLAIMS, inherited by the
-# workers). A claimed kernel that fails is reported by the worker that claimed it.
+# workers), batch by batch as each batch's turn comes, so workers that reach the check at
+# about the same time share the work. A claimed kernel that fails is reported by the worker
+# that claimed it.
 _CLAIMS_ENV = "RAPTOR_NVRTC_CLAIMS"
 
 
@@ -303,23 +305,28 @@ def _nvrtc_check() -> tuple[list[str], bool]:
         _nvrtc_profile(kernels, profile)
         return [f"nvrtc: profile of {len(kernels)} kernels written to {profile}"], False
     distinct = len(kernels)
-    kernels = _claimed_here(kernels)
-    jobs = [
-        (kernels[i : i + _NVRTC_BATCH], arch)
-        for arch in _NVRTC_ARCHS
-        for i in range(0, len(kernels), _NVRTC_BATCH)
-    ]
+    compiled: list[int] = []
+
+    def run(batch: list[Any]) -> list[str]:
+        # Claimed when its turn comes, so a worker that reaches this check later shares the
+        # batches still unclaimed instead of finding them all taken.
+        mine = _claimed_here(batch)
+        compiled.append(len(mine))
+        return [f for arch in _NVRTC_ARCHS for f in _nvrtc_failures(mine, arch)] if mine else []
+
+    batches = [kernels[i : i + _NVRTC_BATCH] for i in range(0, len(kernels), _NVRTC_BATCH)]
     # Batches in threads: nvrtc_check releases the GIL while NVRTC compiles.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        failures = [f for fs in pool.map(lambda job: _nvrtc_failures(*job), jobs) for f in fs]
+        failures = [f for fs in pool.map(run, batches) for f in fs]
+    done = sum(compiled)
     if any("NVRTC not found" in f for f in failures):
         return ["nvrtc: NVRTC not found, the cubin check did not run"], False
     if failures:
         return [f"nvrtc: FAILED: {f}" for f in failures], True
     return [
-        f"nvrtc: {len(kernels)} kernels compiled to cubin for {', '.join(_NVRTC_ARCHS)} "
+        f"nvrtc: {done} kernels compiled to cubin for {', '.join(_NVRTC_ARCHS)} "
         f"({digests} distinct digests with derivatives, deduplicated by structure to {distinct}, "
-        f"{distinct - len(kernels)} of those compiled by another worker; {time.perf_counter() - t0:.1f} s)"
+        f"{distinct - done} of those compiled by another worker; {time.perf_counter() - t0:.1f} s)"
     ], False
 
 
