@@ -98,7 +98,7 @@ def test_fused_and_plain_loops_count_like_the_schedule(plans, name, unit, budget
         t, mask = np.zeros_like(limit), np.zeros(limit.size, bool)
         items = ([NoOp()] if with_node else []) + [plans[name]]
         runner = eagle.until_done(items, max_steps=budget, limit=limit, terminated=mask, t=t)
-        assert (runner.fused is None) == with_node
+        assert (not runner.fused) == with_node
         report = runner.run()
         assert report.steps == want_steps, (with_node, report)
         np.testing.assert_array_equal(t, want_t)
@@ -371,7 +371,7 @@ def test_until_done_over_cuda_plans_drives_the_device_loop(plans, monkeypatch):
     total, want_t = expected(limit, 1, 10**6)
     t, mask = np.zeros_like(limit), np.zeros(limit.size, bool)
     runner = eagle.until_done([gpu], max_steps=50, limit=limit, terminated=mask, t=t)
-    assert runner.target == "cuda" and runner.fused is None
+    assert runner.target == "cuda" and not runner.fused
     assert made == [(1, mask.ctypes.data, 200)]
     first = runner.run()
     assert (first.steps, first.done, first.live) == (50, False, int((limit > 50).sum()))

@@ -77,9 +77,9 @@ std::shared_ptr<BoundLaunch> make_bound(
 // without it. `items` keeps the callables alive for the call.
 std::tuple<int64_t, bool, int64_t> run_loop(const nb::list& items, ThreadPool& pool, uintptr_t mask,
                                             int64_t n, int64_t max_steps,
-                                            std::shared_ptr<BoundLaunch> fused,
-                                            int64_t fused_launches, int64_t unit, int64_t chunk,
-                                            nb::object on_chunk) {
+                                            std::vector<std::shared_ptr<BoundLaunch>> fused,
+                                            std::vector<int64_t> fused_launches, int64_t unit,
+                                            int64_t chunk, nb::object on_chunk) {
   std::vector<runtime::HostStep> steps;
   for (nb::handle item : items) {
     runtime::HostStep step;
@@ -97,7 +97,9 @@ std::tuple<int64_t, bool, int64_t> run_loop(const nb::list& items, ThreadPool& p
   }
   runtime::LoopOptions options;
   options.budget = max_steps;
-  options.fused_launches = fused ? fused_launches : 0;
+  if (fused.size() != fused_launches.size())
+    throw nb::value_error("run_loop: one number of launches per fused kernel");
+  options.fused_launches = std::move(fused_launches);
   options.unit_steps = unit;
   options.chunk = chunk;
   if (!on_chunk.is_none()) {
@@ -234,12 +236,14 @@ void bind_runtime(nb::module_& m) {
       "Launches every bound kernel of seq in order, `times` times, without Python in between.");
 
   m.def("run_loop", &run_loop, nb::arg("steps"), nb::arg("runtime"), nb::arg("mask"), nb::arg("n"),
-        nb::arg("max_steps"), nb::arg("fused").none() = nb::none(), nb::arg("fused_launches") = 0,
-        nb::arg("unit") = 1, nb::arg("chunk") = 0, nb::arg("on_chunk").none() = nb::none(),
+        nb::arg("max_steps"), nb::arg("fused") = std::vector<std::shared_ptr<BoundLaunch>>{},
+        nb::arg("fused_launches") = std::vector<int64_t>{}, nb::arg("unit") = 1,
+        nb::arg("chunk") = 0, nb::arg("on_chunk").none() = nb::none(),
         "The stepping loop (runtime/loop.hpp): launches `steps` (bound kernels, or callables\n"
         "run between launches) in order until every sample of the mask is set or max_steps\n"
-        "launches; with a fused kernel (the loop's one kernel with fused_launches times its\n"
-        "steps, `unit` each) runs whole passes in one go. chunk > 0 calls on_chunk(launches,\n"
+        "launches; with fused kernels (the loop's one kernel with fused_launches[i] times its\n"
+        "steps, `unit` each, largest first) runs whole passes in one go, each pass with the\n"
+        "largest that fits the budget. chunk > 0 calls on_chunk(launches,\n"
         "live) every `chunk` launches and at the end. Returns (launches, done, live).");
 
   nb::class_<runtime::HostDeviceLoop>(

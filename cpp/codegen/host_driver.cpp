@@ -2,10 +2,14 @@
 // (kernel, dtype), one extern "C" function following runtime/abi.h around the shared step
 // (step_writer.hpp). Start at `HostWriter::write`: it declares the slots' pointers, then for
 // steps == 1 writes one always-inline lambda for a sample called from a plain loop
-// (vectorizable) or an index loop (active sets), and for steps > 1 blocks of 64 samples whose
-// state lives in local arrays.
+// (vectorizable) or an index loop (active sets), and for steps > 1 either 64 lanes refilled
+// with the chunk's next sample as samples finish (kernels that stop samples: refill_body) or
+// blocks of 64 samples whose state lives in local arrays (blocked_body).
+#include <functional>
 #include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "codegen/cpp_emitter.hpp"
 #include "codegen/step_writer.hpp"
@@ -81,6 +85,8 @@ class HostWriter : public detail::StepWriter {
     if (k_.steps == 1) {
       sample_lambda();
       sample_loops();
+    } else if (refill_period() > 0) {
+      refill_body();
     } else {
       blocked_body();
     }
@@ -96,7 +102,9 @@ class HostWriter : public detail::StepWriter {
   }
 
  private:
-  bool parts_ = false;  // ParamSum contributions go to the sample lambda's parts
+  bool parts_ = false;    // ParamSum contributions go to the sample lambda's parts
+  bool refill_ = false;   // the step reads read-only planes from the lanes' local copies
+  bool flipped_ = false;  // refilled lanes: the step reads the state's second copy (pp_)
 
   // Exact operations (sqrt, fabs, floor) stay builtins, which GCC vectorizes and folds
   // exactly; library functions go through the prelude's rp_ wrappers (see there).
@@ -109,7 +117,11 @@ class HostWriter : public detail::StepWriter {
     return k_.steps == 1 ? "0u" : "static_cast<uint32_t>(step)";
   }
   std::string state(size_t slot, int comp) const override {
-    return "st_" + name(slot) + "_" + std::to_string(comp) + "[j]";
+    return (flipped_ ? "pp_" : "st_") + name(slot) + "_" + std::to_string(comp) + "[j]";
+  }
+  std::string input(size_t slot, int comp) const override {
+    if (!refill_) return plane("in_", slot, comp);
+    return "ld_" + name(slot) + "_" + std::to_string(comp) + "[j]";
   }
   std::string param_sum_accumulator(size_t slot, int comp) const override {
     return (parts_ ? "part_" : "acc_") + name(slot) + "_" + std::to_string(comp);
@@ -241,6 +253,169 @@ class HostWriter : public detail::StepWriter {
       os_ << ind << "mask_out[s] = was | done;\n";
       os_ << ind << "finished += done;\n";
     }
+  }
+
+  // steps > 1, refilled lanes: 64 lanes, each holding one sample's state (and copies of its
+  // read-only planes) in local arrays. Every R steps (R divides steps) a lane whose sample
+  // finished, or ran the launch's `steps`, writes it back and takes the chunk's next sample,
+  // so a lane steps samples one after another instead of idling until the slowest sample of
+  // a fixed block is done. A sample enters a lane at a multiple of R, so its budget of
+  // `steps` ends at one too, and every sample runs exactly the steps a plain loop would give
+  // it. Only for kernels whose samples can stop (a Terminated value) and whose step order
+  // across samples does not matter: no sums over samples (their order of additions), no
+  // draws (a draw's step index is the launch's step). 0: use blocked_body.
+  int refill_period() const {
+    if (!k_.has_mask() || k_.terminate < 0) return 0;
+    if (has_slot(SlotKind::ParamSum) || has_slot(SlotKind::TableSum) || has_slot(SlotKind::Random))
+      return 0;
+    for (const int r : {16, 8})
+      if (k_.steps % r == 0) return r;
+    return 0;
+  }
+
+  // The (slot, comp) pairs of read-only planes the step reads.
+  std::vector<std::pair<size_t, int>> plane_reads() const {
+    std::set<std::pair<size_t, int>> seen;
+    for (const auto& v : k_.values)
+      if (v.op == ir::Op::LoadPlane) seen.emplace(static_cast<size_t>(v.slot), v.comp);
+    return {seen.begin(), seen.end()};
+  }
+
+  void refill_body() {
+    const int period = refill_period();
+    const auto reads = plane_reads();
+    auto mutables = [&](const std::function<void(size_t, int)>& f) {
+      for (size_t s = 0; s < k_.slots.size(); ++s)
+        if (k_.slots[s].kind == SlotKind::Mutable)
+          for (int c = 0; c < k_.slots[s].width; ++c) f(s, c);
+    };
+    auto lane_state = [&](size_t s, int c, bool flipped) {
+      return (flipped ? "pp_" : "st_") + name(s) + "_" + std::to_string(c) + "[j]";
+    };
+    os_ << "  // 64 lanes, refilled every " << period
+        << " steps with the chunk's next sample (HostWriter::refill_body).\n";
+    os_ << "  constexpr int W = 64, R = " << period << ";\n";
+    os_ << "  const int64_t begin = a->begin, end = a->end;\n";
+    os_ << "  int64_t sample_[W], start_[W];\n";
+    os_ << "  uint8_t live_[W], ran_[W], due_[W];\n";
+    // Two copies of the state: the steps alternate between them (st_ -> pp_ -> st_), so that
+    // each store is a whole vector; `x = live ? new : x` in place becomes a masked store that
+    // the next step's load of x waits for (store forwarding fails), 2.5x slower here.
+    mutables([&](size_t s, int c) {
+      os_ << "  " << value_ctype(s) << " st_" << name(s) << "_" << c << "[W], pp_" << name(s) << "_"
+          << c << "[W];\n";
+    });
+    for (const auto& [s, c] : reads)
+      os_ << "  " << elem_ctype(s) << " ld_" << name(s) << "_" << c << "[W];\n";
+    os_ << "  int64_t next = begin, step = 0;\n";
+    os_ << "  int occupied = 0;\n";
+    // A sample finished on entry keeps its values (kept); when every plane is updated in
+    // place and pure outputs are left alone, that writes nothing and it is only skipped.
+    std::string in_place = "mask_out == mask_in";
+    mutables([&](size_t s, int c) {
+      if (c != 0) return;
+      in_place += k_.slots[s].inout ? " && static_cast<const void*>(out_" + name(s) +
+                                          ") == static_cast<const void*>(in_" + name(s) + ")"
+                                    : " && !zero_finished";
+    });
+    os_ << "  const bool finished_stay = " << in_place << ";\n";
+    // take(j): lane j takes the chunk's next sample not finished on entry.
+    os_ << "  auto take = [&](const int j) {\n";
+    os_ << "    for (; next < end; ++next) {\n";
+    os_ << "      const int64_t s = a->index ? a->index[next] : next;\n";
+    os_ << "      if (mask_in[s] == 0) break;\n";
+    os_ << "      if (finished_stay) continue;\n";
+    // What `kept` gives a sample finished on entry: an in-out plane its old value, a pure
+    // output 0 under zero_finished (JAX), else nothing.
+    mutables([&](size_t s, int c) {
+      if (k_.slots[s].inout)
+        os_ << "      " << plane("out_", s, c) << " = " << plane("in_", s, c) << ";\n";
+      else
+        os_ << "      if (zero_finished) " << plane("out_", s, c) << " = " << zero_of(s) << ";\n";
+    });
+    os_ << "      mask_out[s] = 1;\n";
+    os_ << "    }\n";
+    os_ << "    if (next >= end) {\n";
+    os_ << "      sample_[j] = -1;\n";
+    os_ << "      live_[j] = 0;\n";
+    os_ << "      return;\n";
+    os_ << "    }\n";
+    os_ << "    const int64_t s = a->index ? a->index[next] : next;\n";
+    os_ << "    ++next;\n";
+    os_ << "    sample_[j] = s;\n";
+    os_ << "    start_[j] = step;\n";
+    os_ << "    live_[j] = 1;\n";
+    mutables([&](size_t s, int c) {
+      os_ << "    " << lane_state(s, c, false) << " = "
+          << (k_.slots[s].inout ? plane("in_", s, c) : zero_of(s)) << ";\n";
+    });
+    for (const auto& [s, c] : reads)
+      os_ << "    ld_" << name(s) << "_" << c << "[j] = " << plane("in_", s, c) << ";\n";
+    os_ << "    ++occupied;\n";
+    os_ << "  };\n";
+    os_ << "  for (int j = 0; j < W; ++j) {\n";
+    os_ << "    ran_[j] = 0;\n";
+    os_ << "    take(j);\n";
+    os_ << "  }\n";
+    os_ << "  while (occupied > 0) {\n";
+    os_ << "    for (int r = 0; r < R; r += 2) {\n";
+    for (const bool flipped : {false, true}) {
+      os_ << "      // step " << (flipped ? "r + 1: pp_ -> st_" : "r: st_ -> pp_") << "\n";
+      os_ << (independent_samples() ? "#pragma GCC ivdep\n" : kNoPromise);
+      os_ << "      for (int j = 0; j < W; ++j) {\n";
+      const std::string ind = "        ";
+      os_ << ind << "const int64_t s = sample_[j];\n";
+      os_ << ind << "const bool was = false;\n";
+      os_ << ind << "const bool live = live_[j] != 0;\n";
+      os_ << ind << "(void)s;\n" << ind << "(void)was;\n";
+      refill_ = true;
+      flipped_ = flipped;
+      step(ind, [&](const ir::Store& st, const std::string& value) {
+        os_ << ind << lane_state(st.slot, st.comp, !flipped) << " = live ? " << value << " : "
+            << lane_state(st.slot, st.comp, flipped) << ";\n";
+      });
+      // A Mutable the step does not store keeps its value in the other copy too.
+      mutables([&](size_t s, int c) {
+        for (const ir::Store& st : k_.stores)
+          if (st.slot == static_cast<int>(s) && st.comp == c) return;
+        os_ << ind << lane_state(s, c, !flipped) << " = " << lane_state(s, c, flipped) << ";\n";
+      });
+      refill_ = false;
+      flipped_ = false;
+      os_ << ind << "ran_[j] = static_cast<uint8_t>(ran_[j] + (live ? 1 : 0));\n";
+      // `live && !t` cast: GCC vectorizes this form, not `(live & !t) ? 1 : 0` (branches).
+      os_ << ind << "live_[j] = static_cast<uint8_t>(live && !" << var(k_.terminate) << ");\n";
+      os_ << "      }\n";
+    }
+    os_ << "    }\n";
+    os_ << "    step += R;\n";
+    // The lanes due: finished, or at the end of their budget of steps. Flags in bytes (one
+    // vectorized pass), then read 8 at a time.
+    os_ << "    for (int j = 0; j < W; ++j)\n";
+    os_ << "      due_[j] = static_cast<uint8_t>((sample_[j] >= 0) & ((live_[j] == 0) | (step - "
+           "start_[j] >= "
+        << k_.steps << ")));\n";
+    os_ << "    for (int k = 0; k < W; k += 8) {\n";
+    os_ << "      uint64_t due;\n";
+    os_ << "      __builtin_memcpy(&due, due_ + k, 8);\n";
+    os_ << "      while (due != 0) {\n";
+    os_ << "        const int j = k + (__builtin_ctzll(due) >> 3);\n";
+    os_ << "        due &= due - 1;  // bytes are 0 or 1: clears lane j's\n";
+    os_ << "        const int64_t s = sample_[j];\n";
+    os_ << "        const int64_t ran = step - R - start_[j] + ran_[j];\n";
+    os_ << "        steps_run = ran > steps_run ? static_cast<int>(ran) : steps_run;\n";
+    mutables([&](size_t s, int c) {
+      os_ << "        " << plane("out_", s, c) << " = " << lane_state(s, c, false) << ";\n";
+    });
+    os_ << "        const bool done = live_[j] == 0;\n";
+    os_ << "        mask_out[s] = done ? 1 : 0;\n";
+    os_ << "        finished += done ? 1u : 0u;\n";
+    os_ << "        --occupied;\n";
+    os_ << "        take(j);\n";
+    os_ << "      }\n";
+    os_ << "    }\n";
+    os_ << "    for (int j = 0; j < W; ++j) ran_[j] = 0;\n";
+    os_ << "  }\n";
   }
 
   // steps > 1: samples in blocks of 64. A block's state stays in local arrays (L1) while

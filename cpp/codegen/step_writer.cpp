@@ -353,7 +353,7 @@ std::string StepWriter::expr(int i) const {
     case Op::LoadParam:
       return "k_" + name(v.slot);
     case Op::LoadPlane:
-      return plane("in_", v.slot, v.comp);
+      return input(v.slot, v.comp);
     case Op::LoadState:
       if (k_.steps == 1) {
         if (!k_.slots[v.slot].inout) return zero_of(v.slot);

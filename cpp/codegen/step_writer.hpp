@@ -52,6 +52,9 @@ class StepWriter {
   virtual std::string math(const char* name) const = 0;
   // A Mutable's state between steps when steps > 1 ("st_x_0[j]" on the host's blocks).
   virtual std::string state(size_t slot, int comp) const = 0;
+  // A read-only plane's value for the sample (LoadPlane): the plane's element by default;
+  // the host's refilled lanes read a local copy instead.
+  virtual std::string input(size_t slot, int comp) const { return plane("in_", slot, comp); }
   // Whether guard() always includes the sample's `live` flag (CUDA: threads past the end
   // run the step too and must add nothing); otherwise only kernels with a mask need it.
   virtual bool guard_with_live() const { return k_.has_mask(); }

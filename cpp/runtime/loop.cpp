@@ -21,20 +21,27 @@ void run_sequence(const std::vector<std::shared_ptr<BoundLaunch>>& seq, ThreadPo
 
 // ---- the planner
 
+int fused_rung(const LoopOptions& options, int64_t room) {
+  for (size_t i = 0; i < options.fused_launches.size(); ++i)
+    if (room >= options.fused_launches[i]) return static_cast<int>(i);
+  return -1;
+}
+
 LoopAction next_action(const LoopOptions& options, int64_t launches, int64_t in_chunk,
                        int64_t live) {
   if (live <= 0 || launches >= options.budget || in_chunk <= 0) return LoopAction::Stop;
   const int64_t room = std::min(options.budget - launches, in_chunk);
-  if (options.fused_launches > 0 && room >= options.fused_launches) return LoopAction::Fused;
-  return LoopAction::Sequence;
+  return fused_rung(options, room) >= 0 ? LoopAction::Fused : LoopAction::Sequence;
 }
 
-int64_t fused_pass_launches(const LoopOptions& options, const FusedPass& pass, int64_t live_after) {
-  if (live_after > 0) return options.fused_launches;
+int64_t fused_pass_launches(const LoopOptions& options, size_t rung, const FusedPass& pass,
+                            int64_t live_after) {
+  const int64_t pass_launches = options.fused_launches.at(rung);
+  if (live_after > 0) return pass_launches;
   // Every sample is finished: the last one finished in launch ceil(steps_run / unit) of the
   // plain loop, which would have stopped there.
   const int64_t launches = (pass.steps_run + options.unit_steps - 1) / options.unit_steps;
-  return std::clamp<int64_t>(launches, 0, options.fused_launches);
+  return std::clamp<int64_t>(launches, 0, pass_launches);
 }
 
 namespace {
@@ -46,8 +53,11 @@ void check_options(const LoopOptions& o) {
   if (o.unit_steps < 1)
     throw std::invalid_argument("stepping loop: unit_steps is " + std::to_string(o.unit_steps) +
                                 "; a launch runs at least one step");
-  if (o.fused_launches < 0 || o.chunk < 0)
-    throw std::invalid_argument("stepping loop: fused_launches and chunk must be >= 0");
+  if (o.chunk < 0) throw std::invalid_argument("stepping loop: chunk must be >= 0");
+  for (size_t i = 0; i < o.fused_launches.size(); ++i)
+    if (o.fused_launches[i] < 1 || (i > 0 && o.fused_launches[i] >= o.fused_launches[i - 1]))
+      throw std::invalid_argument(
+          "stepping loop: fused_launches must be positive and decreasing (largest first)");
 }
 
 }  // namespace
@@ -62,9 +72,11 @@ LoopResult run_loop(StepExecutor& executor, const LoopOptions& options) {
     const LoopAction action = next_action(options, r.launches, chunk_end - r.launches, live);
     if (action == LoopAction::Stop) break;
     if (action == LoopAction::Fused) {
-      const FusedPass pass = executor.run_fused();
+      const int64_t room = std::min(options.budget - r.launches, chunk_end - r.launches);
+      const auto rung = static_cast<size_t>(fused_rung(options, room));
+      const FusedPass pass = executor.run_fused(rung);
       live = executor.live();
-      r.launches += fused_pass_launches(options, pass, live);
+      r.launches += fused_pass_launches(options, rung, pass, live);
     } else {
       executor.run_sequence_once();
       live = executor.live();
@@ -83,7 +95,7 @@ LoopResult run_loop(StepExecutor& executor, const LoopOptions& options) {
 // ---- the host executor
 
 HostLoop::HostLoop(std::vector<HostStep> steps, const uint8_t* mask, int64_t n, ThreadPool& pool,
-                   std::shared_ptr<BoundLaunch> fused)
+                   std::vector<std::shared_ptr<BoundLaunch>> fused)
     : steps_(std::move(steps)), mask_(mask), n_(n), pool_(pool), fused_(std::move(fused)) {
   if (mask_ == nullptr && n_ > 0)
     throw std::invalid_argument("stepping loop: no Terminated mask to say when a sample is done");
@@ -114,10 +126,13 @@ int64_t HostLoop::run_sequence_once() {
   return finished;
 }
 
-FusedPass HostLoop::run_fused() {
-  if (!fused_) throw std::logic_error("stepping loop: a fused pass asked of a loop without one");
-  const LaunchResult r = fused_->run(&pool_);
-  const int64_t finished = counted(*fused_, r);
+FusedPass HostLoop::run_fused(size_t rung) {
+  if (rung >= fused_.size() || !fused_[rung])
+    throw std::logic_error("stepping loop: a pass of fused kernel " + std::to_string(rung) +
+                           " asked of a loop with " + std::to_string(fused_.size()));
+  BoundLaunch& fused = *fused_[rung];
+  const LaunchResult r = fused.run(&pool_);
+  const int64_t finished = counted(fused, r);
   live_ -= finished;
   return {finished, static_cast<int64_t>(r.steps_run)};
 }

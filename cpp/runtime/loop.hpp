@@ -2,7 +2,8 @@
 // loop's Terminated mask is set or the budget of launches is spent. The decisions of such a
 // loop are made here, once, for the host and for a GPU:
 //   - run_loop(executor, options): the planner. It asks a StepExecutor to run the sequence
-//     once or, where a fused kernel exists, one fused pass, and counts launches exactly;
+//     once or, where fused kernels exist, one pass of the largest that fits, and counts
+//     launches exactly;
 //     HostLoop is the host's executor (BoundLaunch sequences on the shared pool).
 //   - device_batches / device_counters / device_result: the plan of the same loop as one
 //     device graph (runtime/cuda_loop_kernels.hpp holds the stop-test kernel it relies on).
@@ -10,9 +11,11 @@
 //
 // The count a run reports is the number of launches of the original kernel(s) a plain loop
 // would have made: it stops after the first launch after which no sample is live, or when the
-// budget is spent. A fused pass (the same kernel with `fused_launches` times its steps) that
-// leaves samples live counts fused_launches; one after which none is live counts
-// ceil(steps_run / unit_steps), the launch in which the last sample finished.
+// budget is spent. A fused pass (the same kernel with F times its steps, F one of
+// `fused_launches`) that leaves samples live counts F; one after which none is live counts
+// ceil(steps_run / unit_steps), the launch in which the last sample finished. Several fused
+// kernels make a ladder (eagle's are 256 and 16 launches): long passes while the budget
+// allows, short ones for its tail, single launches only for the last few.
 #pragma once
 
 #include <cstdint>
@@ -37,11 +40,12 @@ void run_sequence(const std::vector<std::shared_ptr<BoundLaunch>>& seq, ThreadPo
 // ---- the planner
 
 struct LoopOptions {
-  int64_t budget = 0;          // the most launches this run (>= 0)
-  int64_t fused_launches = 0;  // launches one fused pass stands for; 0: no fused kernel
-  int64_t unit_steps = 1;      // steps of one launch of the original kernel (>= 1)
-  int64_t chunk = 0;           // > 0: call on_chunk after every `chunk` launches (and at the
-                               // end); a fused pass never crosses a chunk boundary
+  int64_t budget = 0;  // the most launches this run (>= 0)
+  // Launches a pass of each fused kernel stands for, largest first; empty: no fused kernel.
+  std::vector<int64_t> fused_launches;
+  int64_t unit_steps = 1;  // steps of one launch of the original kernel (>= 1)
+  int64_t chunk = 0;       // > 0: call on_chunk after every `chunk` launches (and at the
+                           // end); a fused pass never crosses a chunk boundary
   // Called between chunks with the launches made so far in this run and the live samples.
   std::function<void(int64_t launches, int64_t live)> on_chunk;
 };
@@ -65,24 +69,29 @@ class StepExecutor {
   virtual ~StepExecutor() = default;
   // One launch of the whole sequence; returns the samples it finished.
   virtual int64_t run_sequence_once() = 0;
-  // One pass of the fused kernel (called only when LoopOptions::fused_launches > 0).
-  virtual FusedPass run_fused() = 0;
+  // One pass of fused kernel `rung` (an index into LoopOptions::fused_launches).
+  virtual FusedPass run_fused(size_t rung) = 0;
   // Live samples of the loop's mask now.
   virtual int64_t live() = 0;
 };
 
 // What the planner runs next: nothing (stop), the sequence once, or a fused pass.
 enum class LoopAction { Stop, Sequence, Fused };
+// The fused kernel a pass takes with `room` launches left: the first (largest) whose launches
+// fit, or -1 when none does.
 // `launches` made so far in this run, `in_chunk` launches left before the next chunk boundary
 // (the budget's remainder when options.chunk is 0).
+int fused_rung(const LoopOptions& options, int64_t room);
 LoopAction next_action(const LoopOptions& options, int64_t launches, int64_t in_chunk,
                        int64_t live);
-// Launches a fused pass counts: fused_launches while samples are still live after it, else
-// ceil(steps_run / unit_steps).
-int64_t fused_pass_launches(const LoopOptions& options, const FusedPass& pass, int64_t live_after);
+// Launches a pass of fused kernel `rung` counts: its fused_launches while samples are still
+// live after it, else ceil(steps_run / unit_steps).
+int64_t fused_pass_launches(const LoopOptions& options, size_t rung, const FusedPass& pass,
+                            int64_t live_after);
 
 // Runs the loop; throws std::invalid_argument for options that make no sense (a negative
-// budget, unit_steps < 1, fused_launches < 0) and lets the executor's exceptions through.
+// budget, unit_steps < 1, fused_launches not positive and decreasing) and lets the
+// executor's exceptions through.
 LoopResult run_loop(StepExecutor& executor, const LoopOptions& options);
 
 // ---- the host executor
@@ -101,9 +110,9 @@ struct HostStep {
 class HostLoop final : public StepExecutor {
  public:
   HostLoop(std::vector<HostStep> steps, const uint8_t* mask, int64_t n, ThreadPool& pool,
-           std::shared_ptr<BoundLaunch> fused = nullptr);
+           std::vector<std::shared_ptr<BoundLaunch>> fused = {});
   int64_t run_sequence_once() override;
-  FusedPass run_fused() override;
+  FusedPass run_fused(size_t rung) override;
   int64_t live() override { return live_; }
 
  private:
@@ -111,7 +120,7 @@ class HostLoop final : public StepExecutor {
   const uint8_t* mask_;
   int64_t n_;
   ThreadPool& pool_;
-  std::shared_ptr<BoundLaunch> fused_;
+  std::vector<std::shared_ptr<BoundLaunch>> fused_;
   int64_t live_;
   int64_t counted(const BoundLaunch& b, const LaunchResult& r) const;
 };

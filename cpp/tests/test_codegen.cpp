@@ -183,6 +183,24 @@ void check_golden(const std::string& name, const ir::Kernel& k) {
 TEST(CodegenGolden, Drag) { check_golden("drag", drag_kernel()); }
 TEST(CodegenGolden, Oscillator) { check_golden("oscillator", oscillator_kernel()); }
 TEST(CodegenGolden, SteppedTable) { check_golden("stepped_table", stepped_table_kernel()); }
+// A stepping kernel whose samples stop, with 16 steps a launch: 64 lanes refilled every 16
+// steps with the chunk's next sample, its read-only plane copied into the lane
+// (codegen/host_driver.cpp, refill_body).
+ir::Kernel refilled_kernel() {
+  return lowered(R"(@hawk.kernel(steps=16)
+def refilled(t_final: Scalar, dt: Param, c: Param, terminated: Terminated, x: Mutable[Scalar],
+             v: Mutable[Scalar], t: Mutable[Scalar]):
+    vn = v + dt * (-x - c * v)
+    x = x + dt * v
+    v = vn
+    t = t + dt
+    terminated = t >= t_final
+)",
+                 {Scalar("t_final"), Param("dt"), Param("c"), Terminated("terminated"),
+                  MutScalar("x"), MutScalar("v"), MutScalar("t")},
+                 16, "examples/refilled.py", 40);
+}
+TEST(CodegenGolden, RefilledLanes) { check_golden("refilled", refilled_kernel()); }
 TEST(CodegenGolden, RigidPose) { check_golden("rigid_pose", rigid_pose_kernel()); }
 TEST(CodegenGolden, NewtonWithBreak) { check_golden("newton_break", newton_kernel()); }
 

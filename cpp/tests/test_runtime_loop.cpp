@@ -27,21 +27,26 @@ namespace {
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 // Samples that finish after a chosen number of steps (0: finished before the loop; kNever:
-// never). A launch of the sequence runs `unit` steps of every live sample; a fused pass runs
-// fused * unit steps and reports the most steps a sample ran, as the compiled kernels do.
+// never). A launch of the sequence runs `unit` steps of every live sample; a pass of fused
+// kernel i runs fused[i] * unit steps and reports the most steps a sample ran, as the
+// compiled kernels do.
 class FakeLoop final : public StepExecutor {
  public:
-  FakeLoop(std::vector<int64_t> finish_step, int64_t unit, int64_t fused = 0)
-      : finish_(std::move(finish_step)), unit_(unit), fused_(fused) {}
+  FakeLoop(std::vector<int64_t> finish_step, int64_t unit, std::vector<int64_t> fused = {})
+      : finish_(std::move(finish_step)), unit_(unit), fused_(std::move(fused)) {}
+  FakeLoop(std::vector<int64_t> finish_step, int64_t unit, int64_t fused)
+      : FakeLoop(std::move(finish_step), unit,
+                 fused > 0 ? std::vector<int64_t>{fused} : std::vector<int64_t>{}) {}
 
   int64_t run_sequence_once() override {
     ++sequence_runs;
     return advance(unit_).finished;
   }
-  FusedPass run_fused() override {
-    EXPECT_GT(fused_, 0) << "a fused pass asked of a loop without a fused kernel";
+  FusedPass run_fused(size_t rung) override {
+    EXPECT_LT(rung, fused_.size()) << "a pass of a fused kernel the loop does not have";
     ++fused_runs;
-    return advance(fused_ * unit_);
+    ++runs_of.at(rung);
+    return advance(fused_.at(rung) * unit_);
   }
   int64_t live() override {
     return std::count_if(finish_.begin(), finish_.end(), [&](int64_t s) { return s > pos_; });
@@ -49,6 +54,7 @@ class FakeLoop final : public StepExecutor {
 
   int64_t sequence_runs = 0;
   int64_t fused_runs = 0;
+  std::vector<int64_t> runs_of = std::vector<int64_t>(8, 0);  // passes of each fused kernel
 
  private:
   FusedPass advance(int64_t steps) {
@@ -64,7 +70,7 @@ class FakeLoop final : public StepExecutor {
   }
   std::vector<int64_t> finish_;
   int64_t unit_;
-  int64_t fused_;
+  std::vector<int64_t> fused_;
   int64_t pos_ = 0;
 };
 
@@ -88,13 +94,20 @@ LoopResult plain_loop(const std::vector<int64_t>& finish, int64_t unit, int64_t 
   return r;
 }
 
-LoopOptions options(int64_t budget, int64_t fused = 0, int64_t unit = 1, int64_t chunk = 0) {
+LoopOptions ladder(int64_t budget, std::vector<int64_t> fused, int64_t unit = 1,
+                   int64_t chunk = 0) {
   LoopOptions o;
   o.budget = budget;
-  o.fused_launches = fused;
+  o.fused_launches = std::move(fused);
   o.unit_steps = unit;
   o.chunk = chunk;
   return o;
+}
+
+// One fused kernel of `fused` launches (0: none).
+LoopOptions options(int64_t budget, int64_t fused = 0, int64_t unit = 1, int64_t chunk = 0) {
+  return ladder(budget, fused > 0 ? std::vector<int64_t>{fused} : std::vector<int64_t>{}, unit,
+                chunk);
 }
 
 struct Case {
@@ -141,6 +154,28 @@ TEST(LoopPlanner, FusedPassesCountLaunchesOfTheOriginal) {
       EXPECT_LE(ex.fused_runs * fused + ex.sequence_runs, std::max(c.budget, int64_t{0})) << c.what;
     }
   }
+}
+
+TEST(LoopPlanner, ALadderOfFusedKernelsTakesTheLargestThatFits) {
+  for (const Case& c : kCases) {
+    for (const std::vector<int64_t>& fused :
+         {std::vector<int64_t>{256, 16}, std::vector<int64_t>{64, 4, 1}}) {
+      FakeLoop ex(c.finish, c.unit, fused);
+      const LoopResult r = run_loop(ex, ladder(c.budget, fused, c.unit));
+      EXPECT_EQ(r, plain_loop(c.finish, c.unit, c.budget)) << c.what << ", rungs " << fused[0];
+      EXPECT_LT(ex.sequence_runs, fused.back()) << c.what;
+    }
+  }
+  // 1000 launches of a sample that never finishes: 3 x 256, then 14 x 16, then 8 single.
+  FakeLoop ex({kNever}, 1, std::vector<int64_t>{256, 16});
+  const LoopResult r = run_loop(ex, ladder(1000, {256, 16}));
+  EXPECT_EQ(r.launches, 1000);
+  EXPECT_EQ(ex.runs_of[0], 3);
+  EXPECT_EQ(ex.runs_of[1], 14);
+  EXPECT_EQ(ex.sequence_runs, 8);
+  EXPECT_EQ(fused_rung(ladder(0, {256, 16}), 300), 0);
+  EXPECT_EQ(fused_rung(ladder(0, {256, 16}), 255), 1);
+  EXPECT_EQ(fused_rung(ladder(0, {256, 16}), 15), -1);
 }
 
 TEST(LoopPlanner, DoneMidFusedPassCountsTheLaunchOfTheLastSample) {
@@ -197,7 +232,9 @@ TEST(LoopPlanner, RefusesNonsense) {
   FakeLoop ex({3}, 1);
   EXPECT_THROW(run_loop(ex, options(-1)), std::invalid_argument);
   EXPECT_THROW(run_loop(ex, options(10, 0, 0)), std::invalid_argument);
-  EXPECT_THROW(run_loop(ex, options(10, -2)), std::invalid_argument);
+  EXPECT_THROW(run_loop(ex, ladder(10, {-2})), std::invalid_argument);
+  EXPECT_THROW(run_loop(ex, ladder(10, {16, 64})), std::invalid_argument);  // not largest first
+  EXPECT_THROW(run_loop(ex, ladder(10, {16, 16})), std::invalid_argument);
   EXPECT_EQ(ex.sequence_runs, 0);
 }
 
@@ -208,9 +245,9 @@ TEST(LoopPlanner, NextActionAndFusedCount) {
   EXPECT_EQ(next_action(o, 0, 63, 5), LoopAction::Sequence);   // the chunk has 63 left
   EXPECT_EQ(next_action(o, 0, 100, 0), LoopAction::Stop);
   EXPECT_EQ(next_action(o, 100, 100, 5), LoopAction::Stop);
-  EXPECT_EQ(fused_pass_launches(o, {1, 128}, 3), 64);
-  EXPECT_EQ(fused_pass_launches(o, {1, 5}, 0), 3);  // step 5 of unit 2: launch 3
-  EXPECT_EQ(fused_pass_launches(o, {1, 128}, 0), 64);
+  EXPECT_EQ(fused_pass_launches(o, 0, {1, 128}, 3), 64);
+  EXPECT_EQ(fused_pass_launches(o, 0, {1, 5}, 0), 3);  // step 5 of unit 2: launch 3
+  EXPECT_EQ(fused_pass_launches(o, 0, {1, 128}, 0), 64);
 }
 
 TEST(LoopPlanner, CountSet) {
@@ -223,7 +260,8 @@ TEST(LoopPlanner, CountSet) {
 // The host executor over compiled kernels
 
 // t counts steps until it reaches the sample's limit; unit 1 and unit 2, each also with 64
-// times its steps (the fused kernel).
+// times its steps (the fused kernel), and unit 1 with 16, 8 and 48 steps (ladders; a kernel
+// of 8 steps refills its lanes every 8 steps, the others every 16: codegen/host_driver.cpp).
 const char* kTick = R"(def tick(limit: Scalar, terminated: Terminated, t: Mutable[Scalar]):
     t = t + 1.0
     terminated = t >= limit
@@ -234,7 +272,7 @@ class LoopHost : public ::testing::Test {
   static void SetUpTestSuite() {
     using namespace raptor::testing;
     dir_ = std::make_unique<testing::TempDir>();
-    for (int steps : {1, 64, 2, 128})
+    for (int steps : {1, 64, 2, 128, 16, 8, 48})
       kernels_.push_back(
           lowered(kTick, {Scalar("limit"), Terminated("terminated"), MutScalar("t")}, steps));
     std::vector<const ir::Kernel*> ptrs;
@@ -295,8 +333,9 @@ TEST_F(LoopHost, PlainAndFusedAgreeWithTheSchedule) {
         for (bool with_fused : {false, true}) {
           Planes p = planes(n, 300);
           const std::vector<int64_t> finish(p.limit.begin(), p.limit.end());
-          HostLoop ex({{bind(kind.plain, p), {}}}, p.mask.data(), n, *pool_,
-                      with_fused ? bind(kind.fused, p) : nullptr);
+          std::vector<std::shared_ptr<BoundLaunch>> fused;
+          if (with_fused) fused.push_back(bind(kind.fused, p));
+          HostLoop ex({{bind(kind.plain, p), {}}}, p.mask.data(), n, *pool_, fused);
           const LoopResult r = run_loop(ex, options(budget, with_fused ? 64 : 0, kind.unit));
           const LoopResult want = plain_loop(finish, kind.unit, budget);
           const std::string what = "unit " + std::to_string(kind.unit) + " n " + std::to_string(n) +
@@ -309,6 +348,40 @@ TEST_F(LoopHost, PlainAndFusedAgreeWithTheSchedule) {
             ASSERT_EQ(p.mask[i] != 0, finish[i] <= r.launches * kind.unit) << what;
           }
           EXPECT_EQ(ex.live(), n - count_set(p.mask.data(), n)) << what;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(LoopHost, LaddersOfFusedKernelsAgreeWithTheSchedule) {
+  // Kernels (by index in SetUpTestSuite) with their launches of the unit-1 kernel, largest
+  // first.
+  const std::vector<std::vector<std::pair<size_t, int64_t>>> ladders = {
+      {{1, 64}, {4, 16}}, {{6, 48}, {5, 8}}, {{4, 16}, {5, 8}}};
+  for (const auto& rungs : ladders) {
+    for (int64_t n : {int64_t{1}, int64_t{130}, kDefaultSerialThreshold + 100}) {
+      for (int64_t budget : {int64_t{7}, int64_t{61}, int64_t{150}, int64_t{1000}}) {
+        Planes p = planes(n, 300);
+        // Some samples finished before the loop: they keep their values and take no lane.
+        for (int64_t i = 0; i < n; i += 5) p.mask[i] = 1;
+        std::vector<int64_t> finish(p.limit.begin(), p.limit.end());
+        for (int64_t i = 0; i < n; i += 5) finish[i] = 0;
+        std::vector<std::shared_ptr<BoundLaunch>> fused;
+        std::vector<int64_t> launches;
+        for (const auto& [kernel, k] : rungs) {
+          fused.push_back(bind(kernel, p));
+          launches.push_back(k);
+        }
+        HostLoop ex({{bind(0, p), {}}}, p.mask.data(), n, *pool_, fused);
+        const LoopResult r = run_loop(ex, ladder(budget, launches, 1));
+        const std::string what = "ladder " + std::to_string(launches[0]) + " n " +
+                                 std::to_string(n) + " budget " + std::to_string(budget);
+        ASSERT_EQ(r, plain_loop(finish, 1, budget)) << what;
+        for (int64_t i = 0; i < n; ++i) {
+          const double steps = static_cast<double>(std::min(finish[i], r.launches));
+          ASSERT_EQ(p.t[i], steps) << what << " sample " << i;
+          ASSERT_EQ(p.mask[i] != 0, finish[i] <= r.launches) << what;
         }
       }
     }
@@ -338,7 +411,7 @@ TEST_F(LoopHost, KernelErrorsAndBadStepsAreReported) {
   Planes p = planes(4, 3);
   EXPECT_THROW(HostLoop({{nullptr, {}}}, p.mask.data(), 4, *pool_), std::invalid_argument);
   HostLoop ex({{bind(0, p), {}}}, p.mask.data(), 4, *pool_);
-  EXPECT_THROW(ex.run_fused(), std::logic_error);
+  EXPECT_THROW(ex.run_fused(0), std::logic_error);
   const auto thrower = [] { throw std::runtime_error("foreign node failed"); };
   HostLoop failing({{bind(0, p), {}}, {nullptr, thrower}}, p.mask.data(), 4, *pool_);
   EXPECT_THROW(run_loop(failing, options(10)), std::runtime_error);

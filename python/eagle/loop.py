@@ -6,10 +6,12 @@ named in ``bindings`` (each plan takes the ones that are its parameters) and ret
 of the Terminated mask is set or the step budget is spent, and can be called again to go
 on. The loop is the one stepping loop of ``cpp/runtime/loop.hpp`` (its planner decides what
 runs and counts launches): a loop of kernels alone runs entirely in C++ (no Python per step);
-foreign nodes are called back from it between launches on the host. A loop of one stepping kernel runs ``FUSED`` launches' worth
-of steps in one pass over memory (the kernel recompiled with that many more steps, each
-sample's state kept in registers and each sample stopping as soon as it is done); the
-report counts launches of the original kernel exactly.
+foreign nodes are called back from it between launches on the host. A loop of one stepping
+kernel runs ``FUSED`` launches' worth of steps in one pass over memory: the kernel
+recompiled with 256 and with 16 times its steps, the planner taking the largest that fits the
+budget (single launches only for the last few). In such a kernel each of 64 lanes steps one
+sample and takes the next as soon as its sample is done (codegen/host_driver.cpp,
+``refill_body``); the report counts launches of the original kernel exactly.
 
 The target is taken from the loop's plans (``loop_target``): all host plans run as above; all
 CUDA plans run on the GPU as one device graph (``_core.CudaLoop``, runtime/cuda_loop.hpp): a
@@ -42,9 +44,12 @@ from eagle.runtime import host_runtime
 
 __all__ = ["Report", "Runner", "until_done", "check_loop", "loop_target", "device_emulation"]
 
-# A loop of one stepping kernel runs this many launches' worth of steps per pass over memory,
-# keeping each sample's state in registers in between (the kernel recompiled with more steps).
-FUSED = 64
+# A loop of one stepping kernel runs this many launches' worth of steps per pass over memory
+# (the kernel recompiled with that many times its steps), largest first: 256 while the budget
+# allows (each sample is taken into a lane once for up to 256 steps; with 64 a sample that
+# ran 200 steps was written back and taken again 3 times, and 1e5 oscillators stepped until
+# done took 1.3x as long), 16 for the budget's tail (at most 15 single launches).
+FUSED = (256, 16)
 # With progress on, a loop of kernels reports between chunks of this many launches (a loop
 # with foreign nodes after every launch), about every PROGRESS_EVERY seconds.
 PROGRESS_CHUNK = 64
@@ -118,9 +123,9 @@ class Runner:
     host."""
 
     def __init__(self, items: list[tuple[str, Any]], mask: Any, max_steps: int | None, progress: bool | Callable[[int, int], Any],
-                 fused: Bound | None = None, device: Any = None, n: int | None = None, target: str = "host") -> None:
+                 fused: Sequence[Bound] = (), device: Any = None, n: int | None = None, target: str = "host") -> None:
         self.items = items
-        self.fused = fused  # the loop's one kernel with FUSED times its steps, or None
+        self.fused = list(fused)  # the loop's one kernel with each of FUSED times its steps, or []
         self.mask = mask
         self.n = int(mask.size) if n is None else n
         self.max_steps = max_steps
@@ -153,7 +158,7 @@ class Runner:
         t0 = time.perf_counter()
         # Active sets are rebuilt from the mask at each run, so a mask changed between runs is
         # seen (within a run, launches keep them up to date; on a GPU there is none to rebuild).
-        for b in [node for _, node in self.items if isinstance(node, Bound)] + ([self.fused] if self.fused else []):
+        for b in [node for _, node in self.items if isinstance(node, Bound)] + self.fused:
             if b.kernel.guard.active_set:
                 b.reset_active()
         if self.device is not None:
@@ -172,7 +177,8 @@ class Runner:
                 self._report_progress(self.steps + launches, self.live)
 
         chunk = 0 if not self.progress else (PROGRESS_CHUNK if self._kernels_only else 1)
-        fused = dict(fused=self.fused._core, fused_launches=FUSED, unit=self.items[0][1].kernel.steps) if self.fused else {}
+        fused = (dict(fused=[b._core for b in self.fused], fused_launches=list(FUSED), unit=self.items[0][1].kernel.steps)
+                 if self.fused else {})
         done_steps, _, _ = _core.run_loop(steps, host_runtime(), self.mask.ctypes.data, self.mask.size, max(int(budget), 0),
                                           chunk=chunk, on_chunk=on_chunk if chunk else None, **fused)
         self.steps += done_steps
@@ -273,17 +279,18 @@ def until_done(items: Sequence[Any], max_steps: int | None = None, progress: boo
         device = _core.CudaLoop(steps, int(view.ptr), int(view.shape[0]))
         return Runner(named, owner.arrays[mask_name], max_steps, progress, device=device, n=int(view.shape[0]), target="cuda")
     mask = owner.arrays[mask_name]
-    fused = None
+    fused: list[Bound] = []
     plans = [item for item in items if isinstance(item, Plan)]
     # A kernel drawing random numbers is not fused: launch n draws with fold_in(key, n), which a
     # launch of FUSED times the steps would not (docs/language.md, "Random numbers").
     if len(named) == 1 and len(plans) == 1 and not any(s.kind == "random" for s in plans[0].kernel.slots):
         plan = plans[0]
-        (fused_plan,) = eagle.plan.auto([plan.kernel.with_steps(plan.kernel.steps * FUSED)], cache_dir=plan.cache_dir)
         bound = named[0][1]
-        fused = fused_plan.bind(**{k: v for k, v in bound.arrays.items() if k != "finished_count"},
-                                **{k: v for k, v in bound.param_values.items() if k not in bound.arrays},
-                                **({"finished_count": bound.arrays["finished_count"]} if "finished_count" in bound.arrays else {}))
+        fused_plans = eagle.plan.auto([plan.kernel.with_steps(plan.kernel.steps * k) for k in FUSED], cache_dir=plan.cache_dir)
+        fused = [fp.bind(**{k: v for k, v in bound.arrays.items() if k != "finished_count"},
+                         **{k: v for k, v in bound.param_values.items() if k not in bound.arrays},
+                         **({"finished_count": bound.arrays["finished_count"]} if "finished_count" in bound.arrays else {}))
+                 for fp in fused_plans]
     return Runner(named, mask, max_steps, progress, fused)
 
 
