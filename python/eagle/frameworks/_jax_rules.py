@@ -266,7 +266,7 @@ def _split_for(call: KernelCall, wrt: Sequence[str], primals: Sequence[Any],
     if lowering == "auto":
         lowering = _jax_lowering.forced() or _jax_lowering.choose(
             call.ops(), call.sample_count([tuple(jnp.shape(p)) for p in primals]), jax.default_backend(), call.dtype)
-    if lowering != "xla" or any(v[0] == "loop_begin" for v in call.ops().values):
+    if lowering != "xla" or call.ops().loop_end:  # OpList.loop_end: the loop regions
         return None  # a loop region's values are one per iteration: no residual planes for them
     split = call.linearized(wrt)
     return split if sum(r == "r" for r, _ in split[0].roles) <= MAX_RESIDUALS else None
