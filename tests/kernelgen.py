@@ -1699,6 +1699,34 @@ XLA_ULPS = 4
 XLA_RTOL = 1e-10  # plus this, relative: two results moved in opposite directions and cancelling
 
 
+def through_jax(k: Any, values: dict[str, Any], lowering: str) -> dict[str, np.ndarray]:
+    """The kernel through ``eagle.frameworks.jax.function(k, lowering=lowering)`` in float64
+    (the bridge's layout: inputs in ``f.inputs`` order, the Random key as launch 0's, as the
+    interpreter draws): its outputs by name."""
+    import jax
+
+    from eagle.frameworks import jax as eagle_jax
+
+    prev = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        f = eagle_jax.function(k, lowering=lowering)
+        args = []
+        for name in f.inputs:
+            v, s = values[name], k.slot(name)
+            if s.kind == "random":  # the key as given: launch 0's, the interpreter's (launch_key)
+                args.append(np.asarray(launch_key(v), np.uint32))
+            elif np.ndim(v) == 0:
+                args.append(v)
+            else:
+                args.append(np.asarray(v, bool if s.kind == "terminated" else _np_dtype(s, np.float64)))
+        res = f(*args)
+        res = res if isinstance(res, tuple) else (res,)
+        return {name: np.asarray(r) for name, r in zip(f.outputs, res)}
+    finally:
+        jax.config.update("jax_enable_x64", prev)
+
+
 def check_xla(g: GenKernel, k: Any, values: dict[str, Any], st: Stats) -> None:
     """The kernel through ``eagle.frameworks.jax.function(k, lowering="xla")`` (float64,
     the bridge's layout: inputs in ``f.inputs`` order, outputs the Mutables then the mask)
@@ -1715,10 +1743,7 @@ def check_xla(g: GenKernel, k: Any, values: dict[str, Any], st: Stats) -> None:
     skipped (xla_skipped). Where the interpreter reports a table error, the xla path gives NaN
     for that sample's outputs: agreed (xla_table_errors), but the erroring sample's outputs must
     be NaN there. The mask must agree exactly elsewhere."""
-    import jax
-
     from eagle.frameworks import _jax_xla
-    from eagle.frameworks import jax as eagle_jax
 
     try:
         ok = _jax_xla.supported(_jax_xla.op_list(k._core))
@@ -1728,24 +1753,7 @@ def check_xla(g: GenKernel, k: Any, values: dict[str, Any], st: Stats) -> None:
         st.xla_unsupported += 1
         return
     n, m = g.n, g.table_size
-    prev = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
-        f = eagle_jax.function(k, lowering="xla")
-        args = []
-        for name in f.inputs:
-            v, s = values[name], k.slot(name)
-            if s.kind == "random":  # the key as given: launch 0's, the interpreter's (launch_key)
-                args.append(np.asarray(launch_key(v), np.uint32))
-            elif np.ndim(v) == 0:
-                args.append(v)
-            else:
-                args.append(np.asarray(v, bool if s.kind == "terminated" else _np_dtype(s, np.float64)))
-        res = f(*args)
-        res = res if isinstance(res, tuple) else (res,)
-        got = {name: np.asarray(r) for name, r in zip(f.outputs, res)}
-    finally:
-        jax.config.update("jax_enable_x64", prev)
+    got = through_jax(k, values, "xla")
     want = interpret(k, n, m, values, zero_finished=True)
     moved = [interpret(k, n, m, values, perturb_ulps=u, zero_finished=True) for u in (XLA_ULPS, -XLA_ULPS)]
     if any((r.error is None) != (want.error is None) or not _same_mask(r.mask, want.mask) for r in moved):

@@ -231,7 +231,7 @@ def test_refilled_lanes_match_the_interpreter(tmp_path, unrecorded):
         want = kernelgen.interpret(k, n, g.table_size, values, zero_finished=True)
         if want.error is not None:
             continue
-        got = _through_jax_ffi(k, values)
+        got = kernelgen.through_jax(k, values, "ffi")
         mask = next(s.name for s in k.slots if s.kind == "terminated")
         assert np.array_equal(got[mask].reshape(-1), want.mask), g.report()
         for s in k.slots:
@@ -240,31 +240,6 @@ def test_refilled_lanes_match_the_interpreter(tmp_path, unrecorded):
                 assert np.array_equal(a, b, equal_nan=True), f"{s.name}: {a} against {b}\n{g.report()}"
         jaxed += 1
     assert jaxed >= 3
-
-
-def _through_jax_ffi(k, values: dict) -> dict[str, np.ndarray]:
-    """The kernel through eagle.frameworks.jax.function(k, lowering="ffi") in float64, its
-    outputs by name (the bridge's layout: inputs in f.inputs order)."""
-    import jax
-
-    from eagle.frameworks import jax as eagle_jax
-
-    prev = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
-        f = eagle_jax.function(k, lowering="ffi")
-        args = []
-        for name in f.inputs:
-            v, s = values[name], k.slot(name)
-            if np.ndim(v) == 0:
-                args.append(v)
-            else:
-                args.append(np.asarray(v, bool if s.kind == "terminated" else kernelgen._np_dtype(s, np.float64)))
-        res = f(*args)
-        res = res if isinstance(res, tuple) else (res,)
-        return {name: np.asarray(r) for name, r in zip(f.outputs, res)}
-    finally:
-        jax.config.update("jax_enable_x64", prev)
 
 
 def test_derivatives_on_the_ir_of_many_kernels(unrecorded):
