@@ -140,9 +140,10 @@ _NVRTC_BATCH = 32
 _session_kernels: list[Any] = []
 # Kernels made by Kernel.with_steps (eagle's fused stepping passes: 256 and 16 times a
 # kernel's steps): compiled as they are, not derived. Their derivatives are the kernel's own
-# with more steps, which nothing derives (until_done runs passes forward only); with them the
-# check took 206 s on each worker in CI once passes grew from 64 to 256 and 16 steps, against
-# 123 s and 84 s before.
+# with more steps, which nothing derives (until_done runs passes forward only, and on the host
+# only); the adjoint of the flight kernel's 256-step pass alone took NVRTC 72 s (16 steps:
+# 0.7 s), and with them the check took over 200 s on each CI worker, against 123 s and 84 s
+# when passes were 64 steps.
 _not_derived: set[int] = set()
 _kernel_init = hawk.Kernel.__init__
 
@@ -150,7 +151,7 @@ _kernel_init = hawk.Kernel.__init__
 def _recording_init(self, core: Any, *args: Any, **kwargs: Any) -> None:
     _kernel_init(self, core, *args, **kwargs)
     _session_kernels.append(core)
-    if " with steps=" in str(getattr(self, "name", "")):
+    if " with steps=" in str(getattr(self, "_origin", "")):  # Kernel.with_steps's origin
         _not_derived.add(id(core))
 
 
