@@ -79,9 +79,9 @@ class StepExecutor {
 enum class LoopAction { Stop, Sequence, Fused };
 // The fused kernel a pass takes with `room` launches left: the first (largest) whose launches
 // fit, or -1 when none does.
+int fused_rung(const LoopOptions& options, int64_t room);
 // `launches` made so far in this run, `in_chunk` launches left before the next chunk boundary
 // (the budget's remainder when options.chunk is 0).
-int fused_rung(const LoopOptions& options, int64_t room);
 LoopAction next_action(const LoopOptions& options, int64_t launches, int64_t in_chunk,
                        int64_t live);
 // Launches a pass of fused kernel `rung` counts: its fused_launches while samples are still
