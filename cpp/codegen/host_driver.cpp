@@ -117,7 +117,22 @@ class HostWriter : public detail::StepWriter {
     return k_.steps == 1 ? "0u" : "static_cast<uint32_t>(step)";
   }
   std::string state(size_t slot, int comp) const override {
-    return (flipped_ ? "pp_" : "st_") + name(slot) + "_" + std::to_string(comp) + "[j]";
+    return lane_state(slot, comp, flipped_);
+  }
+  // Lane j's copy of a Mutable's state: st_ (blocks, and refilled lanes between periods) or
+  // the refilled lanes' second copy pp_.
+  std::string lane_state(size_t slot, int comp, bool second) const {
+    return (second ? "pp_" : "st_") + name(slot) + "_" + std::to_string(comp) + "[j]";
+  }
+  // The state a sample starts a launch with: an in-out plane's value, else zero.
+  std::string initial_state(size_t slot, int comp) const {
+    return k_.slots[slot].inout ? plane("in_", slot, comp) : zero_of(slot);
+  }
+  // f(slot, comp) for each component of each Mutable, in slot order.
+  void for_each_mutable(const std::function<void(size_t, int)>& f) const {
+    for (size_t s = 0; s < k_.slots.size(); ++s)
+      if (k_.slots[s].kind == SlotKind::Mutable)
+        for (int c = 0; c < k_.slots[s].width; ++c) f(s, c);
   }
   std::string input(size_t slot, int comp) const override {
     if (!refill_) return plane("in_", slot, comp);
@@ -284,14 +299,6 @@ class HostWriter : public detail::StepWriter {
   void refill_body() {
     const int period = refill_period();
     const auto reads = plane_reads();
-    auto mutables = [&](const std::function<void(size_t, int)>& f) {
-      for (size_t s = 0; s < k_.slots.size(); ++s)
-        if (k_.slots[s].kind == SlotKind::Mutable)
-          for (int c = 0; c < k_.slots[s].width; ++c) f(s, c);
-    };
-    auto lane_state = [&](size_t s, int c, bool flipped) {
-      return (flipped ? "pp_" : "st_") + name(s) + "_" + std::to_string(c) + "[j]";
-    };
     os_ << "  // 64 lanes, refilled every " << period
         << " steps with the chunk's next sample (HostWriter::refill_body).\n";
     os_ << "  constexpr int W = 64, R = " << period << ";\n";
@@ -301,7 +308,7 @@ class HostWriter : public detail::StepWriter {
     // Two copies of the state: the steps alternate between them (st_ -> pp_ -> st_), so that
     // each store is a whole vector; `x = live ? new : x` in place becomes a masked store that
     // the next step's load of x waits for (store forwarding fails), 2.5x slower here.
-    mutables([&](size_t s, int c) {
+    for_each_mutable([&](size_t s, int c) {
       os_ << "  " << value_ctype(s) << " st_" << name(s) << "_" << c << "[W], pp_" << name(s) << "_"
           << c << "[W];\n";
     });
@@ -312,7 +319,7 @@ class HostWriter : public detail::StepWriter {
     // A sample finished on entry keeps its values (kept); when every plane is updated in
     // place and pure outputs are left alone, that writes nothing and it is only skipped.
     std::string in_place = "mask_out == mask_in";
-    mutables([&](size_t s, int c) {
+    for_each_mutable([&](size_t s, int c) {
       if (c != 0) return;
       in_place += k_.slots[s].inout ? " && static_cast<const void*>(out_" + name(s) +
                                           ") == static_cast<const void*>(in_" + name(s) + ")"
@@ -327,7 +334,7 @@ class HostWriter : public detail::StepWriter {
     os_ << "      if (finished_stay) continue;\n";
     // What `kept` gives a sample finished on entry: an in-out plane its old value, a pure
     // output 0 under zero_finished (JAX), else nothing.
-    mutables([&](size_t s, int c) {
+    for_each_mutable([&](size_t s, int c) {
       if (k_.slots[s].inout)
         os_ << "      " << plane("out_", s, c) << " = " << plane("in_", s, c) << ";\n";
       else
@@ -345,9 +352,8 @@ class HostWriter : public detail::StepWriter {
     os_ << "    sample_[j] = s;\n";
     os_ << "    start_[j] = step;\n";
     os_ << "    live_[j] = 1;\n";
-    mutables([&](size_t s, int c) {
-      os_ << "    " << lane_state(s, c, false) << " = "
-          << (k_.slots[s].inout ? plane("in_", s, c) : zero_of(s)) << ";\n";
+    for_each_mutable([&](size_t s, int c) {
+      os_ << "    " << lane_state(s, c, false) << " = " << initial_state(s, c) << ";\n";
     });
     for (const auto& [s, c] : reads)
       os_ << "    ld_" << name(s) << "_" << c << "[j] = " << plane("in_", s, c) << ";\n";
@@ -375,7 +381,7 @@ class HostWriter : public detail::StepWriter {
             << lane_state(st.slot, st.comp, flipped) << ";\n";
       });
       // A Mutable the step does not store keeps its value in the other copy too.
-      mutables([&](size_t s, int c) {
+      for_each_mutable([&](size_t s, int c) {
         for (const ir::Store& st : k_.stores)
           if (st.slot == static_cast<int>(s) && st.comp == c) return;
         os_ << ind << lane_state(s, c, !flipped) << " = " << lane_state(s, c, flipped) << ";\n";
@@ -404,7 +410,7 @@ class HostWriter : public detail::StepWriter {
     os_ << "        const int64_t s = sample_[j];\n";
     os_ << "        const int64_t ran = step - R - start_[j] + ran_[j];\n";
     os_ << "        steps_run = ran > steps_run ? static_cast<int>(ran) : steps_run;\n";
-    mutables([&](size_t s, int c) {
+    for_each_mutable([&](size_t s, int c) {
       os_ << "        " << plane("out_", s, c) << " = " << lane_state(s, c, false) << ";\n";
     });
     os_ << "        const bool done = live_[j] == 0;\n";
@@ -430,10 +436,9 @@ class HostWriter : public detail::StepWriter {
     os_ << "    int64_t sample_of[" << bsz << "];\n";
     // uint8_t, not bool: GCC does not vectorize loops that load bools from memory.
     os_ << "    uint8_t was_[" << bsz << "], live_[" << bsz << "];\n";
-    for (size_t s = 0; s < k_.slots.size(); ++s)
-      if (k_.slots[s].kind == SlotKind::Mutable)
-        for (int c = 0; c < k_.slots[s].width; ++c)
-          os_ << "    " << value_ctype(s) << " st_" << name(s) << "_" << c << "[" << bsz << "];\n";
+    for_each_mutable([&](size_t s, int c) {
+      os_ << "    " << value_ctype(s) << " st_" << name(s) << "_" << c << "[" << bsz << "];\n";
+    });
     os_ << "    int any = 0;\n";
     os_ << "    for (int64_t j = 0; j < count; ++j) {\n";
     os_ << "      const int64_t s = a->index ? a->index[first + j] : first + j;\n";
@@ -441,13 +446,9 @@ class HostWriter : public detail::StepWriter {
     os_ << "      was_[j] = " << (mask ? "mask_in[s] != 0" : "0") << ";\n";
     os_ << "      live_[j] = was_[j] ^ 1;\n";
     os_ << "      any |= live_[j];\n";
-    for (size_t s = 0; s < k_.slots.size(); ++s) {
-      const ir::Slot& sl = k_.slots[s];
-      if (sl.kind != SlotKind::Mutable) continue;
-      for (int c = 0; c < sl.width; ++c)
-        os_ << "      st_" << name(s) << "_" << c
-            << "[j] = " << (sl.inout ? plane("in_", s, c) : zero_of(s)) << ";\n";
-    }
+    for_each_mutable([&](size_t s, int c) {
+      os_ << "      " << lane_state(s, c, false) << " = " << initial_state(s, c) << ";\n";
+    });
     os_ << "    }\n";
     // The step pass, in two variants: samples contiguous (plain loads, vectorized) or through
     // the active set's index map (gathers).
@@ -481,15 +482,11 @@ class HostWriter : public detail::StepWriter {
     os_ << "      const int64_t s = sample_of[j];\n";
     os_ << "      const bool was = was_[j] != 0;\n";
     os_ << "      (void)was;\n";
-    for (size_t s = 0; s < k_.slots.size(); ++s) {
-      const ir::Slot& sl = k_.slots[s];
-      if (sl.kind != SlotKind::Mutable) continue;
-      for (int c = 0; c < sl.width; ++c) {
-        const std::string st_var = state(s, c);
-        os_ << "      " << plane("out_", s, c) << " = " << (mask ? kept(s, c, st_var) : st_var)
-            << ";\n";
-      }
-    }
+    for_each_mutable([&](size_t s, int c) {
+      const std::string st_var = lane_state(s, c, false);
+      os_ << "      " << plane("out_", s, c) << " = " << (mask ? kept(s, c, st_var) : st_var)
+          << ";\n";
+    });
     if (mask) {
       os_ << "      const bool done = !was && live_[j] == 0;\n";
       os_ << "      mask_out[s] = (was | done) ? 1 : 0;\n";
