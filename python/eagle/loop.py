@@ -287,10 +287,12 @@ def until_done(items: Sequence[Any], max_steps: int | None = None, progress: boo
         plan = plans[0]
         bound = named[0][1]
         fused_plans = eagle.plan.auto([plan.kernel.with_steps(plan.kernel.steps * k) for k in FUSED], cache_dir=plan.cache_dir)
-        fused = [fp.bind(**{k: v for k, v in bound.arrays.items() if k != "finished_count"},
-                         **{k: v for k, v in bound.param_values.items() if k not in bound.arrays},
-                         **({"finished_count": bound.arrays["finished_count"]} if "finished_count" in bound.arrays else {}))
-                 for fp in fused_plans]
+        # The unit kernel's own bindings (its arrays, its Params, the same finished_count).
+        args = {k: v for k, v in bound.arrays.items() if k != "finished_count"}
+        args.update({k: v for k, v in bound.param_values.items() if k not in bound.arrays})
+        if "finished_count" in bound.arrays:
+            args["finished_count"] = bound.arrays["finished_count"]
+        fused = [fp.bind(**args) for fp in fused_plans]
     return Runner(named, mask, max_steps, progress, fused)
 
 
