@@ -224,11 +224,13 @@ class CudaWriter : public detail::StepWriter {
   void sample_body() {
     const bool mask = k_.has_mask();
     const std::string ind = "    ";
-    if (mask)
+    if (mask) {
       os_ << ind << "const uint8_t was = mask_in[s];  // finished on entry\n"
           << ind << "const uint8_t live = static_cast<uint8_t>(active) & (was ^ 1);\n";
-    else
+      hold_kept(ind);
+    } else {
       os_ << ind << "const uint8_t live = static_cast<uint8_t>(active);\n";
+    }
     step(ind, [&](const ir::Store& st, const std::string& value) {
       os_ << ind << "if (active) " << plane("out_", st.slot, st.comp) << " = "
           << (mask ? kept(st.slot, st.comp, value) : value) << ";\n";
@@ -270,6 +272,7 @@ class CudaWriter : public detail::StepWriter {
       os_ << ind << "live = static_cast<uint8_t>(live & !" << var(k_.terminate) << ");\n";
     os_ << "    }\n";
     os_ << "    if (step > steps_run) steps_run = step;\n";
+    if (mask) hold_kept("    ");
     for (size_t s = 0; s < k_.slots.size(); ++s) {
       const ir::Slot& sl = k_.slots[s];
       if (sl.kind != SlotKind::Mutable) continue;

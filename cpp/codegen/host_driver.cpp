@@ -256,9 +256,10 @@ class HostWriter : public detail::StepWriter {
       os_ << "    const uint8_t was = mask_in[s];  // finished on entry\n"
              "    const uint8_t live = was ^ 1;\n";
     const std::string ind = "    ";
+    if (mask) hold_kept(ind, zero);
     step(ind, [&](const ir::Store& st, const std::string& value) {
       os_ << ind << plane("out_", st.slot, st.comp) << " = "
-          << (mask ? kept(st.slot, st.comp, value, zero) : value) << ";\n";
+          << (mask ? kept(st.slot, st.comp, value) : value) << ";\n";
     });
     if (mask) {
       os_ << ind << "const uint8_t done = "
@@ -482,6 +483,7 @@ class HostWriter : public detail::StepWriter {
     os_ << "      const int64_t s = sample_of[j];\n";
     os_ << "      const bool was = was_[j] != 0;\n";
     os_ << "      (void)was;\n";
+    if (mask) hold_kept("      ");
     for_each_mutable([&](size_t s, int c) {
       const std::string st_var = lane_state(s, c, false);
       os_ << "      " << plane("out_", s, c) << " = " << (mask ? kept(s, c, st_var) : st_var)

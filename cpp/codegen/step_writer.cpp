@@ -300,14 +300,25 @@ std::string StepWriter::guard(int pred) const {
   return pred < 0 ? "live" : "(live & " + var(pred) + ")";
 }
 
-std::string StepWriter::kept(size_t slot, int comp, const std::string& value,
-                             const std::string& zero) const {
-  const ir::Slot& sl = k_.slots[slot];
-  if (sl.inout) return "was ? " + plane("in_", slot, comp) + " : " + value;
-  if (sl.dtype != ir::Dtype::Float)  // one integer type throughout: no trip through a float
-    return "was ? (" + zero + " ? " + value_ctype(slot) + "(0) : " + value_ctype(slot) + "(" +
-           plane("out_", slot, comp) + ")) : " + value;
-  return "was ? (" + zero + " ? T(0) : " + plane("out_", slot, comp) + ") : " + value;
+void StepWriter::hold_kept(const std::string& indent, const std::string& zero) {
+  os_ << indent << "// kept by a sample finished on entry (read before any store)\n";
+  for (size_t s = 0; s < k_.slots.size(); ++s) {
+    const ir::Slot& sl = k_.slots[s];
+    if (sl.kind != SlotKind::Mutable) continue;
+    const std::string type = value_ctype(s);
+    for (int c = 0; c < sl.width; ++c) {
+      os_ << indent << "const " << type << " held_" << name(s) << "_" << c << " = ";
+      if (sl.inout)
+        os_ << plane("in_", s, c);
+      else  // one type throughout: an integer plane makes no trip through a float
+        os_ << zero << " ? " << type << "(0) : " << type << "(" << plane("out_", s, c) << ")";
+      os_ << ";\n";
+    }
+  }
+}
+
+std::string StepWriter::kept(size_t slot, int comp, const std::string& value) const {
+  return "was ? held_" + name(slot) + "_" + std::to_string(comp) + " : " + value;
 }
 
 std::string StepWriter::table_error(int table_slot, const std::string& ix) const {

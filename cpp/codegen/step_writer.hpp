@@ -92,10 +92,15 @@ class StepWriter {
   std::string plane(const std::string& prefix, size_t slot, int comp) const;
   // A predicate that also holds only for live samples (see guard_with_live).
   std::string guard(int pred) const;
-  // The stored value of a sample that was finished on entry: an in-out plane keeps its old
-  // value, a pure output is left alone or zeroed (JAX); `zero` is the flag's expression.
-  std::string kept(size_t slot, int comp, const std::string& value,
-                   const std::string& zero = "zero_finished") const;
+  // What a sample finished on entry keeps in each Mutable plane: an in-out plane its old
+  // value, a pure output its old value or 0 (JAX; `zero` is the flag's expression). Written
+  // as one `held_<plane>_<comp>` per component, read before the sample's first store: a
+  // store through one plane could alias another as far as the compiler knows, so a plane
+  // read after the stores is reloaded (and on x86 waits on the masked store before it).
+  void hold_kept(const std::string& indent, const std::string& zero = "zero_finished");
+  // The stored value of a Mutable component: `value`, or the held one when the sample was
+  // finished on entry (hold_kept must have been written before).
+  std::string kept(size_t slot, int comp, const std::string& value) const;
   // The error statement of an out-of-range table index (RAPTOR_ERR_TABLE_INDEX of abi.h).
   std::string table_error(int table_slot, const std::string& ix) const;
   // The error statement of an integer error (RAPTOR_ERR_INT_DIV_ZERO, RAPTOR_ERR_INT_CONVERSION)

@@ -126,6 +126,10 @@ RAPTOR_EXPORT void raptor_oscillator_0123456789abcdef_f64(raptor_args* a) {
   auto sample = [&](const int64_t s, auto zero) __attribute__((always_inline)) {
     const uint8_t was = mask_in[s];  // finished on entry
     const uint8_t live = was ^ 1;
+    // kept by a sample finished on entry (read before any store)
+    const T held_x_0 = in_x[s];
+    const T held_v_0 = in_v[s];
+    const T held_t_0 = in_t[s];
     const T v0_v = in_v[s];
     const T v1_dt = k_dt;
     const T v2_x = in_x[s];
@@ -148,9 +152,9 @@ RAPTOR_EXPORT void raptor_oscillator_0123456789abcdef_f64(raptor_args* a) {
     const T v16_t_final = k_t_final;
     // oscillator.py:27  terminated = t >= t_final
     const bool v17 = v15_t >= v16_t_final;
-    out_x[s] = was ? in_x[s] : v13_x;
-    out_v[s] = was ? in_v[s] : v11_vn;
-    out_t[s] = was ? in_t[s] : v15_t;
+    out_x[s] = was ? held_x_0 : v13_x;
+    out_v[s] = was ? held_v_0 : v11_vn;
+    out_t[s] = was ? held_t_0 : v15_t;
     const uint8_t done = static_cast<uint8_t>(live & v17);
     mask_out[s] = was | done;
     finished += done;

@@ -325,7 +325,9 @@ RAPTOR_EXPORT void raptor_walk_0123456789abcdef_f64(raptor_args* a) {
       const int64_t s = sample_of[j];
       const bool was = was_[j] != 0;
       (void)was;
-      out_x[s] = was ? in_x[s] : st_x_0[j];
+      // kept by a sample finished on entry (read before any store)
+      const T held_x_0 = in_x[s];
+      out_x[s] = was ? held_x_0 : st_x_0[j];
       const bool done = !was && live_[j] == 0;
       mask_out[s] = (was | done) ? 1 : 0;
       finished += done ? 1u : 0u;
