@@ -86,7 +86,9 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
   // Chunking: boundaries on multiples of 64 positions.
   int64_t n_chunks = count > 0 ? 1 : 0;
   int64_t chunk_len = count;
-  const bool parallel = pool != nullptr && pool->size() > 1 && count >= serial_threshold;
+  const bool looping = pool != nullptr && pool->back_to_back();
+  const bool parallel = pool != nullptr && pool->size() > 1 &&
+                        (count >= serial_threshold || (looping && count >= serial_threshold / 4));
   if (parallel) {
     // One contiguous chunk per thread: each thread streams one long run, as a static OpenMP
     // (or Numba) loop does; 2 chunks per thread made the drag step at 2^20 1.6x slower (1242

@@ -72,10 +72,12 @@ struct LaunchResult {
   bool ok() const { return error == RAPTOR_OK; }
 };
 
-// Below this many samples a launch runs on the calling thread. Measured with the memory-bound
-// y = a*x + b float64 kernel (RuntimeLaunch.MeasureSerialThreshold, 2 cores): splitting breaks
-// even near 16K samples and wins 2x at 32K when the pool is warm; a sleeping pool costs another
-// 25-40 us to wake, so 32768 keeps one-off launches from paying for threads.
+// Below this many samples a launch runs on the calling thread; a caller launching back to
+// back (ThreadPool::back_to_back: a stepping loop, a benchmark) splits from a quarter of it.
+// Measured with the memory-bound y = a*x + b float64 kernel (RuntimeLaunch.
+// MeasureSerialThreshold, 2 cores): with the pool awake, splitting breaks even near 8K samples
+// and wins 1.4x at 16K; a sleeping pool costs another 25-40 us to wake, so 32768 keeps one-off
+// launches from paying for threads.
 inline constexpr int64_t kDefaultSerialThreshold = 32768;
 
 // Runs `entry` over `binding`. Throws std::invalid_argument for a binding that does not fit

@@ -108,6 +108,15 @@ void ThreadPool::worker_loop(const std::stop_token& stop, int worker) {
   }
 }
 
+bool ThreadPool::back_to_back() {
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  const int64_t last = last_call_ns_.exchange(now, std::memory_order_relaxed);
+  const int64_t half_spin = std::chrono::nanoseconds(kSpinTime).count() / 2;
+  return last != 0 && now - last < half_spin;
+}
+
 void ThreadPool::parallel_for(int64_t n_chunks, const ChunkFn& fn) {
   if (n_chunks <= 0) return;
   std::unique_lock lock(dispatch_, std::try_to_lock);

@@ -37,6 +37,11 @@ class ThreadPool {
   // are then not exclusive, so per-worker scratch must not be shared with the outer call.
   void parallel_for(int64_t n_chunks, const ChunkFn& fn);
 
+  // Whether the caller is launching back to back: its previous call of back_to_back() came
+  // less than half a worker's spin time (thread_pool.cpp) ago. The workers are then awake, or,
+  // woken once, stay awake for the launches that follow. Records this call.
+  bool back_to_back();
+
   // The default thread count: $RAPTOR_NUM_THREADS, else hardware_concurrency() (at least 1).
   static int default_threads();
 
@@ -59,6 +64,7 @@ class ThreadPool {
   alignas(64) std::atomic<uint32_t> generation_{0};  // bumped to start a job
   alignas(64) std::atomic<uint32_t> pending_{0};     // workers still inside the current job
   std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> last_call_ns_{0};  // back_to_back(): steady_clock, 0 before the first
 };
 
 }  // namespace raptor::runtime

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "runtime/thread_pool.hpp"
@@ -43,6 +44,18 @@ TEST(RuntimePool, UsesWorkers) {
     });
   }
   EXPECT_GT(by_worker.load(), 0);
+}
+
+TEST(RuntimePool, BackToBackMeansCallsInQuickSuccession) {
+  ThreadPool pool(2);
+  EXPECT_FALSE(pool.back_to_back()) << "the first call has no call before it";
+  // Two calls in a row are back to back; this machine may be preempted between them, so one
+  // of several tries is enough.
+  bool quick = false;
+  for (int i = 0; i < 20 && !quick; ++i) quick = pool.back_to_back();
+  EXPECT_TRUE(quick);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_FALSE(pool.back_to_back()) << "a call 2 ms after the last is not back to back";
 }
 
 TEST(RuntimePool, RethrowsLowestFailingChunk) {
