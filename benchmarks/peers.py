@@ -9,8 +9,9 @@ Cases (benchmarks/_peers/cases.py): the drag step of page 001 (``drag_step``) an
 of the damped oscillator with its Terminated mask (``osc``), float64 and float32.
 
 - Host side: raptor's ``plan.bind(...).launch()``, Numba's parallel loop, Warp's
-  ``wp.launch(device="cpu")``. Each system at each N runs in its own process (a worker of
-  this script), so thread pools never meet; the systems take turns N by N.
+  ``wp.launch(device="cpu")``. Each system runs in its own process (a worker of this
+  script), so thread pools never share a process, and the systems take turns round by
+  round: a stretch of a busy machine slows every system's rounds alike.
 - JAX side: raptor through ``eagle.frameworks.jax.function``, Warp's ``jax_kernel`` and
   jax.numpy, each under ``jax.jit``, in one process, alternating round by round.
 
@@ -86,33 +87,108 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def worker(a: argparse.Namespace) -> None:
-    """In a worker process: time one host system at one N, or every JAX-side system at
-    every N, and write the records as JSON to --json-out."""
+    """In a worker process: serve one host system's rounds (``_peers.host.serve``, requests on
+    stdin, replies on the original stdout, whatever else prints going to stderr), or time
+    every JAX-side system at every N and write the records as JSON to --json-out."""
     if a.worker == "host":
-        from _peers.host import run_worker as host_worker
+        from _peers.host import serve
 
+        replies = os.fdopen(os.dup(1), "w")
+        os.dup2(2, 1)  # a peer's own prints (Warp's banner) must not reach the replies
+        sys.stdout = sys.stderr
         (system,) = a.systems
-        (n,) = a.n
-        records = host_worker(system, n, a.cases, a.dtypes, a.repeat, a.min_round)
-    else:
-        from _peers.jax_side import run_worker as jax_worker
+        serve(system, a.min_round, sys.stdin, replies)
+        return
+    from _peers.jax_side import run_worker as jax_worker
 
-        records = jax_worker(a.systems, a.n, a.cases, a.dtypes, a.repeat, a.min_round)
+    records = jax_worker(a.systems, a.n, a.cases, a.dtypes, a.repeat, a.min_round)
     with open(a.json_out, "w") as f:
         json.dump(records, f)
 
 
-def spawn(kind: str, systems: list[str], ns: list[int], a: argparse.Namespace, env: dict[str, str], tmp: str) -> list[dict]:
-    """Runs a worker of this script in a new process; its records, or [] with the reason
-    printed when it failed."""
-    out = os.path.join(tmp, f"{kind}-{'-'.join(systems)}-{ns[0]}.json")
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", kind, "--systems", ",".join(systems),
-           "--cases", ",".join(a.cases), "--dtypes", ",".join(a.dtypes), "--repeat", str(a.repeat),
-           "--min-round", str(a.min_round), "--json-out", out] + [x for n in ns for x in ("--n", str(n))]
+def worker_command(kind: str, systems: list[str], a: argparse.Namespace) -> list[str]:
+    """The command line of a worker of this script."""
+    return [sys.executable, os.path.abspath(__file__), "--worker", kind, "--systems", ",".join(systems),
+            "--cases", ",".join(a.cases), "--dtypes", ",".join(a.dtypes), "--repeat", str(a.repeat),
+            "--min-round", str(a.min_round)]
+
+
+class HostWorker:
+    """One host system in its own process (``worker``), asked for one thing at a time."""
+
+    def __init__(self, system: str, a: argparse.Namespace, env: dict[str, str], tmp: str) -> None:
+        self.system = system
+        self.log = open(os.path.join(tmp, f"host-{system}.log"), "w+")
+        self.proc = subprocess.Popen(worker_command("host", [system], a), env=env, text=True, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log)
+
+    def ask(self, request: dict) -> dict:
+        """The worker's reply to ``request``; {"error": ...} with its last words when it died."""
+        try:
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError):
+            line = ""
+        if line:
+            return json.loads(line)
+        self.log.seek(0)
+        tail = " | ".join(self.log.read().strip().splitlines()[-4:])
+        return {"error": f"the worker exited (status {self.proc.poll()}): {tail}", "dead": True}
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+        self.log.close()
+
+
+def host_side(host: list[str], ns: list[int], a: argparse.Namespace, env: dict[str, str], tmp: str) -> list[dict]:
+    """Times every host system at every (case, dtype, N): each system in its own process,
+    rounds alternating between them, the best round of each kept. A system that fails an
+    item (or dies) is reported and skipped for it (for the rest of the run, when dead)."""
+    workers = [HostWorker(s, a, env, tmp) for s in host]
+    records: list[dict] = []
+    try:
+        for n in ns:
+            for case in a.cases:
+                for dtype in a.dtypes:
+                    ready = []
+                    for w in workers:
+                        reply = w.ask({"cmd": "prepare", "case": case, "dtype": dtype, "n": n})
+                        if "error" in reply:
+                            print(f"  {w.system}, {case} {dtype} N={n} failed: {reply['error']}", flush=True)
+                        else:
+                            ready.append(w)
+                    best = {w.system: float("inf") for w in ready}
+                    for _ in range(a.repeat):
+                        for w in list(ready):
+                            reply = w.ask({"cmd": "round"})
+                            if "error" in reply:
+                                print(f"  {w.system}, {case} {dtype} N={n} failed: {reply['error']}", flush=True)
+                                ready.remove(w)
+                                del best[w.system]
+                            else:
+                                best[w.system] = min(best[w.system], reply["seconds"])
+                    records += [{"side": "host", "system": s, "case": case, "dtype": dtype, "n": n, "seconds": t}
+                                for s, t in best.items()]
+                    workers = [w for w in workers if w.proc.poll() is None]
+            print(f"  host side, N = {n}: done", flush=True)
+    finally:
+        for w in workers:
+            w.close()
+    return records
+
+
+def spawn_jax(systems: list[str], ns: list[int], a: argparse.Namespace, env: dict[str, str], tmp: str) -> list[dict]:
+    """Runs the JAX-side worker in a new process; its records, or [] with the reason printed
+    when it failed."""
+    out = os.path.join(tmp, "jax.json")
+    cmd = worker_command("jax", systems, a) + ["--json-out", out] + [x for n in ns for x in ("--n", str(n))]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if r.returncode != 0:
         tail = "\n    ".join((r.stderr or r.stdout).strip().splitlines()[-6:])
-        print(f"  {','.join(systems)} at N={ns if len(ns) > 1 else ns[0]} failed (exit {r.returncode}):\n    {tail}", flush=True)
+        print(f"  {','.join(systems)} failed (exit {r.returncode}):\n    {tail}", flush=True)
         return []
     with open(out) as f:
         return json.load(f)
@@ -140,14 +216,11 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, RAPTOR_CACHE_DIR=os.path.join(tmp, "raptor"), NUMBA_CACHE_DIR=os.path.join(tmp, "numba"),
                    WARP_CACHE_PATH=os.path.join(tmp, "warp"))
         host = [s for s in HOST_SYSTEMS if s in systems]
-        for n in ns:
-            for s in host:
-                records += spawn("host", [s], [n], a, env, tmp)
-            if host:
-                print(f"  host side, N = {n}: done", flush=True)
+        if host:
+            records += host_side(host, ns, a, env, tmp)
         on_jax = [s for s in JAX_SYSTEMS if s in systems]
         if on_jax:
-            records += spawn("jax", on_jax, ns, a, env, tmp)
+            records += spawn_jax(on_jax, ns, a, env, tmp)
             print("  JAX side: done", flush=True)
     after = report.machine()
     measured = [s for s in systems if any(r["system"] == s for r in records)]

@@ -1,23 +1,27 @@
 """The host side of benchmarks/peers.py: each case of cases.py as a host launch in raptor
 (``plan.bind(...).launch()``), Numba (``@njit(parallel=True)``, a ``prange`` loop) and
-NVIDIA Warp's CPU backend (``wp.launch(..., device="cpu")``). peers.py runs ``run_worker``
-in a fresh process for one system at one N, so no two systems' thread pools meet.
+NVIDIA Warp's CPU backend (``wp.launch(..., device="cpu")``). peers.py starts one process per
+system running ``serve``, so no two systems' thread pools share a process, and asks them for
+rounds in turn: every system is timed across the same stretch of the machine's time.
 
 Every system steps the same arrays in place: ``prepare(case, dtype, n)`` returns a ``Setup``
 whose ``step()`` is what is timed and whose ``outputs()`` is checked against the NumPy
-reference after the first step. Start reading at ``SYSTEMS`` and ``run_worker``.
+reference after the first step. Start reading at ``SYSTEMS`` and ``serve``.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TextIO
 
 import numpy as np
 
 from _peers.cases import CD, DT, G, OSC_C, OSC_DT, check, make_inputs, reference
-from _peers.timing import best
+from _peers.timing import calls_per_round, warm_up
 
 
 @dataclass
@@ -150,18 +154,41 @@ SYSTEMS: dict[str, type] = {"raptor": Raptor, "numba": Numba, "warp": WarpCPU}
 LABELS = {"raptor": "raptor launch()", "numba": "Numba parallel", "warp": "Warp CPU"}
 
 
-def run_worker(system: str, n: int, cases: list[str], dtypes: list[str], repeat: int, min_round_s: float) -> list[dict]:
-    """Times ``system`` at ``n`` samples on every case and dtype, after checking its first
-    step against the NumPy reference; one record per (case, dtype) with the best time."""
+def serve(system: str, min_round_s: float, requests: TextIO, replies: TextIO) -> None:
+    """A host worker (one process per system, peers.HostWorker starts it): answers each JSON
+    request line of ``requests`` with one JSON line on ``replies``, until the input ends.
+
+    - ``{"cmd": "prepare", "case", "dtype", "n"}``: fresh inputs, one step checked against the
+      NumPy reference, a warm-up; replies ``{"number": calls per round}`` or ``{"error": why}``.
+    - ``{"cmd": "round"}``: a short untimed warm-up (the caches and threads the other systems'
+      rounds took), then ``number`` timed steps; replies ``{"seconds": time per step}``.
+    """
     impl = SYSTEMS[system]()
-    records = []
-    for case in cases:
-        for dtype in dtypes:
-            fresh = make_inputs(case, n, dtype)
-            arrays = {k: aligned_copy(a, place=i) for i, (k, a) in enumerate(sorted(fresh.items()))}
-            setup = impl.prepare(case, arrays)
-            setup.step()
-            check(system, case, dtype, n, setup.outputs(), reference(case, fresh))
-            t = best(setup.step, repeat, min_round_s)
-            records.append({"side": "host", "system": system, "case": case, "dtype": dtype, "n": n, "seconds": t})
-    return records
+    setup: Setup | None = None
+    number = 0
+    for line in requests:
+        req = json.loads(line)
+        try:
+            if req["cmd"] == "prepare":
+                setup = None  # the last item's arrays go before the next item's are made
+                case, dtype, n = req["case"], req["dtype"], int(req["n"])
+                fresh = make_inputs(case, n, dtype)
+                arrays = {k: aligned_copy(a, place=i) for i, (k, a) in enumerate(sorted(fresh.items()))}
+                setup = impl.prepare(case, arrays)
+                setup.step()
+                check(system, case, dtype, n, setup.outputs(), reference(case, fresh))
+                warm_up(setup.step, 20 * min_round_s)
+                number = calls_per_round(setup.step, min_round_s)
+                reply = {"number": number}
+            elif req["cmd"] == "round" and setup is not None:
+                warm_up(setup.step, min_round_s / 4)
+                t0 = time.perf_counter()
+                for _ in range(number):
+                    setup.step()
+                reply = {"seconds": (time.perf_counter() - t0) / number}
+            else:
+                reply = {"error": f"unexpected request {req!r}"}
+        except Exception as e:  # noqa: BLE001 - reported to the parent, which skips the item
+            reply = {"error": f"{type(e).__name__}: {e}"}
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
