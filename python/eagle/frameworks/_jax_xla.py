@@ -558,19 +558,22 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
         elif kind == "table_sum":
             sums[s] = jnp.zeros((run.entries(s), width), dt)
     mask_slot = next((s for s, sl in enumerate(ops.slots) if sl[1] == "terminated"), -1)
-    mask_in = jnp.asarray(run.arg[mask_slot], bool) if mask_slot >= 0 else jnp.zeros((n,), bool)
-    live = ~mask_in
+    # finished: set on entry, or by a step's `terminate` value (a finished sample runs no more
+    # steps). Carried as is, not as its negation: the mask result is then `mask_in | t` for a
+    # one-step kernel, as a user writes it, and a kept value is select(finished, old, new).
+    finished = jnp.asarray(run.arg[mask_slot], bool) if mask_slot >= 0 else jnp.zeros((n,), bool)
     bad = jnp.zeros((n,), bool)
 
     def one_step(carry: tuple, step: Any = 0) -> tuple:
-        state, sums, live, bad = carry
+        state, sums, finished, bad = carry
+        live = ~finished
         vals, step_bad, lanes = _step(run, state, step, live)
         bad = bad | (step_bad & live)
         nxt = dict(state)
         sums = dict(sums)
         for slot, ids in ops.mutable_stores.items():
             x = jnp.broadcast_to(lanes.of(ids), (len(ids), n)).astype(dt)
-            nxt[slot] = jnp.where(live[None, :], x, state[slot]) if ops.has_mask else x
+            nxt[slot] = jnp.where(finished[None, :], state[slot], x) if ops.has_mask else x
         for slot, comp, value, index, pred in ops.stores:
             kind = ops.slots[slot][1]
             x = vals[value]
@@ -589,17 +592,16 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
                 keep = jnp.where(out, jnp.zeros((), dt), contrib)
                 sums[slot] = sums[slot].at[jnp.clip(idx, 0, max(m - 1, 0)).astype(jnp.int32), comp].add(keep)
         if ops.terminate >= 0:
-            done = live & vals[ops.terminate]
-            live = live & ~done
-        return nxt, sums, live, bad
+            finished = finished | vals[ops.terminate]
+        return nxt, sums, finished, bad
 
-    carry = (state, sums, live, bad)
+    carry = (state, sums, finished, bad)
     if ops.steps == 1:
         carry = one_step(carry)
     elif ops.terminate >= 0:
         # Stop as soon as every sample has finished: finished samples do not change.
         def cond(c: tuple) -> Any:
-            return (c[0] < ops.steps) & jnp.any(c[1][2])
+            return (c[0] < ops.steps) & ~jnp.all(c[1][2])
 
         def body(c: tuple) -> tuple:
             return c[0] + 1, one_step(c[1], c[0])
@@ -607,7 +609,7 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
         carry = lax.while_loop(cond, body, (jnp.int32(0), carry))[1]
     else:
         carry = lax.fori_loop(0, ops.steps, lambda i, c: one_step(c, i), carry)
-    state, sums, live, bad = carry
+    state, sums, finished, bad = carry
 
     checked = ops.can_fail  # table reads and sums out of range, failing int ops
     any_bad = jnp.any(bad)
@@ -620,7 +622,7 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
         elif kind in ("param_sum", "table_sum"):
             r = jnp.where(any_bad, nan, sums[s]) if checked else sums[s]
         elif kind == "terminated":
-            r = ~live  # the mask on entry, and the samples that finished in this call
+            r = finished  # the mask on entry, and the samples that finished in this call
         else:
             raise UnsupportedOp(f"eagle.frameworks.jax: kernel '{ops.name}': result slot '{name}' of kind '{kind}'")
         results.append(jnp.reshape(r, shape))
