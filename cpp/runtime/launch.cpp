@@ -86,7 +86,10 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
   // Chunking: boundaries on multiples of 64 positions.
   int64_t n_chunks = count > 0 ? 1 : 0;
   int64_t chunk_len = count;
-  const bool looping = pool != nullptr && pool->back_to_back();
+  // Back to back, a launch splits from a quarter of the threshold (launch.hpp); not one with
+  // sums over samples, whose chunks fix the order of its additions: the same launch gives
+  // the same bits however soon after the last it comes.
+  const bool looping = pool != nullptr && pool->back_to_back() && sum_total == 0;
   const bool parallel = pool != nullptr && pool->size() > 1 &&
                         (count >= serial_threshold || (looping && count >= serial_threshold / 4));
   if (parallel) {

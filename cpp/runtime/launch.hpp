@@ -73,7 +73,8 @@ struct LaunchResult {
 };
 
 // Below this many samples a launch runs on the calling thread; a caller launching back to
-// back (ThreadPool::back_to_back: a stepping loop, a benchmark) splits from a quarter of it.
+// back (ThreadPool::back_to_back: a stepping loop, a benchmark) splits from a quarter of it,
+// unless it has sums over samples (their chunks fix the order of the additions).
 // Measured with the memory-bound y = a*x + b float64 kernel (RuntimeLaunch.
 // MeasureSerialThreshold, 2 cores): with the pool awake, splitting breaks even near 8K samples
 // and wins 1.4x at 16K; a sleeping pool costs another 25-40 us to wake, so 32768 keeps one-off

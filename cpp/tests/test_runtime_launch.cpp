@@ -202,6 +202,21 @@ TEST_F(RuntimeLaunch, SumsReproducibleAndCorrect) {
     EXPECT_NEAR(par1.ps[0], want_ps, tol);
     for (int64_t i = 0; i < 2 * m; ++i) EXPECT_NEAR(par1.ts[i], want_ts[i], tol) << i;
   }
+  // Launched back to back below the threshold, a kernel with sums still runs in one chunk:
+  // the same bits as a launch after a pause.
+  {
+    const int64_t n_small = kThreshold / 2;
+    const auto x = random_plane<double>(n_small, 7);
+    const auto idx = random_plane<double>(n_small, 8, 0.0, double(m) - 0.01);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const SumsCase first = run_sums(e, pool_.get(), n_small, m, x, idx);
+    for (int i = 0; i < 5; ++i) {
+      const SumsCase again = run_sums(e, pool_.get(), n_small, m, x, idx);
+      EXPECT_EQ(again.r.chunks, 1);
+      EXPECT_EQ(again.ps, first.ps);
+      EXPECT_EQ(again.ts, first.ts);
+    }
+  }
   // float32 outputs are written as floats.
   const KernelEntry e32 = entry(testing::sums_entry, "sums_f32", 4);
   const int64_t n = 100000;
