@@ -104,17 +104,23 @@ TEST_F(RuntimeLaunch, SerialAndParallelAgree) {
   }
 }
 
-TEST_F(RuntimeLaunch, LaunchesBackToBackSplitFromAQuarterOfTheThreshold) {
-  const KernelEntry e = entry(testing::axpy_entry, "axpy_f64", 8);
-  ThreadPool pool(2);
-  const int64_t threshold = 4096, n = threshold / 4;
-  std::vector<double> x(2 * n, 1.0), y(2 * n);
+// The axpy kernel (y = a * x + b over 2 components) bound with a = 1.5, b = 0.
+Binding axpy_binding(int64_t n, const std::vector<double>& x, std::vector<double>& y) {
   Binding b;
   b.n = n;
   b.slots.resize(4);
   b.slots[0].param = 1.5;
   b.slots[1].in = x.data();
   b.slots[3].out = y.data();
+  return b;
+}
+
+TEST_F(RuntimeLaunch, LaunchesBackToBackSplitFromAQuarterOfTheThreshold) {
+  const KernelEntry e = entry(testing::axpy_entry, "axpy_f64", 8);
+  ThreadPool pool(2);
+  const int64_t threshold = 4096, n = threshold / 4;
+  std::vector<double> x(2 * n, 1.0), y(2 * n);
+  Binding b = axpy_binding(n, x, y);
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
   EXPECT_EQ(launch(e, b, &pool, threshold).chunks, 1)
       << "a launch after an idle pause runs serially";
@@ -377,12 +383,7 @@ TEST_F(RuntimeLaunch, MeasureSerialThreshold) {
   std::printf("[ measure ] axpy f64 (32 B/sample), pool of %d threads\n", pool.size());
   for (const int64_t n : {1024, 4096, 8192, 16384, 32768, 65536, 262144, 1048576}) {
     std::vector<double> x(2 * n, 1.0), y(2 * n);
-    Binding b;
-    b.n = n;
-    b.slots.resize(4);
-    b.slots[0].param = 1.5;
-    b.slots[1].in = x.data();
-    b.slots[3].out = y.data();
+    const Binding b = axpy_binding(n, x, y);
     double t[2];
     for (int par = 0; par < 2; ++par) {
       const int reps = int(std::max<int64_t>(20, 20000000 / std::max<int64_t>(n, 1)));
