@@ -126,3 +126,31 @@ def test_triad_benchmark_runs_and_prints_both_bandwidths():
     assert "STREAM-like triad" in r.stdout and "GB/s" in r.stdout
     ratio = next(line for line in r.stdout.splitlines() if line.startswith("launch / triad bandwidth"))
     assert float(ratio.split(":")[1].split()[0]) > 0
+
+
+def test_a_host_worker_answers_each_request_with_one_line(monkeypatch):
+    """peers.py's host worker (``_peers.host.serve``): a prepared item is checked against
+    NumPy and timed round by round; a bad request or an unknown case gets an error reply
+    naming it, and the worker goes on answering."""
+    import io
+    import json
+
+    monkeypatch.setattr(sys, "path", [str(ROOT / "benchmarks")] + list(sys.path))
+    from _peers.host import serve
+
+    requests = [
+        {"cmd": "round"},  # nothing prepared yet
+        {"cmd": "prepare", "case": "osc", "dtype": "float32", "n": 1024},
+        {"cmd": "round"},
+        {"cmd": "prepare", "case": "nope", "dtype": "float64", "n": 64},
+        {"cmd": "prepare", "case": "drag", "dtype": "float64", "n": 256},
+        {"cmd": "round"},
+    ]
+    out = io.StringIO()
+    serve("raptor", 0.001, io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), out)
+    replies = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert len(replies) == len(requests)
+    assert "unexpected request" in replies[0]["error"]
+    assert replies[1]["number"] >= 1 and replies[2]["seconds"] > 0
+    assert "unknown case 'nope'" in replies[3]["error"]
+    assert replies[4]["number"] >= 1 and replies[5]["seconds"] > 0
