@@ -131,14 +131,11 @@ class Page:
 # Every hawk.Kernel the session creates is recorded (its `_core`, a strong reference); at the
 # end each distinct one, and for each one that is not itself derived its tangent and adjoint
 # with respect to all its float inputs where those derive, is compiled with NVRTC to cubins
-# for sm_90 (the H200 of scripts/gpu_check.sh) in both dtypes, and the kernels the tests
-# wrote (not derived by the check) for sm_80 as well
+# for sm_80 and sm_90 in both dtypes
 # (raptor_core._core.nvrtc_check, in batches over threads, with --Ofast-compile=max: the front
-# end, NVVM and ptxas all run, with less optimization, about 3x faster). The generated code
-# does not depend on the architecture (no __CUDA_ARCH__), so the second one catches little
-# the first does not; the check's derivatives for sm_80 as well took about 70 s of each CI
-# worker's 100-120 s. A failure fails the session. RAPTOR_SKIP_NVRTC_CHECK=1 skips it.
-_NVRTC_ARCHS = ("sm_90", "sm_80")  # every kernel for the first; the tests' own for the rest
+# end, NVVM and ptxas all run, with less optimization, about 3x faster). A failure fails the
+# session. RAPTOR_SKIP_NVRTC_CHECK=1 skips it.
+_NVRTC_ARCHS = ("sm_80", "sm_90")
 _NVRTC_BATCH = 32
 _session_kernels: list[Any] = []
 # Kernels made by Kernel.with_steps (eagle's fused stepping passes: 256 and 16 times a
@@ -189,10 +186,10 @@ def _cuda_structure(core: Any) -> str:
     return _SYMBOL.sub("raptor_k", "\n".join(lines))
 
 
-def _nvrtc_kernels(cores: list[Any]) -> tuple[list[Any], int, int]:
+def _nvrtc_kernels(cores: list[Any]) -> tuple[list[Any], int]:
     """Each structurally distinct kernel once (see _cuda_structure; kernels with one digest
     are one), followed by the derivable tangent and adjoint of each that is not itself
-    derived, deduplicated the same way; how many of those come first (the tests' own); and
+    derived, deduplicated the same way; and
     how many distinct digests those were."""
     from raptor_core import _core
 
@@ -212,7 +209,6 @@ def _nvrtc_kernels(cores: list[Any]) -> tuple[list[Any], int, int]:
 
     for core in list(cores):
         add(core)
-    own = len(out)
     for core in list(out):
         wrt = _float_inputs(core)
         # Derived kernels the tests made are compiled as they are, not derived again: the
@@ -225,7 +221,7 @@ def _nvrtc_kernels(cores: list[Any]) -> tuple[list[Any], int, int]:
                 add(derive(core))
             except (_core.KernelError, hawk.KernelError, ValueError):
                 pass  # not derivable with respect to all of them: nothing to compile
-    return out, own, len(seen_digests)
+    return out, len(seen_digests)
 
 
 def _nvrtc_failures(batch: list[Any], arch: str) -> list[str]:
@@ -312,8 +308,7 @@ def _nvrtc_check() -> tuple[list[str], bool]:
     from concurrent.futures import ThreadPoolExecutor
 
     t0 = time.perf_counter()
-    kernels, own, digests = _nvrtc_kernels(_session_kernels)
-    tests_own = {id(core) for core in kernels[:own]}
+    kernels, digests = _nvrtc_kernels(_session_kernels)
     profile = os.environ.get("RAPTOR_NVRTC_PROFILE")
     if profile:
         _nvrtc_profile(kernels, profile)
@@ -326,13 +321,7 @@ def _nvrtc_check() -> tuple[list[str], bool]:
         # batches still unclaimed instead of finding them all taken.
         mine = _claimed_here(batch)
         compiled.append(len(mine))
-        if not mine:
-            return []
-        fails = _nvrtc_failures(mine, _NVRTC_ARCHS[0])
-        own_ones = [core for core in mine if id(core) in tests_own]
-        for arch in _NVRTC_ARCHS[1:]:
-            fails += _nvrtc_failures(own_ones, arch) if own_ones else []
-        return fails
+        return [f for arch in _NVRTC_ARCHS for f in _nvrtc_failures(mine, arch)] if mine else []
 
     batches = [kernels[i : i + _NVRTC_BATCH] for i in range(0, len(kernels), _NVRTC_BATCH)]
     # Batches in threads: nvrtc_check releases the GIL while NVRTC compiles.
@@ -344,7 +333,7 @@ def _nvrtc_check() -> tuple[list[str], bool]:
     if failures:
         return [f"nvrtc: FAILED: {f}" for f in failures], True
     return [
-        f"nvrtc: {done} kernels compiled to cubin for {_NVRTC_ARCHS[0]}, the tests' own for {', '.join(_NVRTC_ARCHS[1:])} too "
+        f"nvrtc: {done} kernels compiled to cubin for {', '.join(_NVRTC_ARCHS)} "
         f"({digests} distinct digests with derivatives, deduplicated by structure to {distinct}, "
         f"{distinct - done} of those compiled by another worker; {time.perf_counter() - t0:.1f} s)"
     ], False

@@ -141,8 +141,7 @@ def test_the_session_check_compiles_each_structure_once() -> None:
     assert _cuda_structure(other._core) != _cuda_structure(drag._core)
     # drag_again folds into drag before deriving: drag and drag_other, with a tangent and an
     # adjoint each, out of 3 + 4 digests
-    kernels, own, digests = _nvrtc_kernels([drag._core, again._core, other._core])
-    assert (len(kernels), own, digests) == (6, 2, 7)
-    # the tests' own kernels first (compiled for every architecture), then the derivatives
-    assert [k.name for k in kernels[:own]] == ["drag", "drag_other"]
+    kernels, digests = _nvrtc_kernels([drag._core, again._core, other._core])
+    assert (len(kernels), digests) == (6, 7)
+    assert {k.name for k in kernels} >= {"drag", "drag_other"}
     assert "drag_again" not in {k.name for k in kernels}
