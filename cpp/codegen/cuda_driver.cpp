@@ -253,13 +253,10 @@ class CudaWriter : public detail::StepWriter {
     const std::string ind = "      ";
     os_ << "    const uint8_t was = " << (mask ? "mask_in[s]" : "0") << ";\n";
     os_ << "    uint8_t live = static_cast<uint8_t>(active) & (was ^ 1);\n";
-    for (size_t s = 0; s < k_.slots.size(); ++s) {
-      const ir::Slot& sl = k_.slots[s];
-      if (sl.kind != SlotKind::Mutable) continue;
-      for (int c = 0; c < sl.width; ++c)
-        os_ << "    " << value_ctype(s) << " " << state(s, c) << " = "
-            << (sl.inout ? plane("in_", s, c) : zero_of(s)) << ";\n";
-    }
+    for_each_mutable([&](size_t s, int c) {
+      os_ << "    " << value_ctype(s) << " " << state(s, c) << " = " << initial_state(s, c)
+          << ";\n";
+    });
     os_ << "    int step = 0;\n";
     os_ << "    for (int rp_k = 0; rp_k < " << k_.steps
         << " && __syncthreads_or(live); ++rp_k) {\n";
@@ -273,15 +270,11 @@ class CudaWriter : public detail::StepWriter {
     os_ << "    }\n";
     os_ << "    if (step > steps_run) steps_run = step;\n";
     if (mask) hold_kept("    ");
-    for (size_t s = 0; s < k_.slots.size(); ++s) {
-      const ir::Slot& sl = k_.slots[s];
-      if (sl.kind != SlotKind::Mutable) continue;
-      for (int c = 0; c < sl.width; ++c) {
-        const std::string st_var = state(s, c);
-        os_ << "    if (active) " << plane("out_", s, c) << " = "
-            << (mask ? kept(s, c, st_var) : st_var) << ";\n";
-      }
-    }
+    for_each_mutable([&](size_t s, int c) {
+      const std::string st_var = state(s, c);
+      os_ << "    if (active) " << plane("out_", s, c) << " = "
+          << (mask ? kept(s, c, st_var) : st_var) << ";\n";
+    });
     if (mask) {
       os_ << "    const uint8_t done = static_cast<uint8_t>(active) & (was ^ 1) & (live ^ 1);\n";
       os_ << "    if (active) mask_out[s] = was | done;\n";

@@ -5,7 +5,6 @@
 // (vectorizable) or an index loop (active sets), and for steps > 1 either 64 lanes refilled
 // with the chunk's next sample as samples finish (kernels that stop samples: refill_body) or
 // blocks of 64 samples whose state lives in local arrays (blocked_body).
-#include <functional>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -123,16 +122,6 @@ class HostWriter : public detail::StepWriter {
   // the refilled lanes' second copy pp_.
   std::string lane_state(size_t slot, int comp, bool second) const {
     return (second ? "pp_" : "st_") + name(slot) + "_" + std::to_string(comp) + "[j]";
-  }
-  // The state a sample starts a launch with: an in-out plane's value, else zero.
-  std::string initial_state(size_t slot, int comp) const {
-    return k_.slots[slot].inout ? plane("in_", slot, comp) : zero_of(slot);
-  }
-  // f(slot, comp) for each component of each Mutable, in slot order.
-  void for_each_mutable(const std::function<void(size_t, int)>& f) const {
-    for (size_t s = 0; s < k_.slots.size(); ++s)
-      if (k_.slots[s].kind == SlotKind::Mutable)
-        for (int c = 0; c < k_.slots[s].width; ++c) f(s, c);
   }
   std::string input(size_t slot, int comp) const override {
     if (!refill_) return plane("in_", slot, comp);

@@ -300,21 +300,27 @@ std::string StepWriter::guard(int pred) const {
   return pred < 0 ? "live" : "(live & " + var(pred) + ")";
 }
 
+void StepWriter::for_each_mutable(const std::function<void(size_t, int)>& f) const {
+  for (size_t s = 0; s < k_.slots.size(); ++s)
+    if (k_.slots[s].kind == SlotKind::Mutable)
+      for (int c = 0; c < k_.slots[s].width; ++c) f(s, c);
+}
+
+std::string StepWriter::initial_state(size_t slot, int comp) const {
+  return k_.slots[slot].inout ? plane("in_", slot, comp) : zero_of(slot);
+}
+
 void StepWriter::hold_kept(const std::string& indent, const std::string& zero) {
   os_ << indent << "// kept by a sample finished on entry (read before any store)\n";
-  for (size_t s = 0; s < k_.slots.size(); ++s) {
-    const ir::Slot& sl = k_.slots[s];
-    if (sl.kind != SlotKind::Mutable) continue;
+  for_each_mutable([&](size_t s, int c) {
     const std::string type = value_ctype(s);
-    for (int c = 0; c < sl.width; ++c) {
-      os_ << indent << "const " << type << " held_" << name(s) << "_" << c << " = ";
-      if (sl.inout)
-        os_ << plane("in_", s, c);
-      else  // one type throughout: an integer plane makes no trip through a float
-        os_ << zero << " ? " << type << "(0) : " << type << "(" << plane("out_", s, c) << ")";
-      os_ << ";\n";
-    }
-  }
+    os_ << indent << "const " << type << " held_" << name(s) << "_" << c << " = ";
+    if (k_.slots[s].inout)
+      os_ << plane("in_", s, c);
+    else  // one type throughout: an integer plane makes no trip through a float
+      os_ << zero << " ? " << type << "(0) : " << type << "(" << plane("out_", s, c) << ")";
+    os_ << ";\n";
+  });
 }
 
 std::string StepWriter::kept(size_t slot, int comp, const std::string& value) const {

@@ -87,6 +87,10 @@ class StepWriter {
   std::string elem_ctype(size_t slot) const;
   std::string value_ctype(size_t slot) const;
   std::string zero_of(size_t slot) const;
+  // f(slot, comp) for each component of each Mutable, in slot order.
+  void for_each_mutable(const std::function<void(size_t, int)>& f) const;
+  // The state a sample starts a launch with: an in-out plane's value, else zero.
+  std::string initial_state(size_t slot, int comp) const;
   std::string var(int v) const;  // a value's variable
   // A plane's element for sample s: prefix + name + [s] or [comp * n + s].
   std::string plane(const std::string& prefix, size_t slot, int comp) const;
