@@ -134,11 +134,14 @@ class HostWorker:
             return json.loads(line)
         self.log.seek(0)
         tail = " | ".join(self.log.read().strip().splitlines()[-4:])
-        return {"error": f"the worker exited (status {self.proc.poll()}): {tail}", "dead": True}
+        return {"error": f"the worker exited (status {self.proc.poll()}): {tail}"}
 
     def close(self) -> None:
-        if self.proc.stdin:
+        """Ends the worker (its input closes) and closes its log; a dead worker too."""
+        try:
             self.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass  # it died with a request unread
         self.proc.wait(timeout=60)
         self.log.close()
 
@@ -147,7 +150,8 @@ def host_side(host: list[str], ns: list[int], a: argparse.Namespace, env: dict[s
     """Times every host system at every (case, dtype, N): each system in its own process,
     rounds alternating between them, the best round of each kept. A system that fails an
     item (or dies) is reported and skipped for it (for the rest of the run, when dead)."""
-    workers = [HostWorker(s, a, env, tmp) for s in host]
+    started = [HostWorker(s, a, env, tmp) for s in host]
+    workers = list(started)
     records: list[dict] = []
     try:
         for n in ns:
@@ -175,7 +179,7 @@ def host_side(host: list[str], ns: list[int], a: argparse.Namespace, env: dict[s
                     workers = [w for w in workers if w.proc.poll() is None]
             print(f"  host side, N = {n}: done", flush=True)
     finally:
-        for w in workers:
+        for w in started:  # a dead one too: its log file
             w.close()
     return records
 
