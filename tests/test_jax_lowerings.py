@@ -200,6 +200,33 @@ def test_check_grads_order_2_on_xla_stepping_kernel():
     check_grads(lambda hh, u: h(DT, mask, hh, u, jnp.zeros(N))[:2], (5.0 + jnp.abs(x), y), order=2, modes=("fwd", "rev"))
 
 
+def test_xla_vmap_is_jax_batching_unless_a_while_loop_could_not_transpose():
+    """Under vmap, an "xla" call of a kernel whose operations have no while loop becomes those
+    operations batched by JAX (no loop over batch entries, no reshape of the carry at the
+    batch's edges); a stepping kernel with a mask, whose loop is a while loop, stays the
+    primitive (folded or per entry), so grad of its vmap still transposes."""
+    x, y, _ = _inputs(np.float64)
+    ks = jnp.linspace(0.5, 1.0, 3)
+    p, q = both(leaky, wrt=("k", "x", "acc"))
+    jaxpr = str(jax.make_jaxpr(jax.vmap(lambda k: q(k, x, y)))(ks))
+    assert "raptor_kernel" not in jaxpr and "while" not in jaxpr
+    loss = lambda fn: (lambda ks, x: jnp.sum(jax.vmap(lambda k: fn(k, x, y)[1])(ks) ** 2))
+    assert_same(jax.grad(loss(p), argnums=(0, 1))(ks, x), jax.grad(loss(q), argnums=(0, 1))(ks, x), 1e-12)
+    # jacfwd with respect to one number through a scan: a batch of one entry
+    scan = lambda fn: (lambda k: jax.lax.scan(lambda acc, _: (fn(k, x, acc)[0], None), y, None, length=20)[0])
+    jaxpr = str(jax.make_jaxpr(jax.jacfwd(scan(q)))(0.9))
+    assert jaxpr.count("raptor_kernel[") == 1 and "leaky_tangent" not in jaxpr  # the primal call; its tangents batched by JAX
+    assert_same(jax.jit(jax.jacfwd(scan(p)))(0.9), jax.jit(jax.jacfwd(scan(q)))(0.9), 1e-12)
+
+    f, g = both(fall_steps, wrt=("h", "u"))
+    h, u, t = 0.3 + jnp.abs(x), y, jnp.zeros(N)
+    mask = jnp.arange(N) % 4 == 0
+    dts = jnp.asarray([0.01, 0.02, 0.05])
+    assert "raptor_kernel" in str(jax.make_jaxpr(jax.vmap(lambda dt: g(dt, mask, h, u, t)))(dts))
+    fall_loss = lambda fn: (lambda h: jnp.sum(jax.vmap(lambda dt: fn(dt, mask, h, u, t)[0])(dts) ** 2))
+    assert_same(jax.grad(fall_loss(f))(h), jax.grad(fall_loss(g))(h), 1e-12)
+
+
 # ================================================================================================
 # 3. a table index out of range
 

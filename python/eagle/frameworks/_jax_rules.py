@@ -14,7 +14,9 @@ The primitive is parameterized by a ``KernelCall`` (a kernel in one dtype). Its 
 - transpose: a call linear in its undefined inputs U is transposed by a call of its
   adjoint kernel with respect to U (a tangent kernel is linear in its tangents; an adjoint
   kernel in its cotangents), so every order of jvp/vjp is again a kernel call;
-- batching: batched planes fold into the sample axis (free for a trailing batch axis, one
+- batching: a call lowered "xla" whose operations hold no while loop is replaced by those
+  operations under ``jax.vmap`` (JAX batches XLA's own operations best; ``_inline_batched``).
+  Otherwise batched planes fold into the sample axis (free for a trailing batch axis, one
   transpose otherwise); a batched Param or Table, a kernel with sums over samples, or one
   that draws random numbers (its sample numbering), runs one launch per batch entry
   (``lax.map``).
@@ -330,6 +332,9 @@ ad.primitive_transposes[kernel_p] = _transpose
 
 def _batch(args: Sequence[Any], dims: Sequence[Any], *, call: KernelCall, lowering: str = "ffi") -> tuple[list, list]:
     size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+    if _inline_batched(call, args, dims, lowering):
+        outs = jax.vmap(partial(_xla_function, call=call), in_axes=list(dims))(*args)
+        return list(outs), [0] * len(outs)
     uniform_batched = any(d is not None and s.kind in ("param", "table") for s, d in zip(call.inputs, dims))
     has_sums = any(s.kind in ("param_sum", "table_sum") for s in call.outputs)
     # Draws use the sample index within the call: folding the batch into the sample axis
@@ -350,6 +355,23 @@ def _batch(args: Sequence[Any], dims: Sequence[Any], *, call: KernelCall, loweri
     outs = kernel_p.bind(*folded, call=call, lowering=lowering)
     result = [o.reshape(o.shape[:-1] + (o.shape[-1] // size, size)) for o in outs]
     return result, [r.ndim - 1 for r in result]
+
+
+def _inline_batched(call: KernelCall, args: Sequence[Any], dims: Sequence[Any], lowering: str) -> bool:
+    """Whether this batched call is lowered "xla" ("auto" resolved as ``_split_for`` does) and
+    its operations hold no while loop, so that JAX batches them itself: the call's operations
+    under ``jax.vmap``, one program over every batch entry. No fold into the sample axis and
+    no squeeze of a one-entry batch, whose reshapes at the batch's edges made XLA copy a
+    scan's tangent carry each step (jacfwd through a scan). A while loop (a mask's early
+    stop over several steps, a loop region's exit) is kept inside the primitive: JAX cannot
+    transpose a while loop, and grad of a vmap transposes whatever the batching made. These
+    operations are then differentiated by JAX's own rules, which agree with the derived
+    kernels' (tests/test_jax_lowerings.py)."""
+    ops = call.ops()
+    if lowering == "auto":
+        shapes = [tuple(a.shape) if d is None else tuple(a.shape[:d] + a.shape[d + 1:]) for a, d in zip(args, dims)]
+        lowering = _jax_lowering.forced() or _jax_lowering.choose(ops, call.sample_count(shapes), jax.default_backend(), call.dtype)
+    return lowering == "xla" and not ops.loop_end and (ops.steps == 1 or ops.terminate < 0)
 
 
 def _batch_by_entry(args: Sequence[Any], dims: Sequence[Any], call: KernelCall, size: int, lowering: str) -> tuple[list, list]:
