@@ -333,7 +333,7 @@ ad.primitive_transposes[kernel_p] = _transpose
 def _batch(args: Sequence[Any], dims: Sequence[Any], *, call: KernelCall, lowering: str = "ffi") -> tuple[list, list]:
     size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
     if _inline_batched(call, args, dims, lowering):
-        outs = jax.vmap(partial(_xla_function, call=call), in_axes=list(dims))(*args)
+        outs = _batched_xla_function(call, tuple(dims))(*args)
         return list(outs), [0] * len(outs)
     uniform_batched = any(d is not None and s.kind in ("param", "table") for s, d in zip(call.inputs, dims))
     has_sums = any(s.kind in ("param_sum", "table_sum") for s in call.outputs)
@@ -372,6 +372,19 @@ def _inline_batched(call: KernelCall, args: Sequence[Any], dims: Sequence[Any], 
         shapes = [tuple(a.shape) if d is None else tuple(a.shape[:d] + a.shape[d + 1:]) for a, d in zip(args, dims)]
         lowering = _jax_lowering.forced() or _jax_lowering.choose(ops, call.sample_count(shapes), jax.default_backend(), call.dtype)
     return lowering == "xla" and not ops.loop_end and (ops.steps == 1 or ops.terminate < 0)
+
+
+_batched: dict[tuple[KernelCall, tuple], Any] = {}
+
+
+def _batched_xla_function(call: KernelCall, dims: tuple) -> Any:
+    """The call's operations under ``jax.vmap`` with ``dims``, jitted: called eagerly, one
+    compiled program instead of each operation dispatched on its own (thousands of small
+    compiles for a derived kernel); under an outer jit, a nested call XLA inlines."""
+    fn = _batched.get((call, dims))
+    if fn is None:
+        fn = _batched[(call, dims)] = jax.jit(jax.vmap(partial(_xla_function, call=call), in_axes=list(dims)))
+    return fn
 
 
 def _batch_by_entry(args: Sequence[Any], dims: Sequence[Any], call: KernelCall, size: int, lowering: str) -> tuple[list, list]:
