@@ -309,6 +309,7 @@ def _nvrtc_check() -> tuple[list[str], bool]:
 
     t0 = time.perf_counter()
     kernels, digests = _nvrtc_kernels(_session_kernels)
+    t_derived = time.perf_counter() - t0
     profile = os.environ.get("RAPTOR_NVRTC_PROFILE")
     if profile:
         _nvrtc_profile(kernels, profile)
@@ -335,7 +336,8 @@ def _nvrtc_check() -> tuple[list[str], bool]:
     return [
         f"nvrtc: {done} kernels compiled to cubin for {', '.join(_NVRTC_ARCHS)} "
         f"({digests} distinct digests with derivatives, deduplicated by structure to {distinct}, "
-        f"{distinct - done} of those compiled by another worker; {time.perf_counter() - t0:.1f} s)"
+        f"{distinct - done} of those compiled by another worker; {time.perf_counter() - t0:.1f} s, "
+        f"of which {t_derived:.1f} s deriving and deduplicating)"
     ], False
 
 

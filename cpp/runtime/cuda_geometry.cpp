@@ -25,7 +25,9 @@ int64_t table_entries(const KernelEntry& e, const std::vector<int64_t>& sizes, s
 }  // namespace
 
 CudaGeometry cuda_geometry(const KernelEntry& e, int64_t count,
-                           const std::vector<int64_t>& table_sizes) {
+                           const std::vector<int64_t>& table_sizes, const unsigned max_grid) {
+  if (max_grid == 0)
+    throw std::invalid_argument("raptor: kernel '" + e.name + "': a launch needs max_grid >= 1");
   if (table_sizes.size() != e.num_slots())
     throw std::invalid_argument("raptor: kernel '" + e.name + "' has " +
                                 std::to_string(e.num_slots()) + " slots but " +
@@ -58,7 +60,7 @@ CudaGeometry cuda_geometry(const KernelEntry& e, int64_t count,
 
   if (count > 0) {
     const int64_t blocks = (count + RAPTOR_CUDA_BLOCK - 1) / RAPTOR_CUDA_BLOCK;
-    int64_t grid = std::min<int64_t>(blocks, kCudaMaxGrid);
+    int64_t grid = std::min<int64_t>(blocks, max_grid);
     if (table_per_block > 0) {
       const int64_t fit = static_cast<int64_t>(kCudaTableScratchBudget / (table_per_block * 8));
       grid = std::max<int64_t>(1, std::min(grid, fit));
@@ -67,7 +69,7 @@ CudaGeometry cuda_geometry(const KernelEntry& e, int64_t count,
   }
   if (g.finish) {
     const size_t blocks = (finish_items + kCudaFinishBlock - 1) / kCudaFinishBlock;
-    g.finish_grid = static_cast<unsigned>(std::clamp<size_t>(blocks, 1, kCudaMaxGrid));
+    g.finish_grid = static_cast<unsigned>(std::clamp<size_t>(blocks, 1, max_grid));
   }
   // Partials for max(grid, 1) blocks: a slot's pointer is valid even when nothing runs.
   const size_t blocks = std::max<size_t>(g.grid, 1);

@@ -44,10 +44,14 @@ struct CudaGeometry {
 
 // The geometry of one launch of `e` over `count` positions. `table_sizes` holds, per slot,
 // the entries M of a Table slot (as SlotBinding::table_size; a TableSum has its Table's M,
-// which the kernel reads too, so its own entry is not used). Throws std::invalid_argument when
-// table_sizes does not have one entry per slot or a size is negative.
+// which the kernel reads too, so its own entry is not used). `max_grid` caps the blocks of
+// the launch and of its finish kernel (launchers keep kCudaMaxGrid; the CUDA emulation test
+// takes a small one to reach samples beyond a full grid without a quarter million OS threads'
+// rounds). Throws std::invalid_argument when table_sizes does not have one entry per slot, a
+// size is negative or max_grid is 0.
 CudaGeometry cuda_geometry(const KernelEntry& e, int64_t count,
-                           const std::vector<int64_t>& table_sizes);
+                           const std::vector<int64_t>& table_sizes,
+                           unsigned max_grid = kCudaMaxGrid);
 
 // The device address of slot `slot`'s partials in a scratch buffer at `scratch`, or 0.
 unsigned long long cuda_partials_address(const CudaGeometry& g, unsigned long long scratch,

@@ -86,6 +86,14 @@ TEST(RuntimeCudaGeometry, ParamSumPartialsAreOnePerBlockAndComponent) {
   EXPECT_EQ(none.grid, 0u);
   EXPECT_TRUE(none.finish);
   EXPECT_GE(none.finish_grid, 1u);
+  // A smaller largest grid: the same rule under its cap, the partials sized by it.
+  const CudaGeometry capped = cuda_geometry(e, 1 << 20, sizes, 16);
+  EXPECT_EQ(capped.grid, 16u);
+  EXPECT_LE(capped.finish_grid, 16u);
+  EXPECT_EQ(capped.scratch_bytes, cuda_geometry(e, 16 * 256, sizes).scratch_bytes);
+  EXPECT_EQ(cuda_geometry(e, 1 << 20, sizes).grid, kCudaMaxGrid);
+  EXPECT_EQ(cuda_geometry(e, 1000, sizes, 16).grid, 4u);  // under the cap: the count's
+  EXPECT_THROW(cuda_geometry(e, 1000, sizes, 0), std::invalid_argument);
 }
 
 TEST(RuntimeCudaGeometry, TableSumPartialsAreCappedByTheBudget) {
