@@ -130,11 +130,14 @@ class Page:
 # --- The NVRTC check of issue 9 (CI, no GPU needed) ----------------------------------------
 # Every hawk.Kernel the session creates is recorded (its `_core`, a strong reference); at the
 # end each distinct one, and for each one that is not itself derived its tangent and adjoint
-# with respect to all its float inputs where those derive, is compiled with NVRTC to cubins
-# for sm_80 and sm_90 in both dtypes
-# (raptor_core._core.nvrtc_check, in batches over threads, with --Ofast-compile=max: the front
-# end, NVVM and ptxas all run, with less optimization, about 3x faster). A failure fails the
-# session. RAPTOR_SKIP_NVRTC_CHECK=1 skips it.
+# with respect to all its float inputs where those derive, is compiled with NVRTC to a cubin
+# in both dtypes (raptor_core._core.nvrtc_check, in batches over threads, with
+# --Ofast-compile=max: the front end, NVVM and ptxas all run, with less optimization, about 3x
+# faster), for sm_80 or sm_90, alternating batch by batch. The generated code has no
+# architecture conditionals, so the two differ only in NVVM's and ptxas's back ends, and both
+# cost the same (a batch of 32 random kernels: about 0.08 s per kernel each); compiling every
+# kernel for both doubled the check (175-182 s per CI worker). tests/test_cuda_compile.py
+# compiles its kernels for both. A failure fails the session. RAPTOR_SKIP_NVRTC_CHECK=1 skips it.
 _NVRTC_ARCHS = ("sm_80", "sm_90")
 _NVRTC_BATCH = 32
 _session_kernels: list[Any] = []
@@ -317,24 +320,24 @@ def _nvrtc_check() -> tuple[list[str], bool]:
     distinct = len(kernels)
     compiled: list[int] = []
 
-    def run(batch: list[Any]) -> list[str]:
+    def run(i: int, batch: list[Any]) -> list[str]:
         # Claimed when its turn comes, so a worker that reaches this check later shares the
         # batches still unclaimed instead of finding them all taken.
         mine = _claimed_here(batch)
         compiled.append(len(mine))
-        return [f for arch in _NVRTC_ARCHS for f in _nvrtc_failures(mine, arch)] if mine else []
+        return _nvrtc_failures(mine, _NVRTC_ARCHS[i % len(_NVRTC_ARCHS)]) if mine else []
 
     batches = [kernels[i : i + _NVRTC_BATCH] for i in range(0, len(kernels), _NVRTC_BATCH)]
     # Batches in threads: nvrtc_check releases the GIL while NVRTC compiles.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        failures = [f for fs in pool.map(run, batches) for f in fs]
+        failures = [f for fs in pool.map(run, range(len(batches)), batches) for f in fs]
     done = sum(compiled)
     if any("NVRTC not found" in f for f in failures):
         return ["nvrtc: NVRTC not found, the cubin check did not run"], False
     if failures:
         return [f"nvrtc: FAILED: {f}" for f in failures], True
     return [
-        f"nvrtc: {done} kernels compiled to cubin for {', '.join(_NVRTC_ARCHS)} "
+        f"nvrtc: {done} kernels compiled to cubin for {' or '.join(_NVRTC_ARCHS)} (alternating by batch) "
         f"({digests} distinct digests with derivatives, deduplicated by structure to {distinct}, "
         f"{distinct - done} of those compiled by another worker; {time.perf_counter() - t0:.1f} s, "
         f"of which {t_derived:.1f} s deriving and deduplicating)"
