@@ -141,9 +141,10 @@ step_pytest() {
 # Differential fuzzing of the compiler (tests/kernelgen.py, scripts/fuzz_kernels.py), about a
 # minute: random kernels' derivative kernels checked on the IR (6000), then random kernels
 # compiled and checked against the interpreter (20, a translation unit per core; with
-# tests/test_differential.py's 30 the compiled checks of one CI run are 50 kernels). Fixed seed ranges that the long runs found clean, so a
-# red run is a regression, not a new seed's luck; the open findings are in the closing notes
-# and tests/test_differential.py (strict xfail).
+# tests/test_differential.py's 20 the compiled checks of one CI run are 40 kernels). Fixed
+# seed ranges that the long runs found clean, so a red run is a regression, not a new seed's
+# luck; the open findings are in the closing notes and tests/test_differential.py (strict
+# xfail).
 step_fuzz_kernels() {
   "$PY" "$ROOT/scripts/fuzz_kernels.py" --ir-only --count 6000 --start 3000000
   "$PY" "$ROOT/scripts/fuzz_kernels.py" --count 20 --start 200000 --batch 10 --per-worker 10
