@@ -249,6 +249,15 @@ def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall, l
     return outs, out_tangents
 
 
+def _traced_lowering(call: KernelCall, lowering: str, shapes: Sequence[tuple]) -> str:
+    """``lowering`` as a rule must know it while tracing, before the call is lowered: "auto"
+    resolved for operands of ``shapes`` on the default backend (or as the environment forces
+    it)."""
+    if lowering != "auto":
+        return lowering
+    return _jax_lowering.forced() or _jax_lowering.choose(call.ops(), call.sample_count(shapes), jax.default_backend(), call.dtype)
+
+
 # The most residuals a linearize split may pass: beyond, the JVP keeps the tangent kernel.
 MAX_RESIDUALS = 64
 
@@ -265,9 +274,7 @@ def _split_for(call: KernelCall, wrt: Sequence[str], primals: Sequence[Any],
     twice as long). A split with more than MAX_RESIDUALS residuals is not taken either."""
     if call.ops().steps != 1:
         return None
-    if lowering == "auto":
-        lowering = _jax_lowering.forced() or _jax_lowering.choose(
-            call.ops(), call.sample_count([tuple(jnp.shape(p)) for p in primals]), jax.default_backend(), call.dtype)
+    lowering = _traced_lowering(call, lowering, [tuple(jnp.shape(p)) for p in primals])
     if lowering != "xla" or call.ops().loop_end:  # OpList.loop_end: the loop regions
         return None  # a loop region's values are one per iteration: no residual planes for them
     split = call.linearized(wrt)
@@ -331,10 +338,10 @@ ad.primitive_transposes[kernel_p] = _transpose
 
 
 def _batch(args: Sequence[Any], dims: Sequence[Any], *, call: KernelCall, lowering: str = "ffi") -> tuple[list, list]:
-    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
     if _inline_batched(call, args, dims, lowering):
         outs = _batched_xla_function(call, tuple(dims))(*args)
         return list(outs), [0] * len(outs)
+    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
     uniform_batched = any(d is not None and s.kind in ("param", "table") for s, d in zip(call.inputs, dims))
     has_sums = any(s.kind in ("param_sum", "table_sum") for s in call.outputs)
     # Draws use the sample index within the call: folding the batch into the sample axis
@@ -358,7 +365,7 @@ def _batch(args: Sequence[Any], dims: Sequence[Any], *, call: KernelCall, loweri
 
 
 def _inline_batched(call: KernelCall, args: Sequence[Any], dims: Sequence[Any], lowering: str) -> bool:
-    """Whether this batched call is lowered "xla" ("auto" resolved as ``_split_for`` does) and
+    """Whether this batched call is lowered "xla" (``_traced_lowering``) and
     its operations hold no while loop, so that JAX batches them itself: the call's operations
     under ``jax.vmap``, one program over every batch entry. No fold into the sample axis and
     no squeeze of a one-entry batch, whose reshapes at the batch's edges made XLA copy a
@@ -368,10 +375,8 @@ def _inline_batched(call: KernelCall, args: Sequence[Any], dims: Sequence[Any], 
     operations are then differentiated by JAX's own rules, which agree with the derived
     kernels' (tests/test_jax_lowerings.py)."""
     ops = call.ops()
-    if lowering == "auto":
-        shapes = [tuple(a.shape) if d is None else tuple(a.shape[:d] + a.shape[d + 1:]) for a, d in zip(args, dims)]
-        lowering = _jax_lowering.forced() or _jax_lowering.choose(ops, call.sample_count(shapes), jax.default_backend(), call.dtype)
-    return lowering == "xla" and not ops.loop_end and (ops.steps == 1 or ops.terminate < 0)
+    shapes = [tuple(a.shape) if d is None else tuple(a.shape[:d] + a.shape[d + 1:]) for a, d in zip(args, dims)]
+    return _traced_lowering(call, lowering, shapes) == "xla" and not ops.loop_end and (ops.steps == 1 or ops.terminate < 0)
 
 
 _batched: dict[tuple[KernelCall, tuple], Any] = {}
