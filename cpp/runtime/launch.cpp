@@ -90,6 +90,14 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
   // sums over samples, whose chunks fix the order of its additions: the same launch gives
   // the same bits however soon after the last it comes.
   const bool looping = pool != nullptr && pool->back_to_back() && sum_total == 0;
+  // However this launch leaves (a kernel error is a result; a throw below is a bad binding),
+  // the next one measures its gap from here.
+  struct EndMark {
+    ThreadPool* pool;
+    ~EndMark() {
+      if (pool != nullptr) pool->end_launch();
+    }
+  } const end_mark{pool};
   const bool parallel = pool != nullptr && pool->size() > 1 &&
                         (count >= serial_threshold || (looping && count >= serial_threshold / 4));
   if (parallel) {

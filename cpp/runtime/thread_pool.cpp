@@ -108,14 +108,21 @@ void ThreadPool::worker_loop(const std::stop_token& stop, int worker) {
   }
 }
 
-bool ThreadPool::back_to_back() {
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
-  const int64_t last = last_call_ns_.exchange(now, std::memory_order_relaxed);
-  const int64_t half_spin = std::chrono::nanoseconds(kSpinTime).count() / 2;
-  return last != 0 && now - last < half_spin;
+namespace {
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
+}  // namespace
+
+bool ThreadPool::back_to_back() const {
+  const int64_t last = last_end_ns_.load(std::memory_order_relaxed);
+  const int64_t half_spin = std::chrono::nanoseconds(kSpinTime).count() / 2;
+  return last != 0 && steady_ns() - last < half_spin;
+}
+
+void ThreadPool::end_launch() { last_end_ns_.store(steady_ns(), std::memory_order_relaxed); }
 
 void ThreadPool::parallel_for(int64_t n_chunks, const ChunkFn& fn) {
   if (n_chunks <= 0) return;

@@ -37,10 +37,16 @@ class ThreadPool {
   // are then not exclusive, so per-worker scratch must not be shared with the outer call.
   void parallel_for(int64_t n_chunks, const ChunkFn& fn);
 
-  // Whether the caller is launching back to back: its previous call of back_to_back() came
+  // Whether the caller is launching back to back: its previous launch ended (end_launch())
   // less than half a worker's spin time (thread_pool.cpp) ago. The workers are then awake, or,
-  // woken once, stay awake for the launches that follow. Records this call.
-  bool back_to_back();
+  // woken once, stay awake for the launches that follow. Measured from the end, not the start,
+  // of the last launch: a launch that runs longer than the window on one thread must not keep
+  // a loop of such launches on one thread for good (the drag step at 2^14 did, at 0.65x
+  // Numba's speed).
+  bool back_to_back() const;
+
+  // Records that a launch has just ended (for back_to_back()).
+  void end_launch();
 
   // The default thread count: $RAPTOR_NUM_THREADS, else hardware_concurrency() (at least 1).
   static int default_threads();
@@ -64,7 +70,7 @@ class ThreadPool {
   alignas(64) std::atomic<uint32_t> generation_{0};  // bumped to start a job
   alignas(64) std::atomic<uint32_t> pending_{0};     // workers still inside the current job
   std::atomic<bool> stopping_{false};
-  std::atomic<int64_t> last_call_ns_{0};  // back_to_back(): steady_clock, 0 before the first
+  std::atomic<int64_t> last_end_ns_{0};  // end_launch(): steady_clock, 0 before the first
 };
 
 }  // namespace raptor::runtime

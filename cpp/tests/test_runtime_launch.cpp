@@ -134,6 +134,25 @@ TEST_F(RuntimeLaunch, LaunchesBackToBackSplitFromAQuarterOfTheThreshold) {
   EXPECT_TRUE(std::all_of(y.begin(), y.begin() + n, [](double v) { return v == 1.5; }));
 }
 
+// Back to back is measured from the end of the last launch: launches that each run longer
+// than the window (about 1 ms here, serially) still split once they follow each other, where
+// measuring start to start kept them on one thread for good.
+TEST_F(RuntimeLaunch, LongLaunchesBackToBackSplitToo) {
+  const KernelEntry e = entry(testing::axpy_entry, "axpy_f64", 8);
+  ThreadPool pool(2);
+  const int64_t n = int64_t{1} << 18, threshold = 4 * n;
+  std::vector<double> x(2 * n, 1.0), y(2 * n);
+  const Binding b = axpy_binding(n, x, y);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(launch(e, b, &pool, threshold).chunks, 1)
+      << "a launch after an idle pause runs serially";
+  int most = 1;
+  for (int i = 0; i < 20 && most == 1; ++i)
+    most = std::max(most, launch(e, b, &pool, threshold).chunks);
+  EXPECT_EQ(most, 2);
+  EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](double v) { return v == 1.5; }));
+}
+
 TEST_F(RuntimeLaunch, BindingErrorsAreThrown) {
   const KernelEntry e = entry(testing::axpy_entry, "axpy_f64", 8);
   Binding b;
