@@ -105,7 +105,16 @@ def graph_drift(v: Scalar, dt: Param, x: Mutable[Scalar]):
     x = x + dt * v
 
 
-KERNELS = [*OSC.values(), OSC_GUARDED, tables, table_in_branch, table_in_ifexp, table_guarded_by_and, table_one, scale_add, accumulate, graph_force, graph_drift]
+@hawk.kernel
+def stream_mix(w: Table[Scalar], x: Scalar, i: Scalar[hawk.int32], acc: Mutable[Scalar],
+               y: Mutable[Vector[2]], k: Mutable[Scalar[hawk.int32]], pos: Mutable[Scalar[hawk.bool_]]):
+    acc = acc + x * w.at(i)
+    y = vec(x * 2.0, acc)
+    k = i * 3 + 1
+    pos = x > 0.0
+
+
+KERNELS = [*OSC.values(), OSC_GUARDED, stream_mix, tables, table_in_branch, table_in_ifexp, table_guarded_by_and, table_one, scale_add, accumulate, graph_force, graph_drift]
 
 
 @pytest.fixture(scope="module")
@@ -390,9 +399,12 @@ def _scale_add_ref(x, a, s):
 THRESH = 256
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 @pytest.mark.parametrize("n", [0, 1, 63, 64, 65, THRESH - 1, THRESH, THRESH + 1, 3 * THRESH + 7])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
-def test_thread_split_identical(plans, n, dtype):
+def test_thread_split_identical(plans, n, dtype, stream):
+    """Split over threads or not, with plain stores or streamed (non-temporal stores, which a
+    launch larger than the cache uses; forced here by stream_bytes = 0): the same bits."""
     rng = np.random.default_rng(n)
     x = rng.uniform(-2, 2, n).astype(dtype)
     a = rng.uniform(-2, 2, (3, n)).astype(dtype)
@@ -401,6 +413,7 @@ def test_thread_split_identical(plans, n, dtype):
     b = P(plans, scale_add).bind(x=x, a=a, s=0.5, out=out, outv=outv)
     b._core.serial_threshold = THRESH
     assert b._core.serial_threshold == THRESH
+    b._core.stream_bytes = 0 if stream else 1 << 60
     b.launch()
     want, want_v = _scale_add_ref(x, a, 0.5)
     np.testing.assert_array_equal(out, want)
@@ -422,6 +435,40 @@ def test_thread_split_stepping(plans, n):
     for key in st:
         np.testing.assert_array_equal(st[key], ref[key])
     assert fc[0] == total == st["terminated"].sum()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_streamed_launch_mixes_in_out_int_and_bool_planes(plans, dtype):
+    """A streamed launch writes pure outputs (float, int32, bool) through block buffers and
+    keeps plain stores for an in-out plane; rows start off a cache line (n odd) and the chunks
+    of the thread split start mid-block. Against NumPy, and the same bits as plain stores."""
+    assert "a->stream != 0" in stream_mix.cpp()  # the kernel can stream
+    n = 1001
+    rng = np.random.default_rng(5)
+    w = rng.uniform(-1, 1, 7).astype(dtype)
+    x = rng.uniform(-2, 2, n).astype(dtype)
+    i = rng.integers(0, 7, n).astype(np.int32)
+    acc0 = rng.uniform(-1, 1, n).astype(dtype)
+    results = []
+    for stream in (True, False):
+        acc = acc0.copy()
+        y = np.full((2, n), np.nan, dtype)
+        k = np.zeros(n, np.int32)
+        pos = np.zeros(n, np.bool_)
+        b = P(plans, stream_mix).bind(w=w, x=x, i=i, acc=acc, y=y, k=k, pos=pos)
+        b._core.serial_threshold = 64
+        b._core.stream_bytes = 0 if stream else 1 << 60
+        b.launch()
+        results.append((acc, y, k, pos))
+    acc, y, k, pos = results[0]
+    want_acc = acc0 + x * w[i]
+    np.testing.assert_allclose(acc, want_acc, rtol=1e-6 if dtype == np.float32 else 1e-15)
+    np.testing.assert_array_equal(y[0], x * dtype(2.0))
+    np.testing.assert_array_equal(y[1], acc)
+    np.testing.assert_array_equal(k, i * 3 + 1)
+    np.testing.assert_array_equal(pos, x > 0)
+    for got, plain in zip(results[0], results[1]):
+        np.testing.assert_array_equal(got, plain)
 
 
 def test_large_n_default_threshold(plans):

@@ -224,7 +224,8 @@ void bind_runtime(nb::module_& m) {
       .def_prop_ro("launches", &BoundLaunch::launches)
       .def("reset_active", &BoundLaunch::reset_active)
       .def_prop_ro("live", &BoundLaunch::live)
-      .def_rw("serial_threshold", &BoundLaunch::serial_threshold);
+      .def_rw("serial_threshold", &BoundLaunch::serial_threshold)
+      .def_rw("stream_bytes", &BoundLaunch::stream_bytes);
 
   m.def(
       "run_sequence",

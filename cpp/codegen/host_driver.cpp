@@ -63,6 +63,40 @@ template <class T> __attribute__((noipa, const)) T rp_atan2(T y, T x) {
   if constexpr (std::is_same_v<T, float>) return ::atan2f(y, x);
   else return ::atan2(y, x);
 }
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RP_STREAM 1
+// A launch larger than the cache (raptor_args::stream) writes pure outputs a block at a time:
+// rp_stream copies a block's buffer into its plane row, whole 64-byte lines with non-temporal
+// stores (no read of the line first), the partial lines at either end with plain stores.
+typedef long long rp_v2di __attribute__((vector_size(16)));
+typedef long long rp_v8di __attribute__((vector_size(64)));
+inline void rp_stream(void* dst, const void* src, int64_t bytes) {
+  char* const d = static_cast<char*>(dst);
+  const char* const s = static_cast<const char*>(src);
+  int64_t j = static_cast<int64_t>((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
+  if (j > bytes) j = bytes;
+  __builtin_memcpy(d, s, static_cast<size_t>(j));
+  for (; j + 64 <= bytes; j += 64) {
+#if defined(__AVX512F__)
+    rp_v8di v;
+    __builtin_memcpy(&v, s + j, 64);
+    __builtin_ia32_movntdq512(reinterpret_cast<rp_v8di*>(d + j), v);
+#else
+    for (int k = 0; k < 4; ++k) {
+      rp_v2di v;
+      __builtin_memcpy(&v, s + j + 16 * k, 16);
+      __builtin_ia32_movntdq(reinterpret_cast<rp_v2di*>(d + j) + k, v);
+    }
+#endif
+  }
+  __builtin_memcpy(d + j, s + j, static_cast<size_t>(bytes - j));
+}
+// Called after every block whether the launch streams or not: a branch on `stream` in the
+// loop over blocks would have GCC unswitch that loop and compile the step twice.
+__attribute__((noinline)) void rp_flush(void* dst, const void* src, int64_t bytes, bool stream) {
+  if (stream) rp_stream(dst, src, bytes);
+}
+#endif
 }  // namespace
 )";
 }
@@ -82,6 +116,7 @@ class HostWriter : public detail::StepWriter {
     os_ << "  int64_t err[4] = {0, 0, 0, 0};\n";
     os_ << "  (void)n;\n";
     if (k_.steps == 1) {
+      if (streamable()) declare_destinations();
       sample_lambda();
       sample_loops();
     } else if (refill_period() > 0) {
@@ -228,12 +263,105 @@ class HostWriter : public detail::StepWriter {
     };
     // Bounds in locals: stores through the planes could alias *a as far as GCC knows.
     os_ << "  const int64_t begin = a->begin, end = a->end;\n";
+    if (streamable()) return stream_loops();
     if (!k_.has_mask()) return loops("", "  ");
     os_ << "  if (zero_finished) {\n";
     loops("std::true_type{}", "    ");
     os_ << "  } else {\n";
     loops("std::false_type{}", "    ");
     os_ << "  }\n";
+  }
+
+  // Whether a launch larger than the cache writes this kernel's pure outputs (Mutable planes
+  // not read) with non-temporal stores (stream_loops): one step, no mask (a finished sample's
+  // outputs are read back), no sums over samples, no table scatter-adds, and an output to
+  // stream. In-out planes are read first anyway and keep plain stores. Only kernels that can
+  // be memory-bound: no loop regions and at most 8 values per plane component read or
+  // written (the drag step has 27 for 6); a longer step would pay the block copies for a
+  // store cost it hides behind its arithmetic.
+  bool streamable() const {
+    if (k_.steps != 1 || k_.has_mask() || !sum_components().empty() || !independent_samples())
+      return false;
+    size_t components = 0;
+    bool pure_output = false;
+    for (const ir::Slot& sl : k_.slots) {
+      if (sl.kind == SlotKind::Plane) components += static_cast<size_t>(sl.width);
+      if (sl.kind == SlotKind::Mutable) {
+        components += static_cast<size_t>(sl.width) * (sl.inout ? 2 : 1);
+        pure_output = pure_output || !sl.inout;
+      }
+    }
+    for (const ir::Value& v : k_.values)
+      if (ir::is_loop_op(v.op)) return false;
+    return pure_output && k_.values.size() <= 8 * components;
+  }
+
+  // The sample loops of a streamable kernel. Its pure outputs are stored through pointers
+  // (dst_<plane>_<c>[s - off]) that point either at the plane rows (off 0) or, when the launch
+  // streams (abi.h: raptor_args::stream), at block buffers of 256 samples (off the block's
+  // first sample) which rp_stream then copies out with non-temporal stores. One sample loop
+  // serves both, so the step is compiled once. A store to a line not in cache reads the line
+  // first; streamed, the drag step at 2^20-2^22 on two threads took 0.6-0.8 of the time
+  // (docs/performance.md).
+  void stream_loops() {
+    std::vector<std::pair<size_t, int>> outs;
+    for_each_mutable([&](size_t s, int c) {
+      if (!k_.slots[s].inout) outs.emplace_back(s, c);
+    });
+    os_ << "  if (a->index) {\n";
+    os_ << "    const int64_t* const index = a->index;\n";
+    for (const auto& [s, c] : outs)
+      os_ << "    " << destination(s, c) << " = " << row(s, c) << ";\n";
+    os_ << "    for (int64_t i = begin; i < end; ++i) sample(index[i]);\n";
+    os_ << "  } else {\n";
+    os_ << "#if defined(RP_STREAM)\n";
+    os_ << "    const bool stream = a->stream != 0;  // outputs past the cache, a block at a "
+           "time\n";
+    os_ << "#else\n";
+    os_ << "    const bool stream = false;\n";
+    os_ << "#endif\n";
+    os_ << "    constexpr int64_t B = 256;\n";
+    for (const auto& [s, c] : outs)
+      os_ << "    alignas(64) " << elem_ctype(s) << " " << block(s, c) << "[B];\n";
+    // Selects, not branches, on `stream` inside the loop over blocks (see rp_flush).
+    os_ << "    const int64_t step = stream ? B : end - begin;\n";
+    os_ << "    for (int64_t i0 = begin; i0 < end;) {\n";
+    os_ << "      const int64_t i1 = end - i0 > step ? i0 + step : end;\n";
+    for (const auto& [s, c] : outs)
+      os_ << "      " << destination(s, c) << " = stream ? " << block(s, c) << " : " << row(s, c)
+          << ";\n";
+    os_ << "      off = stream ? i0 : 0;\n";
+    os_ << simd_pragma() << "      for (int64_t i = i0; i < i1; ++i) sample(i);\n";
+    os_ << "#if defined(RP_STREAM)\n";
+    for (const auto& [s, c] : outs)
+      os_ << "      rp_flush(" << row(s, c) << " + i0, " << block(s, c) << ", (i1 - i0) * sizeof("
+          << block(s, c) << "[0]), stream);\n";
+    os_ << "#endif\n";
+    os_ << "      i0 = i1;\n";
+    os_ << "    }\n";
+    os_ << "#if defined(RP_STREAM)\n";
+    os_ << "    if (stream) __builtin_ia32_sfence();  // the streamed lines, before the launch "
+           "ends\n";
+    os_ << "#endif\n";
+    os_ << "  }\n";
+  }
+  // The pointers a streamable kernel's pure outputs are stored through (stream_loops).
+  void declare_destinations() {
+    for_each_mutable([&](size_t s, int c) {
+      if (!k_.slots[s].inout)
+        os_ << "  " << elem_ctype(s) << "* " << destination(s, c) << " = nullptr;\n";
+    });
+    os_ << "  int64_t off = 0;\n";
+  }
+  std::string destination(size_t slot, int comp) const {
+    return "dst_" + name(slot) + "_" + std::to_string(comp);
+  }
+  std::string row(size_t slot, int comp) const {
+    return "out_" + name(slot) +
+           (k_.slots[slot].width == 1 ? "" : " + " + std::to_string(comp) + " * n");
+  }
+  std::string block(size_t slot, int comp) const {
+    return "blk_" + name(slot) + "_" + std::to_string(comp);
   }
 
   // steps == 1: one pass per sample, branch-free so the sample loop vectorizes. With a mask,
@@ -246,9 +374,12 @@ class HostWriter : public detail::StepWriter {
              "    const uint8_t live = was ^ 1;\n";
     const std::string ind = "    ";
     if (mask) hold_kept(ind, zero);
+    const bool through = streamable();  // pure outputs through dst_ pointers (stream_loops)
     step(ind, [&](const ir::Store& st, const std::string& value) {
-      os_ << ind << plane("out_", st.slot, st.comp) << " = "
-          << (mask ? kept(st.slot, st.comp, value) : value) << ";\n";
+      const std::string dest = through && !k_.slots[st.slot].inout
+                                   ? destination(st.slot, st.comp) + "[s - off]"
+                                   : plane("out_", st.slot, st.comp);
+      os_ << ind << dest << " = " << (mask ? kept(st.slot, st.comp, value) : value) << ";\n";
     });
     if (mask) {
       os_ << ind << "const uint8_t done = "

@@ -12,7 +12,7 @@
 #define RAPTOR_ABI_H
 #include <stdint.h>
 
-#define RAPTOR_ABI_VERSION 2
+#define RAPTOR_ABI_VERSION 3
 
 /* error codes written to raptor_args.error[0] */
 #define RAPTOR_OK 0
@@ -41,6 +41,9 @@ typedef struct raptor_args {
   int64_t error[4];       /* out: first error of this call (error[0] = RAPTOR_ERR_*) */
   uint32_t steps_run;     /* out: the most steps a sample of this call ran (a stepping loop
                              that fuses steps counts them with it) */
+  int32_t stream;         /* 1: the launch reads and writes more than the cache holds; a
+                             kernel may write its pure outputs with non-temporal stores
+                             (and then fences them before it returns); 0: plain stores */
 } raptor_args;
 
 typedef void (*raptor_kernel_fn)(raptor_args* a);

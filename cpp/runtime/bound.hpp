@@ -74,6 +74,7 @@ class BoundLaunch {
   const KernelEntry& entry() const { return *entry_; }
   const Binding& binding() const { return binding_; }
   int64_t serial_threshold = kDefaultSerialThreshold;
+  int64_t stream_bytes = -1;  // Binding::stream_bytes of every launch (-1: the default)
 
  private:
   std::shared_ptr<const KernelEntry> entry_;

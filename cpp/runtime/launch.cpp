@@ -1,9 +1,13 @@
 // The host launcher. See launch.hpp.
 #include "runtime/launch.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 #include "runtime/small_vector.hpp"
 
@@ -24,6 +28,25 @@ struct ChunkOut {
 };
 
 }  // namespace
+
+int64_t default_stream_bytes() {
+  static const int64_t bytes = [] {
+    if (const char* env = std::getenv("RAPTOR_STREAM_BYTES"); env != nullptr && *env != 0) {
+      char* end = nullptr;
+      const long long v = std::strtoll(env, &end, 10);
+      if (end != env && *end == 0 && v >= 0) return static_cast<int64_t>(v);
+      throw std::invalid_argument(std::string("raptor: RAPTOR_STREAM_BYTES='") + env +
+                                  "' is not a byte count (an integer >= 0)");
+    }
+    long llc = -1;
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return llc > 0 ? static_cast<int64_t>(llc) / 4 : int64_t{8} << 20;
+  }();
+  return bytes;
+}
 
 void KernelEntry::set_interface(KernelInterface i) {
   iface = std::move(i);
@@ -82,6 +105,18 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
     sum_offset[s] = sum_total;
     sum_total += entries * si.width;
   }
+
+  // Non-temporal stores when the planes read and written outgrow the cache (launch.hpp).
+  int64_t plane_bytes = 0;
+  for (size_t s = 0; s < ns; ++s) {
+    const SlotInterface& si = e.iface.slot(s);
+    if (si.role != SlotRole::Plane && si.role != SlotRole::Mutable && si.role != SlotRole::InOut)
+      continue;
+    const int64_t copies = si.role == SlotRole::InOut && b.slots[s].in != b.slots[s].out ? 2 : 1;
+    plane_bytes += copies * si.width * elem_size(si.dtype);
+  }
+  const int64_t stream_from = b.stream_bytes >= 0 ? b.stream_bytes : default_stream_bytes();
+  const int32_t stream = count > 0 && plane_bytes * count >= stream_from ? 1 : 0;
 
   // Chunking: boundaries on multiples of 64 positions.
   int64_t n_chunks = count > 0 ? 1 : 0;
@@ -143,6 +178,7 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
     a.finished = 0;
     a.zero_finished = b.zero_finished ? 1 : 0;
     a.sums = sum_total > 0 ? sum_ptrs.data() + c * ns : nullptr;
+    a.stream = stream;
     e.fn(&a);
     outs[c].finished = a.finished;
     outs[c].steps_run = a.steps_run;

@@ -58,6 +58,9 @@ struct Binding {
   bool zero_finished = false;          // finished samples get 0 in pure outputs (JAX)
   bool accumulate_sums = false;        // add sums to the outputs instead of overwriting them
   uint32_t* finished_count = nullptr;  // if set and the kernel has a mask: += finished (atomic)
+  // Non-temporal stores (raptor_args::stream) for launches whose planes, read and written,
+  // take at least this many bytes; -1: default_stream_bytes().
+  int64_t stream_bytes = -1;
 };
 
 struct LaunchResult {
@@ -80,6 +83,16 @@ struct LaunchResult {
 // and wins 1.4x at 16K; a sleeping pool costs another 25-40 us to wake, so 32768 keeps one-off
 // launches from paying for threads.
 inline constexpr int64_t kDefaultSerialThreshold = 32768;
+
+// From how many bytes of planes (read and written) a launch asks its kernel to write pure
+// outputs with non-temporal stores: $RAPTOR_STREAM_BYTES when set (0: every launch), else a
+// quarter of the last-level cache (sysconf; 8 MiB where it does not say). A store to a line
+// not in cache first reads it; a launch larger than the cache gains nothing from that read,
+// and a streamed line skips it. On a 2-core VM with a 105 MiB L3 shared with its neighbours,
+// streaming won from 48 MB of planes (the drag step at 2^20 float64) and lost below 24 MB
+// (docs/performance.md); below, the lines written are worth keeping in cache for whatever
+// reads them next. Read once per process.
+int64_t default_stream_bytes();
 
 // Runs `entry` over `binding`. Throws std::invalid_argument for a binding that does not fit
 // the kernel (slot count, missing sum output); kernel errors are returned, never thrown.

@@ -320,11 +320,12 @@ struct Compiled {
 
 template <class T>
 Compiled run_compiled(const ir::Kernel& k, const runtime::KernelEntry& e,
-                      const ir::InterpBinding& ib) {
+                      const ir::InterpBinding& ib, int64_t stream_bytes = -1) {
   const int64_t n = ib.n;
   std::vector<std::vector<T>> bufs(k.slots.size());
   runtime::Binding b;
   b.n = n;
+  b.stream_bytes = stream_bytes;
   b.slots.resize(k.slots.size());
   std::vector<uint8_t> mask = ib.mask;
   uint32_t finished = 0;
@@ -427,6 +428,67 @@ TEST_F(CodegenRun, Drag) {
                  set_in(k, b, "dt", {0.01});
                  set_in(k, b, "g", {9.81});
                });
+}
+
+// A launch larger than the cache writes pure outputs with non-temporal stores, a block of
+// 256 samples at a time (HostWriter::stream_loop); forced here at every size (stream_bytes 0).
+// Sizes that leave a partial block, rows that start off a 64-byte line (n odd), and a range
+// that starts mid-plane (the thread pool's second chunk): the same bits as the plain loop, and
+// the interpreter's numbers.
+TEST_F(CodegenRun, DragStreamedMatchesPlainStores) {
+  EXPECT_NE(
+      codegen::emit_cpp({{&kernel(0), DType::F64, "raptor_drag_s_f64"}}).find("a->stream != 0"),
+      std::string::npos)
+      << "the drag step has a pure output: it streams";
+  EXPECT_EQ(
+      codegen::emit_cpp({{&kernel(1), DType::F64, "raptor_osc_s_f64"}}).find("a->stream != 0"),
+      std::string::npos)
+      << "a masked kernel reads its outputs back: it never streams";
+  for (const int64_t n : {1, 37, 256, 777, 4099}) {
+    ir::InterpBinding ib = ir::make_binding(kernel(0), n, 1);
+    std::vector<double> v(static_cast<size_t>(3 * n));
+    for (size_t j = 0; j < v.size(); ++j) v[j] = std::sin(0.37 * static_cast<double>(j)) * 20.0;
+    set_in(kernel(0), ib, "v", v);
+    set_in(kernel(0), ib, "cd", {0.047});
+    set_in(kernel(0), ib, "dt", {0.01});
+    set_in(kernel(0), ib, "g", {9.81});
+    const ir::InterpBinding inputs = ib;
+    ir::interpret(kernel(0), ib);
+    const std::string what = "drag streamed, n = " + std::to_string(n);
+    const Compiled streamed = run_compiled<double>(kernel(0), entry(0, DType::F64), inputs, 0);
+    const Compiled plain =
+        run_compiled<double>(kernel(0), entry(0, DType::F64), inputs, int64_t{1} << 60);
+    compare(kernel(0), ib, streamed, 1e-15, what);
+    EXPECT_EQ(streamed.outs, plain.outs) << what;
+    ir::InterpBinding ib32 = inputs;
+    round_inputs_to_float(ib32);
+    EXPECT_EQ(run_compiled<float>(kernel(0), entry(0, DType::F32), ib32, 0).outs,
+              run_compiled<float>(kernel(0), entry(0, DType::F32), ib32, int64_t{1} << 60).outs)
+        << what << " float32";
+  }
+  // Two chunks over a pool: the second starts at sample 2048 + 64 * k, mid-plane.
+  const int64_t n = 4099;
+  std::vector<double> v(3 * n), out_s(3 * n, -1.0), out_p(3 * n, -1.0);
+  for (size_t j = 0; j < v.size(); ++j) v[j] = std::cos(0.11 * static_cast<double>(j)) * 7.0;
+  runtime::ThreadPool pool(2);
+  for (const bool stream : {true, false}) {
+    runtime::Binding b;
+    b.n = n;
+    b.slots.resize(kernel(0).slots.size());
+    for (size_t s = 0; s < kernel(0).slots.size(); ++s) {
+      const std::string& nm = kernel(0).slots[s].name;
+      if (nm == "v") b.slots[s].in = v.data();
+      if (nm == "v_next") b.slots[s].out = stream ? out_s.data() : out_p.data();
+      if (nm == "cd") b.slots[s].param = 0.047;
+      if (nm == "dt") b.slots[s].param = 0.01;
+      if (nm == "g") b.slots[s].param = 9.81;
+    }
+    b.stream_bytes = stream ? 0 : int64_t{1} << 60;
+    const runtime::LaunchResult r = runtime::launch(entry(0, DType::F64), b, &pool, 1024);
+    EXPECT_TRUE(r.ok());
+    EXPECT_EQ(r.chunks, 2);
+  }
+  EXPECT_EQ(out_s, out_p);
 }
 
 TEST_F(CodegenRun, OscillatorWithMask) {
@@ -560,8 +622,9 @@ void expect_sample_loops_vectorized(const ir::Kernel& k, const std::string& symb
   std::istringstream in(code);
   for (std::string text; std::getline(in, text);) {
     lines.push_back(text);
-    if (text.find("for (int64_t i = begin; i < end; ++i)") != std::string::npos &&
-        text.find("index[i]") == std::string::npos)
+    if ((text.find("for (int64_t i = begin; i < end; ++i)") != std::string::npos &&
+         text.find("index[i]") == std::string::npos) ||
+        text.find("for (int64_t i = i0; i < i1; ++i)") != std::string::npos)  // stream_loops
       ++contiguous_loops;
   }
   ASSERT_EQ(contiguous_loops, k.has_mask() ? 2u : 1u) << "sample loops in:\n" << code;
@@ -578,7 +641,7 @@ void expect_sample_loops_vectorized(const ir::Kernel& k, const std::string& symb
                                           << out;
 }
 
-TEST(CodegenVectorize, DragSampleLoopIsVectorized) {
+TEST(CodegenVectorize, DragSampleLoopIsVectorized) {  // one loop, plain or streamed
   expect_sample_loops_vectorized(drag_kernel(), "raptor_drag_vec_f64");
 }
 

@@ -16,7 +16,7 @@
 #define RAPTOR_ABI_H
 #include <stdint.h>
 
-#define RAPTOR_ABI_VERSION 2
+#define RAPTOR_ABI_VERSION 3
 
 /* error codes written to raptor_args.error[0] */
 #define RAPTOR_OK 0
@@ -45,6 +45,9 @@ typedef struct raptor_args {
   int64_t error[4];       /* out: first error of this call (error[0] = RAPTOR_ERR_*) */
   uint32_t steps_run;     /* out: the most steps a sample of this call ran (a stepping loop
                              that fuses steps counts them with it) */
+  int32_t stream;         /* 1: the launch reads and writes more than the cache holds; a
+                             kernel may write its pure outputs with non-temporal stores
+                             (and then fences them before it returns); 0: plain stores */
 } raptor_args;
 
 typedef void (*raptor_kernel_fn)(raptor_args* a);
@@ -93,6 +96,40 @@ template <class T> __attribute__((noipa, const)) T rp_atan2(T y, T x) {
   if constexpr (std::is_same_v<T, float>) return ::atan2f(y, x);
   else return ::atan2(y, x);
 }
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RP_STREAM 1
+// A launch larger than the cache (raptor_args::stream) writes pure outputs a block at a time:
+// rp_stream copies a block's buffer into its plane row, whole 64-byte lines with non-temporal
+// stores (no read of the line first), the partial lines at either end with plain stores.
+typedef long long rp_v2di __attribute__((vector_size(16)));
+typedef long long rp_v8di __attribute__((vector_size(64)));
+inline void rp_stream(void* dst, const void* src, int64_t bytes) {
+  char* const d = static_cast<char*>(dst);
+  const char* const s = static_cast<const char*>(src);
+  int64_t j = static_cast<int64_t>((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
+  if (j > bytes) j = bytes;
+  __builtin_memcpy(d, s, static_cast<size_t>(j));
+  for (; j + 64 <= bytes; j += 64) {
+#if defined(__AVX512F__)
+    rp_v8di v;
+    __builtin_memcpy(&v, s + j, 64);
+    __builtin_ia32_movntdq512(reinterpret_cast<rp_v8di*>(d + j), v);
+#else
+    for (int k = 0; k < 4; ++k) {
+      rp_v2di v;
+      __builtin_memcpy(&v, s + j + 16 * k, 16);
+      __builtin_ia32_movntdq(reinterpret_cast<rp_v2di*>(d + j) + k, v);
+    }
+#endif
+  }
+  __builtin_memcpy(d + j, s + j, static_cast<size_t>(bytes - j));
+}
+// Called after every block whether the launch streams or not: a branch on `stream` in the
+// loop over blocks would have GCC unswitch that loop and compile the step twice.
+__attribute__((noinline)) void rp_flush(void* dst, const void* src, int64_t bytes, bool stream) {
+  if (stream) rp_stream(dst, src, bytes);
+}
+#endif
 }  // namespace
 
 namespace {
@@ -140,6 +177,8 @@ RAPTOR_EXPORT void raptor_int_counter_0123456789abcdef_f64(raptor_args* a) {
   uint32_t finished = 0;
   int64_t err[4] = {0, 0, 0, 0};
   (void)n;
+  T* dst_y_0 = nullptr;
+  int64_t off = 0;
   auto sample = [&](const int64_t s) __attribute__((always_inline)) {
     const T v0_x = in_x[s];
     const T v1 = T(4.0);
@@ -169,15 +208,36 @@ RAPTOR_EXPORT void raptor_int_counter_0123456789abcdef_f64(raptor_args* a) {
     const T v15 = static_cast<T>(v14_n);
     const T v16_y = v15 * v0_x;
     out_n[s] = v14_n;
-    out_y[s] = v16_y;
+    dst_y_0[s - off] = v16_y;
   };
   const int64_t begin = a->begin, end = a->end;
   if (a->index) {
     const int64_t* const index = a->index;
+    dst_y_0 = out_y;
     for (int64_t i = begin; i < end; ++i) sample(index[i]);
   } else {
+#if defined(RP_STREAM)
+    const bool stream = a->stream != 0;  // outputs past the cache, a block at a time
+#else
+    const bool stream = false;
+#endif
+    constexpr int64_t B = 256;
+    alignas(64) T blk_y_0[B];
+    const int64_t step = stream ? B : end - begin;
+    for (int64_t i0 = begin; i0 < end;) {
+      const int64_t i1 = end - i0 > step ? i0 + step : end;
+      dst_y_0 = stream ? blk_y_0 : out_y;
+      off = stream ? i0 : 0;
 #pragma GCC ivdep
-    for (int64_t i = begin; i < end; ++i) sample(i);
+      for (int64_t i = i0; i < i1; ++i) sample(i);
+#if defined(RP_STREAM)
+      rp_flush(out_y + i0, blk_y_0, (i1 - i0) * sizeof(blk_y_0[0]), stream);
+#endif
+      i0 = i1;
+    }
+#if defined(RP_STREAM)
+    if (stream) __builtin_ia32_sfence();  // the streamed lines, before the launch ends
+#endif
   }
   a->finished = finished;
   a->steps_run = a->end > a->begin ? 1u : 0u;

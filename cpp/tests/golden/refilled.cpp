@@ -16,7 +16,7 @@
 #define RAPTOR_ABI_H
 #include <stdint.h>
 
-#define RAPTOR_ABI_VERSION 2
+#define RAPTOR_ABI_VERSION 3
 
 /* error codes written to raptor_args.error[0] */
 #define RAPTOR_OK 0
@@ -45,6 +45,9 @@ typedef struct raptor_args {
   int64_t error[4];       /* out: first error of this call (error[0] = RAPTOR_ERR_*) */
   uint32_t steps_run;     /* out: the most steps a sample of this call ran (a stepping loop
                              that fuses steps counts them with it) */
+  int32_t stream;         /* 1: the launch reads and writes more than the cache holds; a
+                             kernel may write its pure outputs with non-temporal stores
+                             (and then fences them before it returns); 0: plain stores */
 } raptor_args;
 
 typedef void (*raptor_kernel_fn)(raptor_args* a);
@@ -93,6 +96,40 @@ template <class T> __attribute__((noipa, const)) T rp_atan2(T y, T x) {
   if constexpr (std::is_same_v<T, float>) return ::atan2f(y, x);
   else return ::atan2(y, x);
 }
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RP_STREAM 1
+// A launch larger than the cache (raptor_args::stream) writes pure outputs a block at a time:
+// rp_stream copies a block's buffer into its plane row, whole 64-byte lines with non-temporal
+// stores (no read of the line first), the partial lines at either end with plain stores.
+typedef long long rp_v2di __attribute__((vector_size(16)));
+typedef long long rp_v8di __attribute__((vector_size(64)));
+inline void rp_stream(void* dst, const void* src, int64_t bytes) {
+  char* const d = static_cast<char*>(dst);
+  const char* const s = static_cast<const char*>(src);
+  int64_t j = static_cast<int64_t>((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
+  if (j > bytes) j = bytes;
+  __builtin_memcpy(d, s, static_cast<size_t>(j));
+  for (; j + 64 <= bytes; j += 64) {
+#if defined(__AVX512F__)
+    rp_v8di v;
+    __builtin_memcpy(&v, s + j, 64);
+    __builtin_ia32_movntdq512(reinterpret_cast<rp_v8di*>(d + j), v);
+#else
+    for (int k = 0; k < 4; ++k) {
+      rp_v2di v;
+      __builtin_memcpy(&v, s + j + 16 * k, 16);
+      __builtin_ia32_movntdq(reinterpret_cast<rp_v2di*>(d + j) + k, v);
+    }
+#endif
+  }
+  __builtin_memcpy(d + j, s + j, static_cast<size_t>(bytes - j));
+}
+// Called after every block whether the launch streams or not: a branch on `stream` in the
+// loop over blocks would have GCC unswitch that loop and compile the step twice.
+__attribute__((noinline)) void rp_flush(void* dst, const void* src, int64_t bytes, bool stream) {
+  if (stream) rp_stream(dst, src, bytes);
+}
+#endif
 }  // namespace
 
 // ---- kernel 'refilled' from examples/refilled.py, float64, steps=16

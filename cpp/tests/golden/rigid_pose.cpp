@@ -16,7 +16,7 @@
 #define RAPTOR_ABI_H
 #include <stdint.h>
 
-#define RAPTOR_ABI_VERSION 2
+#define RAPTOR_ABI_VERSION 3
 
 /* error codes written to raptor_args.error[0] */
 #define RAPTOR_OK 0
@@ -45,6 +45,9 @@ typedef struct raptor_args {
   int64_t error[4];       /* out: first error of this call (error[0] = RAPTOR_ERR_*) */
   uint32_t steps_run;     /* out: the most steps a sample of this call ran (a stepping loop
                              that fuses steps counts them with it) */
+  int32_t stream;         /* 1: the launch reads and writes more than the cache holds; a
+                             kernel may write its pure outputs with non-temporal stores
+                             (and then fences them before it returns); 0: plain stores */
 } raptor_args;
 
 typedef void (*raptor_kernel_fn)(raptor_args* a);
@@ -93,6 +96,40 @@ template <class T> __attribute__((noipa, const)) T rp_atan2(T y, T x) {
   if constexpr (std::is_same_v<T, float>) return ::atan2f(y, x);
   else return ::atan2(y, x);
 }
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RP_STREAM 1
+// A launch larger than the cache (raptor_args::stream) writes pure outputs a block at a time:
+// rp_stream copies a block's buffer into its plane row, whole 64-byte lines with non-temporal
+// stores (no read of the line first), the partial lines at either end with plain stores.
+typedef long long rp_v2di __attribute__((vector_size(16)));
+typedef long long rp_v8di __attribute__((vector_size(64)));
+inline void rp_stream(void* dst, const void* src, int64_t bytes) {
+  char* const d = static_cast<char*>(dst);
+  const char* const s = static_cast<const char*>(src);
+  int64_t j = static_cast<int64_t>((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
+  if (j > bytes) j = bytes;
+  __builtin_memcpy(d, s, static_cast<size_t>(j));
+  for (; j + 64 <= bytes; j += 64) {
+#if defined(__AVX512F__)
+    rp_v8di v;
+    __builtin_memcpy(&v, s + j, 64);
+    __builtin_ia32_movntdq512(reinterpret_cast<rp_v8di*>(d + j), v);
+#else
+    for (int k = 0; k < 4; ++k) {
+      rp_v2di v;
+      __builtin_memcpy(&v, s + j + 16 * k, 16);
+      __builtin_ia32_movntdq(reinterpret_cast<rp_v2di*>(d + j) + k, v);
+    }
+#endif
+  }
+  __builtin_memcpy(d + j, s + j, static_cast<size_t>(bytes - j));
+}
+// Called after every block whether the launch streams or not: a branch on `stream` in the
+// loop over blocks would have GCC unswitch that loop and compile the step twice.
+__attribute__((noinline)) void rp_flush(void* dst, const void* src, int64_t bytes, bool stream) {
+  if (stream) rp_stream(dst, src, bytes);
+}
+#endif
 }  // namespace
 
 // ---- kernel 'rigid_pose' from examples/rigid_pose.py, float64, steps=1
@@ -118,6 +155,23 @@ RAPTOR_EXPORT void raptor_rigid_pose_0123456789abcdef_f64(raptor_args* a) {
   uint32_t finished = 0;
   int64_t err[4] = {0, 0, 0, 0};
   (void)n;
+  T* dst_q_next_0 = nullptr;
+  T* dst_q_next_1 = nullptr;
+  T* dst_q_next_2 = nullptr;
+  T* dst_q_next_3 = nullptr;
+  T* dst_x_0 = nullptr;
+  T* dst_x_1 = nullptr;
+  T* dst_x_2 = nullptr;
+  T* dst_iw_0 = nullptr;
+  T* dst_iw_1 = nullptr;
+  T* dst_iw_2 = nullptr;
+  T* dst_iw_3 = nullptr;
+  T* dst_iw_4 = nullptr;
+  T* dst_iw_5 = nullptr;
+  T* dst_iw_6 = nullptr;
+  T* dst_iw_7 = nullptr;
+  T* dst_iw_8 = nullptr;
+  int64_t off = 0;
   auto sample = [&](const int64_t s) __attribute__((always_inline)) {
     const T v0_q_0 = in_q[0 * n + s];
     const T v1_q_1 = in_q[1 * n + s];
@@ -350,30 +404,111 @@ RAPTOR_EXPORT void raptor_rigid_pose_0123456789abcdef_f64(raptor_args* a) {
     const T v224 = v222 + v223;
     const T v225 = v181 * v127_R_2_2;
     const T v226_iw_2_2 = v224 + v225;
-    out_q_next[0 * n + s] = v55_q_next_0;
-    out_q_next[1 * n + s] = v56_q_next_1;
-    out_q_next[2 * n + s] = v57_q_next_2;
-    out_q_next[3 * n + s] = v58_q_next_3;
-    out_x[0 * n + s] = v87_x_0;
-    out_x[1 * n + s] = v92_x_1;
-    out_x[2 * n + s] = v97_x_2;
-    out_iw[0 * n + s] = v186_iw_0_0;
-    out_iw[1 * n + s] = v191_iw_0_1;
-    out_iw[2 * n + s] = v196_iw_0_2;
-    out_iw[3 * n + s] = v201_iw_1_0;
-    out_iw[4 * n + s] = v206_iw_1_1;
-    out_iw[5 * n + s] = v211_iw_1_2;
-    out_iw[6 * n + s] = v216_iw_2_0;
-    out_iw[7 * n + s] = v221_iw_2_1;
-    out_iw[8 * n + s] = v226_iw_2_2;
+    dst_q_next_0[s - off] = v55_q_next_0;
+    dst_q_next_1[s - off] = v56_q_next_1;
+    dst_q_next_2[s - off] = v57_q_next_2;
+    dst_q_next_3[s - off] = v58_q_next_3;
+    dst_x_0[s - off] = v87_x_0;
+    dst_x_1[s - off] = v92_x_1;
+    dst_x_2[s - off] = v97_x_2;
+    dst_iw_0[s - off] = v186_iw_0_0;
+    dst_iw_1[s - off] = v191_iw_0_1;
+    dst_iw_2[s - off] = v196_iw_0_2;
+    dst_iw_3[s - off] = v201_iw_1_0;
+    dst_iw_4[s - off] = v206_iw_1_1;
+    dst_iw_5[s - off] = v211_iw_1_2;
+    dst_iw_6[s - off] = v216_iw_2_0;
+    dst_iw_7[s - off] = v221_iw_2_1;
+    dst_iw_8[s - off] = v226_iw_2_2;
   };
   const int64_t begin = a->begin, end = a->end;
   if (a->index) {
     const int64_t* const index = a->index;
+    dst_q_next_0 = out_q_next + 0 * n;
+    dst_q_next_1 = out_q_next + 1 * n;
+    dst_q_next_2 = out_q_next + 2 * n;
+    dst_q_next_3 = out_q_next + 3 * n;
+    dst_x_0 = out_x + 0 * n;
+    dst_x_1 = out_x + 1 * n;
+    dst_x_2 = out_x + 2 * n;
+    dst_iw_0 = out_iw + 0 * n;
+    dst_iw_1 = out_iw + 1 * n;
+    dst_iw_2 = out_iw + 2 * n;
+    dst_iw_3 = out_iw + 3 * n;
+    dst_iw_4 = out_iw + 4 * n;
+    dst_iw_5 = out_iw + 5 * n;
+    dst_iw_6 = out_iw + 6 * n;
+    dst_iw_7 = out_iw + 7 * n;
+    dst_iw_8 = out_iw + 8 * n;
     for (int64_t i = begin; i < end; ++i) sample(index[i]);
   } else {
+#if defined(RP_STREAM)
+    const bool stream = a->stream != 0;  // outputs past the cache, a block at a time
+#else
+    const bool stream = false;
+#endif
+    constexpr int64_t B = 256;
+    alignas(64) T blk_q_next_0[B];
+    alignas(64) T blk_q_next_1[B];
+    alignas(64) T blk_q_next_2[B];
+    alignas(64) T blk_q_next_3[B];
+    alignas(64) T blk_x_0[B];
+    alignas(64) T blk_x_1[B];
+    alignas(64) T blk_x_2[B];
+    alignas(64) T blk_iw_0[B];
+    alignas(64) T blk_iw_1[B];
+    alignas(64) T blk_iw_2[B];
+    alignas(64) T blk_iw_3[B];
+    alignas(64) T blk_iw_4[B];
+    alignas(64) T blk_iw_5[B];
+    alignas(64) T blk_iw_6[B];
+    alignas(64) T blk_iw_7[B];
+    alignas(64) T blk_iw_8[B];
+    const int64_t step = stream ? B : end - begin;
+    for (int64_t i0 = begin; i0 < end;) {
+      const int64_t i1 = end - i0 > step ? i0 + step : end;
+      dst_q_next_0 = stream ? blk_q_next_0 : out_q_next + 0 * n;
+      dst_q_next_1 = stream ? blk_q_next_1 : out_q_next + 1 * n;
+      dst_q_next_2 = stream ? blk_q_next_2 : out_q_next + 2 * n;
+      dst_q_next_3 = stream ? blk_q_next_3 : out_q_next + 3 * n;
+      dst_x_0 = stream ? blk_x_0 : out_x + 0 * n;
+      dst_x_1 = stream ? blk_x_1 : out_x + 1 * n;
+      dst_x_2 = stream ? blk_x_2 : out_x + 2 * n;
+      dst_iw_0 = stream ? blk_iw_0 : out_iw + 0 * n;
+      dst_iw_1 = stream ? blk_iw_1 : out_iw + 1 * n;
+      dst_iw_2 = stream ? blk_iw_2 : out_iw + 2 * n;
+      dst_iw_3 = stream ? blk_iw_3 : out_iw + 3 * n;
+      dst_iw_4 = stream ? blk_iw_4 : out_iw + 4 * n;
+      dst_iw_5 = stream ? blk_iw_5 : out_iw + 5 * n;
+      dst_iw_6 = stream ? blk_iw_6 : out_iw + 6 * n;
+      dst_iw_7 = stream ? blk_iw_7 : out_iw + 7 * n;
+      dst_iw_8 = stream ? blk_iw_8 : out_iw + 8 * n;
+      off = stream ? i0 : 0;
 #pragma GCC ivdep
-    for (int64_t i = begin; i < end; ++i) sample(i);
+      for (int64_t i = i0; i < i1; ++i) sample(i);
+#if defined(RP_STREAM)
+      rp_flush(out_q_next + 0 * n + i0, blk_q_next_0, (i1 - i0) * sizeof(blk_q_next_0[0]), stream);
+      rp_flush(out_q_next + 1 * n + i0, blk_q_next_1, (i1 - i0) * sizeof(blk_q_next_1[0]), stream);
+      rp_flush(out_q_next + 2 * n + i0, blk_q_next_2, (i1 - i0) * sizeof(blk_q_next_2[0]), stream);
+      rp_flush(out_q_next + 3 * n + i0, blk_q_next_3, (i1 - i0) * sizeof(blk_q_next_3[0]), stream);
+      rp_flush(out_x + 0 * n + i0, blk_x_0, (i1 - i0) * sizeof(blk_x_0[0]), stream);
+      rp_flush(out_x + 1 * n + i0, blk_x_1, (i1 - i0) * sizeof(blk_x_1[0]), stream);
+      rp_flush(out_x + 2 * n + i0, blk_x_2, (i1 - i0) * sizeof(blk_x_2[0]), stream);
+      rp_flush(out_iw + 0 * n + i0, blk_iw_0, (i1 - i0) * sizeof(blk_iw_0[0]), stream);
+      rp_flush(out_iw + 1 * n + i0, blk_iw_1, (i1 - i0) * sizeof(blk_iw_1[0]), stream);
+      rp_flush(out_iw + 2 * n + i0, blk_iw_2, (i1 - i0) * sizeof(blk_iw_2[0]), stream);
+      rp_flush(out_iw + 3 * n + i0, blk_iw_3, (i1 - i0) * sizeof(blk_iw_3[0]), stream);
+      rp_flush(out_iw + 4 * n + i0, blk_iw_4, (i1 - i0) * sizeof(blk_iw_4[0]), stream);
+      rp_flush(out_iw + 5 * n + i0, blk_iw_5, (i1 - i0) * sizeof(blk_iw_5[0]), stream);
+      rp_flush(out_iw + 6 * n + i0, blk_iw_6, (i1 - i0) * sizeof(blk_iw_6[0]), stream);
+      rp_flush(out_iw + 7 * n + i0, blk_iw_7, (i1 - i0) * sizeof(blk_iw_7[0]), stream);
+      rp_flush(out_iw + 8 * n + i0, blk_iw_8, (i1 - i0) * sizeof(blk_iw_8[0]), stream);
+#endif
+      i0 = i1;
+    }
+#if defined(RP_STREAM)
+    if (stream) __builtin_ia32_sfence();  // the streamed lines, before the launch ends
+#endif
   }
   a->finished = finished;
   a->steps_run = a->end > a->begin ? 1u : 0u;
