@@ -4,6 +4,8 @@
 // expands into scalar IR and is derivable. Quaternions are Vector[4] in (x, y, z, w) order,
 // scalar last (SciPy's and Warp's). Start at `Lowerer::call_matrix_math`; `a @ b` is `matmul`.
 #include <functional>
+#include <initializer_list>
+#include <utility>
 
 #include "ir/lower.hpp"
 #include "ir/lower_ctx.hpp"
@@ -108,7 +110,10 @@ std::optional<TV> Lowerer::call_matrix_math(const std::string& name, const std::
   std::function<int(int, const std::function<int(int, int)>&)> det =
       [&](int n, const std::function<int(int, int)>& at) -> int {
     if (n == 1) return at(0, 0);
-    if (n == 2) return sub(mul(at(0, 0), at(1, 1)), mul(at(0, 1), at(1, 0)));
+    if (n == 2) {
+      const int ad = mul(at(0, 0), at(1, 1));
+      return sub(ad, mul(at(0, 1), at(1, 0)));
+    }
     int acc = -1;
     for (int j = 0; j < n; ++j) {
       const auto minor = [&, j](int r, int c) { return at(r + 1, c < j ? c : c + 1); };
@@ -204,11 +209,24 @@ std::optional<TV> Lowerer::call_matrix_math(const std::string& name, const std::
     const std::vector<int> a = quat_arg(args[0]), b = quat_arg(args[1]);
     const int ax = a[0], ay = a[1], az = a[2], aw = a[3];
     const int bx = b[0], by = b[1], bz = b[2], bw = b[3];
-    // The Hamilton product (a * b rotates by b, then by a).
-    const int x = sub(add(add(mul(aw, bx), mul(ax, bw)), mul(ay, bz)), mul(az, by));
-    const int y = add(add(sub(mul(aw, by), mul(ax, bz)), mul(ay, bw)), mul(az, bx));
-    const int z = add(sub(add(mul(aw, bz), mul(ax, by)), mul(ay, bx)), mul(az, bw));
-    const int w = sub(sub(sub(mul(aw, bw), mul(ax, bx)), mul(ay, by)), mul(az, bz));
+    // The Hamilton product (a * b rotates by b, then by a). Each component is
+    // p0 +- p1 +- p2 +- p3, its products and sums emitted left to right in statements of their
+    // own: nested calls' arguments are evaluated in an unspecified order (GCC right to left,
+    // Clang left to right), which would number the IR differently per compiler.
+    const auto chain = [&](std::initializer_list<std::pair<int, int>> products,
+                           std::initializer_list<bool> plus) {
+      int acc = -1;
+      auto sign = plus.begin();
+      for (const auto& [l, r] : products) {
+        const int p = mul(l, r);
+        acc = acc < 0 ? p : (*sign++ ? add(acc, p) : sub(acc, p));
+      }
+      return acc;
+    };
+    const int x = chain({{aw, bx}, {ax, bw}, {ay, bz}, {az, by}}, {true, true, false});
+    const int y = chain({{aw, by}, {ax, bz}, {ay, bw}, {az, bx}}, {false, true, true});
+    const int z = chain({{aw, bz}, {ax, by}, {ay, bx}, {az, bw}}, {true, false, true});
+    const int w = chain({{aw, bw}, {ax, bx}, {ay, by}, {az, bz}}, {false, false, false});
     return TV::vec({x, y, z, w});
   }
   if (name == "quat_conj") {
@@ -224,15 +242,31 @@ std::optional<TV> Lowerer::call_matrix_math(const std::string& name, const std::
     const std::vector<int> v = vec3_arg(args[1]);
     const int w = q[3];
     const int two = konst(2.0);
-    const int s = sub(mul(two, mul(w, w)), konst(1.0));
-    const int d = add(add(mul(q[0], v[0]), mul(q[1], v[1])), mul(q[2], v[2]));
-    const int cx = sub(mul(q[1], v[2]), mul(q[2], v[1]));
-    const int cy = sub(mul(q[2], v[0]), mul(q[0], v[2]));
-    const int cz = sub(mul(q[0], v[1]), mul(q[1], v[0]));
+    // One operation per statement (or per braced initializer, which C++ sequences): see
+    // quat_mul on the order of nested calls' arguments.
+    const int ww = mul(w, w);
+    const int two_ww = mul(two, ww);
+    const int s = sub(two_ww, konst(1.0));
+    int d = mul(q[0], v[0]);
+    for (int i = 1; i < 3; ++i) {
+      const int p = mul(q[i], v[i]);
+      d = add(d, p);
+    }
+    const auto cross = [&](int i, int j) {  // q[i] v[j] - q[j] v[i]
+      const int l = mul(q[i], v[j]);
+      const int r = mul(q[j], v[i]);
+      return sub(l, r);
+    };
+    const int c[3] = {cross(1, 2), cross(2, 0), cross(0, 1)};
     const int tw = mul(two, w), td = mul(two, d);
-    const int c[3] = {cx, cy, cz};
     std::vector<int> out;
-    for (int i = 0; i < 3; ++i) out.push_back(add(add(mul(v[i], s), mul(c[i], tw)), mul(q[i], td)));
+    for (int i = 0; i < 3; ++i) {
+      const int vs = mul(v[i], s);
+      const int ct = mul(c[i], tw);
+      const int qt = mul(q[i], td);
+      const int sum = add(vs, ct);
+      out.push_back(add(sum, qt));
+    }
     return TV::vec(out);
   }
   if (name == "quat_to_matrix") {
