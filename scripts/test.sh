@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up (scripts/setup.sh) and runs every test:
-#   1. cpp     C++ tests (GoogleTest, Release) in build/cpp
+#   1. cpp     C++ tests (GoogleTest, Release) in build/py, the build setup.sh made for the
+#              Python module, with the tests turned on: its core is compiled once for both
 #   2. asan    the same tests under AddressSanitizer + UBSan in build/asan (-O1), built with
 #              clang together with the libFuzzer targets (with g++ and no fuzzers without
 #              clang++): one sanitized build of the core instead of two
@@ -43,10 +44,16 @@ configure_build() {
   cmake --build "$dir" -j "$JOBS"
 }
 
+# The GoogleTest suite links the raptor_core that setup.sh's pip install compiled in build/py
+# (Release, the flags of the wheel): the tests are turned on in that CMake cache and only they
+# are built. The next `pip install` there turns them off again (pyproject.toml) and rebuilds
+# nothing of the core. Not configure_build: scikit-build-core chose that dir's generator.
 step_cpp() {
-  configure_build "$ROOT/build/cpp" -DCMAKE_BUILD_TYPE=Release -DRAPTOR_BUILD_TESTS=ON \
-    -DRAPTOR_BUILD_PYTHON=OFF -DRAPTOR_SANITIZE=
-  ctest --test-dir "$ROOT/build/cpp" --output-on-failure --no-tests=error -j "$JOBS"
+  local dir="$ROOT/build/py"
+  [[ -f "$dir/CMakeCache.txt" ]] || { echo "[test] $dir has no CMake cache: setup.sh did not build"; return 1; }
+  cmake -S "$ROOT" -B "$dir" -DRAPTOR_BUILD_TESTS=ON -DRAPTOR_SANITIZE=
+  cmake --build "$dir" --target raptor_tests -j "$JOBS"
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$JOBS"
 }
 
 # LeakSanitizer's own stop-the-world tracer sometimes crashes at a process's exit ("Tracer
@@ -181,14 +188,28 @@ step_install() {
 # same extension ABI). So this step runs exactly what the pytest step ran, under the older
 # JAX, without compiling the C++ core a second time. (Isolated builds against those headers,
 # run under the newest JAX, are the install step's.)
-step_jax_oldest() {
-  local venv="$ROOT/.venv-jax-oldest" base site pkg dir
+JAX_OLDEST_VENV="$ROOT/.venv-jax-oldest"
+JAX_OLDEST_PREP_LOG="$ROOT/build/jax-oldest-venv.log"
+
+# Makes the venv of step_jax_oldest. Started in the background before the C++ steps (it mostly
+# waits on downloads and the disk while they compile) and waited for before step_jax_oldest.
+prepare_jax_oldest_venv() {
+  local venv="$JAX_OLDEST_VENV" base
   base="$("$PY" -c 'import sys; print(sys._base_executable)')"
   [[ -x "$venv/bin/python" ]] || "$base" -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-compile \
     "jax==0.11.2" "jaxlib==0.11.2" numpy pytest pytest-xdist flatbuffers matplotlib
   # A venv made earlier by this step also holds its own build of raptor: not used.
   "$venv/bin/python" -m pip uninstall -q -y raptor >/dev/null 2>&1 || true
+}
+
+step_jax_oldest() {
+  local venv="$JAX_OLDEST_VENV" site pkg dir rc="$JAX_OLDEST_PREP_RC"
+  cat "$JAX_OLDEST_PREP_LOG"
+  if (( rc != 0 )); then
+    echo "[test] jax_oldest: making $venv failed (exit $rc, log above)"
+    return "$rc"
+  fi
   site="$ROOT/build/jax-oldest-site"
   rm -rf "$site"
   mkdir -p "$site"
@@ -228,11 +249,18 @@ run_step() {
   fi
 }
 
+mkdir -p "$ROOT/build"
+( set -euo pipefail; prepare_jax_oldest_venv ) >"$JAX_OLDEST_PREP_LOG" 2>&1 &
+JAX_OLDEST_PREP_PID=$!
+
 run_step cpp
 run_step asan
 run_step fuzz
 run_step pytest
 run_step fuzz_kernels
+# (Waited for here, in the shell that started it: a step runs in a subshell.)
+JAX_OLDEST_PREP_RC=0
+wait "$JAX_OLDEST_PREP_PID" || JAX_OLDEST_PREP_RC=$?
 run_step jax_oldest
 run_step install
 

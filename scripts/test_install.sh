@@ -18,6 +18,8 @@ WORK="$ROOT/build/install-check"
 rm -rf "$WORK"
 mkdir -p "$WORK"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
+# These venvs run one smoke test: their packages are not compiled to bytecode at install
+# (--no-compile; Python compiles what it imports when it imports it).
 
 log() { printf '[install] %s\n' "$*"; }
 
@@ -66,8 +68,8 @@ install_pages() {
   # The package index has other projects' raptor-hawk/raptor-eagle (0.7.x): the dependencies
   # come from the index first, then these two from the wheels alone (--no-index), so pip
   # cannot pick the index's distributions of the same names.
-  "$WORK/venv-pages/bin/python" -m pip install -q "numpy>=2.1" "jax>=0.11.2" flatbuffers
-  (cd "$WORK" && "$WORK/venv-pages/bin/python" -m pip install -q --no-index \
+  "$WORK/venv-pages/bin/python" -m pip install -q --no-compile "numpy>=2.1" "jax>=0.11.2" flatbuffers
+  (cd "$WORK" && "$WORK/venv-pages/bin/python" -m pip install -q --no-compile --no-index \
     --find-links "$WORK/wheels" raptor-eagle raptor-hawk)
   "$WORK/venv-pages/bin/python" -m pip show raptor-hawk raptor-eagle | grep -E '^(Name|Version|Location)'
   smoke "$WORK/venv-pages/bin/python" pages
@@ -77,7 +79,7 @@ install_root() {
   log "2. pip install \".[jax]\" from the repository root (build isolation) into a fresh venv"
   "$BASE" -m venv "$WORK/venv-root"
   "$WORK/venv-root/bin/python" -m pip install -q --upgrade pip
-  (cd "$ROOT" && "$WORK/venv-root/bin/python" -m pip install -q ".[jax]")
+  (cd "$ROOT" && "$WORK/venv-root/bin/python" -m pip install -q --no-compile ".[jax]")
   smoke "$WORK/venv-root/bin/python" root
 }
 
