@@ -459,12 +459,20 @@ TV Lowerer::expr(const Expr& e) {
                          "`and`, `or`, `not`");
         const auto exact = const_compare(e.ops[i], x, y);
         const bool ints = x.integral() && y.integral();  // compared exactly, as int64
-        const int c =
-            exact  ? kbool(*exact)
-            : ints ? emit(compare_op(e.ops[i]), Type::B, to_int_value(x, loc, "a compared value"),
-                          to_int_value(y, loc, "a compared value"))
-                   : emit(compare_op(e.ops[i]), Type::B, to_float(x, loc, "a compared value"),
-                          to_float(y, loc, "a compared value"));
+        // Each side converted in a statement of its own, left first: the order of a call's
+        // arguments is the compiler's choice, and the IR's numbering must not be.
+        int c = -1;
+        if (exact) {
+          c = kbool(*exact);
+        } else if (ints) {
+          const int l = to_int_value(x, loc, "a compared value");
+          const int r = to_int_value(y, loc, "a compared value");
+          c = emit(compare_op(e.ops[i]), Type::B, l, r);
+        } else {
+          const int l = to_float(x, loc, "a compared value");
+          const int r = to_float(y, loc, "a compared value");
+          c = emit(compare_op(e.ops[i]), Type::B, l, r);
+        }
         acc = acc < 0 ? c : emit(Op::And, Type::B, acc, c);
       }
       return TV::b(acc);

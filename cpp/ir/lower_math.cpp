@@ -41,8 +41,12 @@ TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, pars
     arity(*this, name, args, 1, loc);
     const TV& a = args[0];
     if (a.integral() && !a.is_vector()) return a;
-    if (a.kind == TV::Kind::Bool)
-      return TV::iv(emit(Op::Select, Type::I, a.comps[0], kint(1), kint(0)));
+    if (a.kind == TV::Kind::Bool) {
+      // One constant per statement: arguments' order of evaluation is the compiler's choice.
+      const int one = kint(1);
+      const int zero = kint(0);
+      return TV::iv(emit(Op::Select, Type::I, a.comps[0], one, zero));
+    }
     if (a.kind == TV::Kind::Float) return TV::iv(emit(Op::ToInt, Type::I, a.comps[0]));
     error(loc, "int() takes a Scalar, an int or a bool, got " + describe(a) +
                    "; convert a vector's components one at a time, int(v[i])");
