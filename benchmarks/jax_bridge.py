@@ -4,6 +4,8 @@ process with the same step written in jax.numpy, both under jax.jit, on the CPU.
     python benchmarks/jax_bridge.py              # prints a table of times and ratios
     python benchmarks/jax_bridge.py --crossover  # "ffi" against "xla" over N: the threshold
                                                  # of lowering="auto", benchmarks/out/jax_crossover.png
+    python benchmarks/jax_bridge.py --copies     # in-out planes on "ffi": aliased only where
+                                                 # the update can be in place (docs/jax.md)
 
 Cases (float64):
   drag step        one drag step (3-vector, norm, Params) at N = 2^20
@@ -213,5 +215,80 @@ def crossover(png: str = os.path.join(os.path.dirname(__file__), "out", "jax_cro
     print("wrote", os.path.normpath(png))
 
 
+def copies() -> None:
+    """The oscillator step of benchmarks/peers.py (three in-out planes and a mask) on "ffi",
+    with the aliases the bridge declares (only where the update can be in place:
+    eagle/frameworks/_jax_aliases.py) against every in-out plane aliased (what the bridge did
+    before), and against jax.numpy, rounds alternating in this process: one call under jit,
+    the same call with the in-out planes donated, and one step of a 20-step lax.scan. Prints
+    microseconds per step."""
+    from contextlib import contextmanager
+
+    from _peers.cases import OSC_C, OSC_DT, make_inputs
+    from _peers.jax_side import _jnp_step
+    from eagle.frameworks import _jax_aliases
+    from kernels import osc
+
+    names = ("t_final", "corr", "terminated", "x", "v", "t")
+    kernel = eagle_jax.function(osc, lowering="ffi")
+    steps = 20
+
+    @contextmanager
+    def every_alias():  # the old policy, for the lowering of the functions made under it
+        kept = _jax_aliases.kept_aliases
+        _jax_aliases.kept_aliases = lambda operands, aliases: dict(aliases)
+        try:
+            yield
+        finally:
+            _jax_aliases.kept_aliases = kept
+
+    def settings(step):
+        def body(c, _):
+            tf, corr, term, x, v, t = c
+            x, v, t, term = step(tf, corr, term, x, v, t)
+            return (tf, corr, term, x, v, t), None
+        return {"one call": jax.jit(step), "donated": jax.jit(step, donate_argnums=(2, 3, 4, 5)),
+                f"scan of {steps}": jax.jit(lambda *a: jax.lax.scan(body, a, None, length=steps)[0])}
+
+    def ffi_step():  # a new function each time: jit caches its compilations per function
+        return lambda *a: kernel(OSC_DT, OSC_C, *a)
+
+    sides = {"ffi": settings(ffi_step()), "ffi, every alias": settings(ffi_step()), "jax.numpy": settings(_jnp_step("osc"))}
+    print(f"jax {jax.__version__}, oscillator step, float64; best of alternating rounds, us per step")
+    print(f"{'N':>8}{'setting':>14}" + "".join(f"{k:>18}" for k in sides) + f"{'every alias/ffi':>17}")
+    for p in (12, 14, 16, 18):
+        n = 1 << p
+        inputs = make_inputs("osc", n, "float64")
+        base = [jnp.asarray(inputs[k]) for k in names]
+        for setting in sides["ffi"]:
+            per = steps if setting.startswith("scan") else 1
+            number = max(2, (1 << 19) // (n * per))
+            best = {}
+            for _ in range(9):
+                for side, fns in sides.items():
+                    fn = fns[setting]
+                    if side.endswith("every alias") and side not in best:
+                        with every_alias():  # compiled (lowered) on this first call
+                            jax.block_until_ready(fn(*[a.copy() for a in base]))
+                    args = [a.copy() for a in base]
+                    out = fn(*args)  # warm-up (compiles once); donated: args are gone
+                    args = [a.copy() for a in base]
+                    jax.block_until_ready(args)
+                    t0 = time.perf_counter()
+                    for _ in range(number):
+                        out = fn(*args)
+                        if setting == "donated":  # feed the results back: the next call donates them
+                            args = [args[0], args[1], out[3], out[0], out[1], out[2]]
+                    jax.block_until_ready(out)
+                    best[side] = min(best.get(side, 1e9), (time.perf_counter() - t0) / number / per * 1e6)
+            ratio = best["ffi, every alias"] / best["ffi"]
+            print(f"{'2^' + str(p):>8}{setting:>14}" + "".join(f"{best[k]:>18.1f}" for k in sides) + f"{ratio:>17.2f}")
+
+
 if __name__ == "__main__":
-    crossover() if "--crossover" in sys.argv[1:] else main()
+    if "--crossover" in sys.argv[1:]:
+        crossover()
+    elif "--copies" in sys.argv[1:]:
+        copies()
+    else:
+        main()

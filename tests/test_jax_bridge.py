@@ -485,6 +485,46 @@ def test_donated_inout_mutable_is_updated_in_place(fns):
     assert [o.unsafe_buffer_pointer() for o in outs] == ptrs
 
 
+def _aliases_of_kernel_calls(text: str) -> list[int]:
+    """Per raptor custom call in a lowered module's text: how many operand -> result aliases
+    it declares."""
+    return [line.count("output_operand_alias<") for line in text.splitlines() if "custom_call @raptor_kernel" in line]
+
+
+def test_ffi_call_aliases_only_what_it_can_update_in_place():
+    # docs/jax.md "Copies and donation": an undonated parameter of the jitted function is not
+    # aliased (XLA would copy it before the call); a donated one and a loop's carry are.
+    g = eagle_jax.function(fall, lowering="ffi")
+    m, h, u = jnp.arange(N) % 3 == 0, 1.0 + jnp.abs(X), jnp.array(Y)
+    step = lambda m, h, u: g(DT, m, h, u)  # noqa: E731
+    plain = jax.jit(step)
+    assert _aliases_of_kernel_calls(plain.lower(m, h, u).as_text()) == [0]
+    assert " copy(" not in plain.lower(m, h, u).compile().as_text()
+    assert _aliases_of_kernel_calls(jax.jit(step, donate_argnums=1).lower(m, h, u).as_text()) == [1]
+    assert _aliases_of_kernel_calls(jax.jit(step, donate_argnums=(0, 1, 2)).lower(m, h, u).as_text()) == [3]
+
+    def body(c, _):
+        hn, un, mn = g(DT, c[0], c[1], c[2])
+        return (mn, hn, un), None
+
+    scan = jax.jit(lambda m, h, u: jax.lax.scan(body, (m, h, u), None, length=5)[0])
+    assert _aliases_of_kernel_calls(scan.lower(m, h, u).as_text()) == [3]
+    # The same numbers every way, and the undonated inputs untouched.
+    before = [np.array(a) for a in (m, h, u)]
+    want = step(jnp.array(m), jnp.array(h), jnp.array(u))
+    for fn in (plain, jax.jit(step, donate_argnums=1)):
+        got = fn(jnp.array(m), jnp.array(h), jnp.array(u))
+        for a, b in zip(got, want):
+            assert (np.asarray(a) == np.asarray(b)).all()
+    for a, b in zip((m, h, u), before):
+        assert (np.asarray(a) == b).all()
+    mm, hh, uu = np.array(m), np.array(h), np.array(u)
+    for _ in range(5):
+        hh, uu, mm = (np.asarray(a) for a in step(mm, hh, uu))
+    for a, b in zip(scan(m, h, u), (mm, hh, uu)):
+        assert (np.asarray(a) == b).all()
+
+
 def test_inputs_are_never_written(fns):
     f = fns["accumulate"]
     x, acc = jnp.array(X), jnp.array(Y)

@@ -34,7 +34,7 @@ from jax.interpreters import ad, batching, mlir
 
 from raptor_core import _core
 
-from eagle.frameworks import _jax_compat, _jax_lowering, _jax_xla
+from eagle.frameworks import _jax_aliases, _jax_compat, _jax_lowering, _jax_xla
 from eagle.frameworks._jax_call import KernelCall
 from eagle.frameworks._jax_sharding import partitioned
 
@@ -108,9 +108,14 @@ def _abstract_eval(*avals: Any, call: KernelCall, lowering: str = "ffi") -> list
 kernel_p.def_abstract_eval(_abstract_eval)
 
 
-def _ffi_lowering(ctx: Any, *operands: Any, call: KernelCall) -> Any:
+def _ffi_lowering(ctx: Any, *operands: Any, call: KernelCall, entry: bool = False) -> Any:
+    """The FFI custom call. ``entry``: the call is lowered in the module's own function (not
+    in custom partitioning's per-device one), so an in-out operand that is an undonated
+    parameter of the jitted function is given its own result buffer instead of an alias
+    (which would make XLA copy it first: _jax_aliases)."""
     call.ensure_host()  # the C++ build the handler runs (cached on disk), made on first use
-    rule = jax.ffi.ffi_lowering(TARGET, operand_output_aliases=call.aliases() or None)
+    aliases = _jax_aliases.kept_aliases(operands, call.aliases()) if entry else call.aliases()
+    rule = jax.ffi.ffi_lowering(TARGET, operand_output_aliases=aliases or None)
     return rule(ctx, *operands, digest=call.digest)
 
 
@@ -151,7 +156,7 @@ def _lowering(ctx: Any, *operands: Any, call: KernelCall, lowering: str = "ffi")
     # axis every device runs its own shard (no all-gather); on one device it is inlined to
     # the plain custom call (and so survives jax.export).
     if not _several_devices(ctx):
-        return _ffi_lowering(ctx, *operands, call=call)
+        return _ffi_lowering(ctx, *operands, call=call, entry=True)
     return mlir.lower_fun(partitioned(call, kernel_local_p), multiple_results=True)(ctx, *operands)
 
 
