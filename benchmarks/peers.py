@@ -9,9 +9,13 @@ Cases (benchmarks/_peers/cases.py): the drag step of page 001 (``drag_step``) an
 of the damped oscillator with its Terminated mask (``osc``), float64 and float32.
 
 - Host side: raptor's ``plan.bind(...).launch()``, Numba's parallel loop, Warp's
-  ``wp.launch(device="cpu")``. Each system runs in its own process (a worker of this
-  script), so thread pools never share a process, and the systems take turns round by
-  round: a stretch of a busy machine slows every system's rounds alike.
+  ``wp.launch(device="cpu")``. Each system runs in processes of its own (workers of this
+  script, three per system unless ``--processes`` says otherwise, each stepping its own
+  arrays), so thread pools never share a process, and all of them take turns round by
+  round: a stretch of a busy machine slows every system's rounds alike. A system's time is
+  the median over its processes of each one's best round; the same code differs from
+  process to process by several percent where the planes fall between the L2 and the L3
+  (where its arrays landed), and a row whose difference is within that spread is marked.
 - JAX side: raptor through ``eagle.frameworks.jax.function``, Warp's ``jax_kernel`` and
   jax.numpy, each under ``jax.jit``, in one process, alternating round by round.
 
@@ -29,6 +33,7 @@ import argparse
 import importlib.util
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -68,6 +73,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--n-step", type=int, default=None, help="step of the exponent (default 1, --quick 3)")
     p.add_argument("--repeat", type=int, default=None, help="rounds per measurement (default 15, --quick 5)")
     p.add_argument("--min-round", type=float, default=None, help="seconds per round at least (default 0.02, --quick 0.003)")
+    p.add_argument("--processes", type=int, default=None,
+                   help="host side: processes per system, each with its own arrays (default 3, --quick 1)")
     p.add_argument("--out", default=os.path.join(HERE, "out"), help="folder for the PNG plots (default benchmarks/out)")
     p.add_argument("--worker", choices=("host", "jax"), help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, action="append", help=argparse.SUPPRESS)
@@ -77,6 +84,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     a.n_step = a.n_step if a.n_step is not None else (3 if a.quick else 1)
     a.repeat = a.repeat if a.repeat is not None else (5 if a.quick else 15)
     a.min_round = a.min_round if a.min_round is not None else (0.003 if a.quick else 0.02)
+    a.processes = a.processes if a.processes is not None else (1 if a.quick else 3)
+    if a.processes < 1:
+        p.error("--processes: at least 1")
     for name, allowed in (("systems", ALL), ("cases", CASES), ("dtypes", DTYPES)):
         values = [v for v in getattr(a, name).split(",") if v]
         bad = [v for v in values if v not in allowed]
@@ -114,11 +124,13 @@ def worker_command(kind: str, systems: list[str], a: argparse.Namespace) -> list
 
 
 class HostWorker:
-    """One host system in its own process (``worker``), asked for one thing at a time."""
+    """One host system in its own process (``worker``), asked for one thing at a time;
+    ``index`` tells a system's processes apart."""
 
-    def __init__(self, system: str, a: argparse.Namespace, env: dict[str, str], tmp: str) -> None:
+    def __init__(self, system: str, a: argparse.Namespace, env: dict[str, str], tmp: str, index: int = 0) -> None:
         self.system = system
-        self.log = open(os.path.join(tmp, f"host-{system}.log"), "w+")
+        self.index = index
+        self.log = open(os.path.join(tmp, f"host-{system}-{index}.log"), "w+")
         self.proc = subprocess.Popen(worker_command("host", [system], a), env=env, text=True, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.log)
 
@@ -147,10 +159,15 @@ class HostWorker:
 
 
 def host_side(host: list[str], ns: list[int], a: argparse.Namespace, env: dict[str, str], tmp: str) -> list[dict]:
-    """Times every host system at every (case, dtype, N): each system in its own process,
-    rounds alternating between them, the best round of each kept. A system that fails an
-    item (or dies) is reported and skipped for it (for the rest of the run, when dead)."""
-    started = [HostWorker(s, a, env, tmp) for s in host]
+    """Times every host system at every (case, dtype, N): each system in ``a.processes``
+    processes of its own, each process stepping its own arrays, rounds alternating between
+    all of them; each process's best round is kept, and a system's time is the median over
+    its processes. ``spread`` is the slowest of those processes' times over the fastest: how
+    much the same code moves from process to process (where its arrays landed in memory and
+    cache), what a difference between two systems must exceed to mean something. A process
+    that fails an item (or dies) is reported and skipped for it (for the rest of the run, when
+    dead)."""
+    started = [HostWorker(s, a, env, tmp, i) for i in range(a.processes) for s in host]
     workers = list(started)
     records: list[dict] = []
     try:
@@ -164,18 +181,22 @@ def host_side(host: list[str], ns: list[int], a: argparse.Namespace, env: dict[s
                             print(f"  {w.system}, {case} {dtype} N={n} failed: {reply['error']}", flush=True)
                         else:
                             ready.append(w)
-                    best = {w.system: float("inf") for w in ready}
+                    best = {w: float("inf") for w in ready}
                     for _ in range(a.repeat):
                         for w in list(ready):
                             reply = w.ask({"cmd": "round"})
                             if "error" in reply:
                                 print(f"  {w.system}, {case} {dtype} N={n} failed: {reply['error']}", flush=True)
                                 ready.remove(w)
-                                del best[w.system]
+                                del best[w]
                             else:
-                                best[w.system] = min(best[w.system], reply["seconds"])
-                    records += [{"side": "host", "system": s, "case": case, "dtype": dtype, "n": n, "seconds": t}
-                                for s, t in best.items()]
+                                best[w] = min(best[w], reply["seconds"])
+                    for s in host:
+                        times = sorted(t for w, t in best.items() if w.system == s)
+                        if times:
+                            records.append({"side": "host", "system": s, "case": case, "dtype": dtype, "n": n,
+                                            "seconds": statistics.median(times), "spread": times[-1] / times[0],
+                                            "processes": len(times)})
                     workers = [w for w in workers if w.proc.poll() is None]
             print(f"  host side, N = {n}: done", flush=True)
     finally:
@@ -212,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
             systems.append(s)
     ns = [1 << e for e in range(a.n_min, a.n_max + 1, a.n_step)]
     print(f"peers: {', '.join(systems)}; cases {', '.join(a.cases)}; {', '.join(a.dtypes)}; "
-          f"N = 2^{a.n_min} .. 2^{a.n_max} step 2^{a.n_step}; {a.repeat} rounds", flush=True)
+          f"N = 2^{a.n_min} .. 2^{a.n_max} step 2^{a.n_step}; {a.repeat} rounds; "
+          f"{a.processes} process{'es' if a.processes > 1 else ''} per host system", flush=True)
     before = report.machine()
     records: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="raptor-peers-") as tmp:

@@ -93,6 +93,22 @@ def test_the_table_gives_each_peer_over_raptor_on_its_side(monkeypatch):
     assert peers.HOST_SYSTEMS == report.HOST and peers.JAX_SYSTEMS == report.JAX
 
 
+def test_a_host_difference_within_the_process_spread_is_marked(monkeypatch):
+    _load_peers(monkeypatch)
+    from _peers import report
+
+    assert report.within_spread(0.95, 1.06, 1.02) and report.within_spread(1.05, 1.02, 1.06)
+    assert not report.within_spread(0.90, 1.06, 1.02) and not report.within_spread(0.95, None, None)
+    rec = [dict(system="raptor", case="drag", dtype="float64", n=1 << 18, seconds=4e-4, spread=1.08),
+           dict(system="numba", case="drag", dtype="float64", n=1 << 18, seconds=3.8e-4, spread=1.03),
+           dict(system="raptor", case="drag", dtype="float64", n=1 << 20, seconds=2e-3, spread=1.02),
+           dict(system="numba", case="drag", dtype="float64", n=1 << 20, seconds=2.4e-3, spread=1.05)]
+    lines = report.table(rec, ["raptor", "numba"]).splitlines()
+    assert lines[1].split() == ["drag", "float64", "2^18", "400.0", "0.95x~"]  # within raptor's 1.08x
+    assert lines[2].split() == ["drag", "float64", "2^20", "2000.0", "1.20x"]  # beyond both spreads
+    assert lines[-1] == "widest spread between one system's processes: Numba 1.05x, raptor 1.08x"
+
+
 def test_the_cpp_stepping_baseline_steps_as_until_done_does(tmp_path):
     """benchmarks/stepping.py's hand-written C++ loop (benchmarks/baselines/osc_loop.cpp) takes
     the same steps and gives the same numbers (1e-12) as eagle.until_done on 3,000

@@ -30,14 +30,25 @@ def machine() -> str:
             f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
-def _index(records: list[dict]) -> dict[tuple, float]:
-    return {(r["system"], r["case"], r["dtype"], r["n"]): r["seconds"] for r in records}
+def _index(records: list[dict], field: str = "seconds") -> dict[tuple, float]:
+    return {(r["system"], r["case"], r["dtype"], r["n"]): r[field] for r in records if field in r}
+
+
+def within_spread(ratio: float, spread_a: float | None, spread_b: float | None) -> bool:
+    """Whether two systems' times, ``ratio`` apart, differ by less than either system's own
+    process-to-process spread (peers.host_side): the run cannot tell them apart."""
+    spreads = [s for s in (spread_a, spread_b) if s is not None]
+    if not spreads:
+        return False
+    widest = max(spreads)
+    return 1.0 / widest <= ratio <= widest
 
 
 def table(records: list[dict], systems: list[str]) -> str:
     """The table: raptor's time in microseconds on each side, every peer as its time over
     raptor's on the same side (above 1.00: raptor is faster), '-' where not measured."""
     t = _index(records)
+    spread = _index(records, "spread")
     cols = [s for s in HOST + JAX if s in systems]
     keys = sorted({(r["case"], r["dtype"], r["n"]) for r in records},
                   key=lambda k: (("drag", "osc").index(k[0]) if k[0] in ("drag", "osc") else 9, k[1] != "float64", k[2]))
@@ -54,11 +65,19 @@ def table(records: list[dict], systems: list[str]) -> str:
             elif ref is None:
                 cells.append(f"{mine * 1e6:.1f}us")
             else:
-                cells.append(f"{mine / ref:.2f}x")
+                ratio = mine / ref
+                tie = c in HOST and within_spread(ratio, spread.get((c, case, dtype, n)), spread.get((base, case, dtype, n)))
+                cells.append(f"{ratio:.2f}x" + ("~" if tie else ""))
         lines.append(f"{case:<6}{dtype:<9}{'2^' + str(n.bit_length() - 1) if n & (n - 1) == 0 else n:>9} "
                      + "".join(f"{c:>14}" for c in cells))
     lines.append("raptor us / raptor-jit us: raptor's time per step in microseconds (host launch / inside jax.jit);")
     lines.append("other columns: that system's time over raptor's on the same side (above 1.00x: raptor is faster).")
+    if spread:
+        worst = {s: max(v for k, v in spread.items() if k[0] == s) for s in {k[0] for k in spread}}
+        lines.append("host side: each system's median over its processes; ~: the two differ by less than either one's "
+                     "spread between its own processes (the same code, other arrays), so this run cannot tell them apart.")
+        lines.append("widest spread between one system's processes: "
+                     + ", ".join(f"{HEAD[s] if s != 'raptor' else 'raptor'} {w:.2f}x" for s, w in sorted(worst.items())))
     return "\n".join(lines)
 
 
