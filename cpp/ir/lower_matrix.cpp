@@ -105,15 +105,26 @@ std::optional<TV> Lowerer::call_matrix_math(const std::string& name, const std::
       error(loc, name + "() takes a Vector[3] here, got " + describe(v));
     return v.comps;
   };
+  // p0 +- p1 +- ... of products l * r (plus[k]: the sign of product k + 1), each product and
+  // each sum emitted in a statement of its own, left to right. Never as nested calls: their
+  // arguments are evaluated in an unspecified order (GCC right to left, Clang left to right),
+  // which would number the IR, and so the emitted text and the cache key, per compiler.
+  const auto signed_sum = [&](std::initializer_list<std::pair<int, int>> products,
+                              std::initializer_list<bool> plus) {
+    int acc = -1;
+    auto sign = plus.begin();
+    for (const auto& [l, r] : products) {
+      const int p = mul(l, r);
+      acc = acc < 0 ? p : (*sign++ ? add(acc, p) : sub(acc, p));
+    }
+    return acc;
+  };
   // The determinant of the n x n matrix whose (i, j) component is at(i, j), by cofactor
   // expansion along the first row (n <= 4; CSE shares the minors).
   std::function<int(int, const std::function<int(int, int)>&)> det =
       [&](int n, const std::function<int(int, int)>& at) -> int {
     if (n == 1) return at(0, 0);
-    if (n == 2) {
-      const int ad = mul(at(0, 0), at(1, 1));
-      return sub(ad, mul(at(0, 1), at(1, 0)));
-    }
+    if (n == 2) return signed_sum({{at(0, 0), at(1, 1)}, {at(0, 1), at(1, 0)}}, {false});
     int acc = -1;
     for (int j = 0; j < n; ++j) {
       const auto minor = [&, j](int r, int c) { return at(r + 1, c < j ? c : c + 1); };
@@ -209,24 +220,11 @@ std::optional<TV> Lowerer::call_matrix_math(const std::string& name, const std::
     const std::vector<int> a = quat_arg(args[0]), b = quat_arg(args[1]);
     const int ax = a[0], ay = a[1], az = a[2], aw = a[3];
     const int bx = b[0], by = b[1], bz = b[2], bw = b[3];
-    // The Hamilton product (a * b rotates by b, then by a). Each component is
-    // p0 +- p1 +- p2 +- p3, its products and sums emitted left to right in statements of their
-    // own: nested calls' arguments are evaluated in an unspecified order (GCC right to left,
-    // Clang left to right), which would number the IR differently per compiler.
-    const auto chain = [&](std::initializer_list<std::pair<int, int>> products,
-                           std::initializer_list<bool> plus) {
-      int acc = -1;
-      auto sign = plus.begin();
-      for (const auto& [l, r] : products) {
-        const int p = mul(l, r);
-        acc = acc < 0 ? p : (*sign++ ? add(acc, p) : sub(acc, p));
-      }
-      return acc;
-    };
-    const int x = chain({{aw, bx}, {ax, bw}, {ay, bz}, {az, by}}, {true, true, false});
-    const int y = chain({{aw, by}, {ax, bz}, {ay, bw}, {az, bx}}, {false, true, true});
-    const int z = chain({{aw, bz}, {ax, by}, {ay, bx}, {az, bw}}, {true, false, true});
-    const int w = chain({{aw, bw}, {ax, bx}, {ay, by}, {az, bz}}, {false, false, false});
+    // The Hamilton product (a * b rotates by b, then by a): each component p0 +- p1 +- p2 +- p3.
+    const int x = signed_sum({{aw, bx}, {ax, bw}, {ay, bz}, {az, by}}, {true, true, false});
+    const int y = signed_sum({{aw, by}, {ax, bz}, {ay, bw}, {az, bx}}, {false, true, true});
+    const int z = signed_sum({{aw, bz}, {ax, by}, {ay, bx}, {az, bw}}, {true, false, true});
+    const int w = signed_sum({{aw, bw}, {ax, bx}, {ay, by}, {az, bz}}, {false, false, false});
     return TV::vec({x, y, z, w});
   }
   if (name == "quat_conj") {
@@ -243,19 +241,13 @@ std::optional<TV> Lowerer::call_matrix_math(const std::string& name, const std::
     const int w = q[3];
     const int two = konst(2.0);
     // One operation per statement (or per braced initializer, which C++ sequences): see
-    // quat_mul on the order of nested calls' arguments.
+    // signed_sum on the order of nested calls' arguments.
     const int ww = mul(w, w);
     const int two_ww = mul(two, ww);
     const int s = sub(two_ww, konst(1.0));
-    int d = mul(q[0], v[0]);
-    for (int i = 1; i < 3; ++i) {
-      const int p = mul(q[i], v[i]);
-      d = add(d, p);
-    }
+    const int d = signed_sum({{q[0], v[0]}, {q[1], v[1]}, {q[2], v[2]}}, {true, true});
     const auto cross = [&](int i, int j) {  // q[i] v[j] - q[j] v[i]
-      const int l = mul(q[i], v[j]);
-      const int r = mul(q[j], v[i]);
-      return sub(l, r);
+      return signed_sum({{q[i], v[j]}, {q[j], v[i]}}, {false});
     };
     const int c[3] = {cross(1, 2), cross(2, 0), cross(0, 1)};
     const int tw = mul(two, w), td = mul(two, d);
