@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.hpp"
@@ -195,6 +196,10 @@ class Lowerer {
   TV matrix_index(const TV& m, const TV& idx, const parse::Expr& at);
   std::optional<TV> call_matrix_math(const std::string& name, const std::vector<TV>& args,
                                      parse::Loc loc);
+  // p0 +- p1 +- ... of float products l * r (plus[k]: the sign of product k + 1; + where
+  // `plus` ends), each operation emitted in a statement of its own, left to right.
+  int signed_sum(const std::vector<std::pair<int, int>>& products,
+                 const std::vector<bool>& plus = {});
   // A helper with a @defjvp rule (lower_jvp.cpp): its body's value with the rule's derivative.
   TV call_custom_jvp(int helper, const std::vector<TV>& args, parse::Loc loc);
   // Inlines helper `helper`'s body (spec().helpers index) at a call with `args`.

@@ -4,7 +4,6 @@
 // expands into scalar IR and is derivable. Quaternions are Vector[4] in (x, y, z, w) order,
 // scalar last (SciPy's and Warp's). Start at `Lowerer::call_matrix_math`; `a @ b` is `matmul`.
 #include <functional>
-#include <initializer_list>
 #include <utility>
 
 #include "ir/lower.hpp"
@@ -12,18 +11,31 @@
 
 namespace raptor::ir::front {
 
+// Never as nested calls (`sub(add(mul(a, b), ...), ...)`): a call's arguments are evaluated in
+// an unspecified order (GCC right to left, Clang left to right), which would number the IR, and
+// so the emitted text and the cache key, per compiler.
+int Lowerer::signed_sum(const std::vector<std::pair<int, int>>& products,
+                        const std::vector<bool>& plus) {
+  int acc = -1;
+  for (size_t k = 0; k < products.size(); ++k) {
+    const int p = emit(Op::Mul, Type::F, products[k].first, products[k].second);
+    const bool add = k == 0 || k - 1 >= plus.size() || plus[k - 1];
+    acc = k == 0 ? p : emit(add ? Op::Add : Op::Sub, Type::F, acc, p);
+  }
+  return acc;
+}
+
 TV Lowerer::matmul(const TV& a, const TV& b, parse::Loc loc) {
-  const auto mul = [&](int x, int y) { return emit(Op::Mul, Type::F, x, y); };
-  const auto add = [&](int x, int y) { return emit(Op::Add, Type::F, x, y); };
   // rows x inner times inner x cols, each operand read through an accessor.
   const auto product = [&](int rows, int inner, int cols, const std::function<int(int, int)>& A,
                            const std::function<int(int, int)>& B) {
     std::vector<int> out;
+    std::vector<std::pair<int, int>> terms;
     for (int i = 0; i < rows; ++i)
       for (int j = 0; j < cols; ++j) {
-        int acc = mul(A(i, 0), B(0, j));
-        for (int l = 1; l < inner; ++l) acc = add(acc, mul(A(i, l), B(l, j)));
-        out.push_back(acc);
+        terms.clear();
+        for (int l = 0; l < inner; ++l) terms.emplace_back(A(i, l), B(l, j));
+        out.push_back(signed_sum(terms));
       }
     return out;
   };
@@ -104,20 +116,6 @@ std::optional<TV> Lowerer::call_matrix_math(const std::string& name, const std::
     if (v.kind != TV::Kind::Vector || v.width() != 3)
       error(loc, name + "() takes a Vector[3] here, got " + describe(v));
     return v.comps;
-  };
-  // p0 +- p1 +- ... of products l * r (plus[k]: the sign of product k + 1), each product and
-  // each sum emitted in a statement of its own, left to right. Never as nested calls: their
-  // arguments are evaluated in an unspecified order (GCC right to left, Clang left to right),
-  // which would number the IR, and so the emitted text and the cache key, per compiler.
-  const auto signed_sum = [&](std::initializer_list<std::pair<int, int>> products,
-                              std::initializer_list<bool> plus) {
-    int acc = -1;
-    auto sign = plus.begin();
-    for (const auto& [l, r] : products) {
-      const int p = mul(l, r);
-      acc = acc < 0 ? p : (*sign++ ? add(acc, p) : sub(acc, p));
-    }
-    return acc;
   };
   // The determinant of the n x n matrix whose (i, j) component is at(i, j), by cofactor
   // expansion along the first row (n <= 4; CSE shares the minors).
@@ -245,7 +243,7 @@ std::optional<TV> Lowerer::call_matrix_math(const std::string& name, const std::
     const int ww = mul(w, w);
     const int two_ww = mul(two, ww);
     const int s = sub(two_ww, konst(1.0));
-    const int d = signed_sum({{q[0], v[0]}, {q[1], v[1]}, {q[2], v[2]}}, {true, true});
+    const int d = signed_sum({{q[0], v[0]}, {q[1], v[1]}, {q[2], v[2]}});
     const auto cross = [&](int i, int j) {  // q[i] v[j] - q[j] v[i]
       return signed_sum({{q[i], v[j]}, {q[j], v[i]}}, {false});
     };
@@ -281,8 +279,7 @@ std::optional<TV> Lowerer::call_matrix_math(const std::string& name, const std::
     arity(2);
     const std::vector<int> axis = vec3_arg(args[0]);
     const int angle = to_float(args[1], loc, "quat_from_axis_angle()'s angle");
-    int len2 = mul(axis[0], axis[0]);
-    for (int i = 1; i < 3; ++i) len2 = add(len2, mul(axis[i], axis[i]));
+    const int len2 = signed_sum({{axis[0], axis[0]}, {axis[1], axis[1]}, {axis[2], axis[2]}});
     const int len = emit(Op::Sqrt, Type::F, len2);
     const int half = mul(angle, konst(0.5));
     const int s = emit(Op::Sin, Type::F, half);

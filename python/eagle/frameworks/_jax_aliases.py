@@ -62,10 +62,9 @@ def undonated_parameter(value: Any) -> bool:
             return False
         attrs = op.attributes
         # JAX's entry function is @main; the functions it lowers for a scan's body, a nested
-        # jit and the like have other names (and may not be marked private yet when lowered).
+        # jit and the like have other names (and are not yet marked private when lowered, so
+        # the name, not the visibility, tells them apart).
         if "sym_name" not in attrs or ir.StringAttr(attrs["sym_name"]).value != _ENTRY:
-            return False
-        if "sym_visibility" in attrs and ir.StringAttr(attrs["sym_visibility"]).value != "public":
             return False
         if "arg_attrs" not in attrs:
             return True  # no attributes at all: nothing donated
