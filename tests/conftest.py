@@ -52,6 +52,21 @@ def plan_kernels(kernels, cache_dir: str) -> dict[str, Any]:
     return {p.kernel.name: p for p in plans}
 
 
+def assert_sum_close(actual, terms, rtol: float, *, axis=None, err_msg: str = "") -> None:
+    """Checks a computed sum against np.sum(terms) with a tolerance scaled by the terms.
+
+    A sum's rounding error is bounded by a multiple of the sum of its terms' magnitudes, not of
+    the sum itself: terms that cancel (tanh over a symmetric grid, zero-mean draws) leave a
+    result near 0 whose last bits depend on the order in which the machine added them (the
+    vector width, the thread count). So the absolute tolerance is rtol * sum(|terms|), and a
+    check never depends on that order.
+    """
+    terms = np.asarray(terms, dtype=np.float64)
+    want = np.sum(terms, axis=axis)
+    scale = np.sum(np.abs(terms), axis=axis)
+    np.testing.assert_allclose(actual, want, rtol=rtol, atol=float(rtol * np.max(scale)), err_msg=err_msg)
+
+
 def launch_once(plan, **values):
     """Binds a plan to values, launches once, and returns (bound, finished)."""
     bound = plan.bind(**values)

@@ -24,18 +24,24 @@
 namespace raptor::runtime {
 
 // The default optimization and ISA flags of a host compile: what $RAPTOR_CXXFLAGS (and
-// CompileOptions::flags) replace. On x86 they ask for 512-bit vectors where the machine has
-// them: GCC 12's tuning for recent Intel cores prefers 256 bits, and at 256 bits it cannot
-// turn a sample's byte mask into the mask of 4 doubles, so it left every masked float64
-// sample loop scalar (the oscillator step 0.43x-0.82x Numba's speed from 2^14 samples; at
-// 512 bits 1.13x-4.1x, docs/performance.md). Without AVX-512 the flag changes nothing.
+// CompileOptions::flags) replace.
+// - -fno-trapping-math: a masked sample computes its step and then selects the held value
+//   where the sample had finished. GCC sinks the step's arithmetic into the unfinished arm of
+//   that select, and then, with traps honoured, may not compute it for every lane again: on
+//   an ISA without mask registers (AVX2, SSE) it left every masked sample loop and every sum
+//   over samples scalar ("control flow in loop"). No value changes: the flag only lets the
+//   compiler assume that no floating-point exception traps (nothing here unmasks one), and
+//   compiled kernels still equal the IR interpreter bit for bit.
+// - -ffp-contract=off: a*b+c stays two roundings, as the interpreter computes it.
+// - On x86, 512-bit vectors where the machine has them (-mprefer-vector-width=512): GCC 12's
+//   tuning for recent Intel cores prefers 256 bits. Without AVX-512 it changes nothing.
 #if defined(__x86_64__) || defined(__i386__)
 inline constexpr const char* kDefaultHostFlags =
-    "-O3 -march=native -mprefer-vector-width=512 -fno-math-errno -ffp-contract=off "
-    "-fopenmp-simd";
+    "-O3 -march=native -mprefer-vector-width=512 -fno-math-errno -fno-trapping-math "
+    "-ffp-contract=off -fopenmp-simd";
 #else
 inline constexpr const char* kDefaultHostFlags =
-    "-O3 -march=native -fno-math-errno -ffp-contract=off -fopenmp-simd";
+    "-O3 -march=native -fno-math-errno -fno-trapping-math -ffp-contract=off -fopenmp-simd";
 #endif
 // The flags every host compile gets before the optimization flags, whatever those are: a
 // position-independent shared object of C++17 whose only exported symbols are the kernels.
