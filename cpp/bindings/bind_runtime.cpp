@@ -79,7 +79,7 @@ std::tuple<int64_t, bool, int64_t> run_loop(const nb::list& items, ThreadPool& p
                                             int64_t n, int64_t max_steps,
                                             std::vector<std::shared_ptr<BoundLaunch>> fused,
                                             std::vector<int64_t> fused_launches, int64_t unit,
-                                            int64_t chunk, nb::object on_chunk) {
+                                            int64_t fused_min, int64_t chunk, nb::object on_chunk) {
   std::vector<runtime::HostStep> steps;
   for (nb::handle item : items) {
     runtime::HostStep step;
@@ -101,6 +101,7 @@ std::tuple<int64_t, bool, int64_t> run_loop(const nb::list& items, ThreadPool& p
     throw nb::value_error("run_loop: one number of launches per fused kernel");
   options.fused_launches = std::move(fused_launches);
   options.unit_steps = unit;
+  options.fused_min = fused_min;
   options.chunk = chunk;
   if (!on_chunk.is_none()) {
     const nb::handle fn = on_chunk;
@@ -239,12 +240,14 @@ void bind_runtime(nb::module_& m) {
   m.def("run_loop", &run_loop, nb::arg("steps"), nb::arg("runtime"), nb::arg("mask"), nb::arg("n"),
         nb::arg("max_steps"), nb::arg("fused") = std::vector<std::shared_ptr<BoundLaunch>>{},
         nb::arg("fused_launches") = std::vector<int64_t>{}, nb::arg("unit") = 1,
-        nb::arg("chunk") = 0, nb::arg("on_chunk").none() = nb::none(),
+        nb::arg("fused_min") = 0, nb::arg("chunk") = 0, nb::arg("on_chunk").none() = nb::none(),
         "The stepping loop (runtime/loop.hpp): launches `steps` (bound kernels, or callables\n"
         "run between launches) in order until every sample of the mask is set or max_steps\n"
         "launches; with fused kernels (the loop's one kernel with fused_launches[i] times its\n"
         "steps, `unit` each, largest first) runs whole passes in one go, each pass with the\n"
-        "largest that fits the budget. chunk > 0 calls on_chunk(launches,\n"
+        "largest that fits the budget; fused_min > 0: the first fused kernel runs any pass from\n"
+        "fused_min launches up to its own, told how many (raptor_args::max_steps). chunk > 0\n"
+        "calls on_chunk(launches,\n"
         "live) every `chunk` launches and at the end. Returns (launches, done, live).");
 
   nb::class_<runtime::HostDeviceLoop>(

@@ -112,7 +112,13 @@ class HostWriter : public detail::StepWriter {
     os_ << "  const int64_t n = a->n;\n";
     declare_slots();
     os_ << "  uint32_t finished = 0;\n";
-    if (k_.steps > 1) os_ << "  int steps_run = 0;\n";
+    if (k_.steps > 1) {
+      os_ << "  int steps_run = 0;\n";
+      // The most steps a sample runs in this call: the kernel's own, or fewer when the
+      // caller says so (raptor_args::max_steps: a stepping loop's last launches).
+      os_ << "  const int64_t budget = a->max_steps > 0 && a->max_steps < " << k_.steps
+          << " ? a->max_steps : int64_t{" << k_.steps << "};\n";
+    }
     os_ << "  int64_t err[4] = {0, 0, 0, 0};\n";
     os_ << "  (void)n;\n";
     if (k_.steps == 1) {
@@ -393,11 +399,12 @@ class HostWriter : public detail::StepWriter {
 
   // steps > 1, refilled lanes: 64 lanes, each holding one sample's state (and copies of its
   // read-only planes) in local arrays. Every R steps (R divides steps) a lane whose sample
-  // finished, or ran the launch's `steps`, writes it back and takes the chunk's next sample,
-  // so a lane steps samples one after another instead of idling until the slowest sample of
-  // a fixed block is done. A sample enters a lane at a multiple of R, so its budget of
-  // `steps` ends at one too, and every sample runs exactly the steps a plain loop would give
-  // it. Only for kernels whose samples can stop (a Terminated value) and whose step order
+  // finished, or ran the call's budget of steps, writes it back and takes the chunk's next
+  // sample, so a lane steps samples one after another instead of idling until the slowest
+  // sample of a fixed block is done. A sample enters a lane at a multiple of R; live_[j] is
+  // the number of steps lane j may run in the current period (R, fewer in the last period of
+  // a budget that is not a multiple of R, 0 once its sample finished), so every sample runs
+  // exactly the steps a plain loop would give it, whatever the budget. Only for kernels whose samples can stop (a Terminated value) and whose step order
   // across samples does not matter: no sums over samples (their order of additions), no
   // draws (a draw's step index is the launch's step). 0: use blocked_body.
   int refill_period() const {
@@ -425,7 +432,12 @@ class HostWriter : public detail::StepWriter {
     os_ << "  constexpr int W = 64, R = " << period << ";\n";
     os_ << "  const int64_t begin = a->begin, end = a->end;\n";
     os_ << "  int64_t sample_[W], start_[W];\n";
-    os_ << "  uint8_t live_[W], ran_[W], due_[W];\n";
+    // Per-lane counters as wide as the values (int64 lanes for doubles, int32 for floats): in
+    // bytes they made GCC take 32 lanes per vector iteration (the bytes' vector width), 8
+    // vectors of doubles per operation, spilled to the stack: 2x slower on AVX2.
+    os_ << "  using M = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;\n";
+    os_ << "  M live_[W], ran_[W];\n";
+    os_ << "  uint8_t due_[W];\n";
     // Two copies of the state: the steps alternate between them (st_ -> pp_ -> st_), so that
     // each store is a whole vector; `x = live ? new : x` in place becomes a masked store that
     // the next step's load of x waits for (store forwarding fails), 2.5x slower here.
@@ -472,7 +484,7 @@ class HostWriter : public detail::StepWriter {
     os_ << "    ++next;\n";
     os_ << "    sample_[j] = s;\n";
     os_ << "    start_[j] = step;\n";
-    os_ << "    live_[j] = 1;\n";
+    os_ << "    live_[j] = static_cast<M>(budget < R ? budget : R);\n";
     for_each_mutable([&](size_t s, int c) {
       os_ << "    " << lane_state(s, c, false) << " = " << initial_state(s, c) << ";\n";
     });
@@ -486,6 +498,7 @@ class HostWriter : public detail::StepWriter {
     os_ << "  }\n";
     os_ << "  while (occupied > 0) {\n";
     os_ << "    for (int r = 0; r < R; r += 2) {\n";
+    os_ << "      const M r0 = r, r1 = r + 1;\n";
     for (const bool flipped : {false, true}) {
       os_ << "      // step " << (flipped ? "r + 1: pp_ -> st_" : "r: st_ -> pp_") << "\n";
       os_ << (independent_samples() ? "#pragma GCC ivdep\n" : kNoPromise);
@@ -493,7 +506,8 @@ class HostWriter : public detail::StepWriter {
       const std::string ind = "        ";
       os_ << ind << "const int64_t s = sample_[j];\n";
       os_ << ind << "const bool was = false;\n";
-      os_ << ind << "const bool live = live_[j] != 0;\n";
+      // Lane j steps while its period's allowance exceeds the step's index in the period.
+      os_ << ind << "const bool live = live_[j] > " << (flipped ? "r1" : "r0") << ";\n";
       os_ << ind << "(void)s;\n" << ind << "(void)was;\n";
       refill_ = true;
       flipped_ = flipped;
@@ -509,9 +523,12 @@ class HostWriter : public detail::StepWriter {
       });
       refill_ = false;
       flipped_ = false;
-      os_ << ind << "ran_[j] = static_cast<uint8_t>(ran_[j] + (live ? 1 : 0));\n";
-      // `live && !t` cast: GCC vectorizes this form, not `(live & !t) ? 1 : 0` (branches).
-      os_ << ind << "live_[j] = static_cast<uint8_t>(live && !" << var(k_.terminate) << ");\n";
+      os_ << ind << "ran_[j] = static_cast<M>(ran_[j] + (live ? 1 : 0));\n";
+      // A sample that finishes in this step leaves 0; one whose allowance ran out keeps it
+      // (nonzero: not finished) until its period ends.
+      // A mask, no select: GCC leaves `(live && t) ? 0 : live_[j]` scalar.
+      os_ << ind << "live_[j] = static_cast<M>(live_[j] & (M{0} - static_cast<M>(!(live && "
+          << var(k_.terminate) << "))));\n";
       os_ << "      }\n";
     }
     os_ << "    }\n";
@@ -520,8 +537,7 @@ class HostWriter : public detail::StepWriter {
     // vectorized pass), then read 8 at a time.
     os_ << "    for (int j = 0; j < W; ++j)\n";
     os_ << "      due_[j] = static_cast<uint8_t>((sample_[j] >= 0) & ((live_[j] == 0) | (step - "
-           "start_[j] >= "
-        << k_.steps << ")));\n";
+           "start_[j] >= budget)));\n";
     os_ << "    for (int k = 0; k < W; k += 8) {\n";
     os_ << "      uint64_t due;\n";
     os_ << "      __builtin_memcpy(&due, due_ + k, 8);\n";
@@ -542,6 +558,13 @@ class HostWriter : public detail::StepWriter {
     os_ << "      }\n";
     os_ << "    }\n";
     os_ << "    for (int j = 0; j < W; ++j) ran_[j] = 0;\n";
+    // The next period's allowance of the lanes that kept their samples (a lane that took one
+    // got it in take): R, or what is left of the budget.
+    os_ << "    for (int j = 0; j < W; ++j) {\n";
+    os_ << "      const int64_t left = budget - (step - start_[j]);\n";
+    os_ << "      if (sample_[j] >= 0 && live_[j] != 0)\n";
+    os_ << "        live_[j] = static_cast<M>(left < R ? left : R);\n";
+    os_ << "    }\n";
     os_ << "  }\n";
   }
 
@@ -555,8 +578,10 @@ class HostWriter : public detail::StepWriter {
     os_ << "    const int64_t count = a->end - first < " << bsz << " ? a->end - first : " << bsz
         << ";\n";
     os_ << "    int64_t sample_of[" << bsz << "];\n";
-    // uint8_t, not bool: GCC does not vectorize loops that load bools from memory.
-    os_ << "    uint8_t was_[" << bsz << "], live_[" << bsz << "];\n";
+    // Integers as wide as the values, not bool (GCC does not vectorize loops that load bools
+    // from memory) nor bytes (32 lanes per vector iteration, spilled: refill_body).
+    os_ << "    using M = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;\n";
+    os_ << "    M was_[" << bsz << "], live_[" << bsz << "];\n";
     for_each_mutable([&](size_t s, int c) {
       os_ << "    " << value_ctype(s) << " st_" << name(s) << "_" << c << "[" << bsz << "];\n";
     });
@@ -566,7 +591,7 @@ class HostWriter : public detail::StepWriter {
     os_ << "      sample_of[j] = s;\n";
     os_ << "      was_[j] = " << (mask ? "mask_in[s] != 0" : "0") << ";\n";
     os_ << "      live_[j] = was_[j] ^ 1;\n";
-    os_ << "      any |= live_[j];\n";
+    os_ << "      any |= static_cast<int>(live_[j]);\n";
     for_each_mutable([&](size_t s, int c) {
       os_ << "      " << lane_state(s, c, false) << " = " << initial_state(s, c) << ";\n";
     });
@@ -575,7 +600,7 @@ class HostWriter : public detail::StepWriter {
     // the active set's index map (gathers).
     os_ << "    auto steps = [&](auto contiguous) {\n";
     os_ << "    int step = 0;\n";
-    os_ << "    while (any != 0 && step < " << k_.steps << ") {\n";
+    os_ << "    while (any != 0 && step < budget) {\n";
     os_ << "      any = 0;\n";
     os_ << (independent_samples() ? "#pragma GCC ivdep\n" : kNoPromise);
     os_ << "      for (int64_t j = 0; j < count; ++j) {\n";

@@ -137,6 +137,7 @@ LaunchResult BoundLaunch::run(ThreadPool* pool) {
     binding_.count = active_count_;
   }
   binding_.stream_bytes = stream_bytes;
+  binding_.max_steps = max_steps;
   const LaunchResult r = launch(*entry_, binding_, pool, serial_threshold);
   if (entry_->active_set && r.finished > 0)
     active_count_ = compact_active(binding_.mask_in, index_.data(), active_count_);

@@ -75,6 +75,7 @@ class BoundLaunch {
   const Binding& binding() const { return binding_; }
   int64_t serial_threshold = kDefaultSerialThreshold;
   int64_t stream_bytes = -1;  // Binding::stream_bytes of every launch (-1: the default)
+  int64_t max_steps = 0;      // Binding::max_steps of the next launches (0: the kernel's steps)
 
  private:
   std::shared_ptr<const KernelEntry> entry_;

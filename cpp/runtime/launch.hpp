@@ -61,6 +61,8 @@ struct Binding {
   // Non-temporal stores (raptor_args::stream) for launches whose planes, read and written,
   // take at least this many bytes; -1: default_stream_bytes().
   int64_t stream_bytes = -1;
+  // The most steps a sample runs in this launch (raptor_args::max_steps); 0: the kernel's.
+  int64_t max_steps = 0;
 };
 
 struct LaunchResult {

@@ -22,6 +22,8 @@ void run_sequence(const std::vector<std::shared_ptr<BoundLaunch>>& seq, ThreadPo
 // ---- the planner
 
 int fused_rung(const LoopOptions& options, int64_t room) {
+  if (options.fused_min > 0 && !options.fused_launches.empty())
+    return room >= options.fused_min ? 0 : -1;
   for (size_t i = 0; i < options.fused_launches.size(); ++i)
     if (room >= options.fused_launches[i]) return static_cast<int>(i);
   return -1;
@@ -34,9 +36,13 @@ LoopAction next_action(const LoopOptions& options, int64_t launches, int64_t in_
   return fused_rung(options, room) >= 0 ? LoopAction::Fused : LoopAction::Sequence;
 }
 
-int64_t fused_pass_launches(const LoopOptions& options, size_t rung, const FusedPass& pass,
-                            int64_t live_after) {
-  const int64_t pass_launches = options.fused_launches.at(rung);
+int64_t fused_pass_size(const LoopOptions& options, size_t rung, int64_t room) {
+  const int64_t full = options.fused_launches.at(rung);
+  return options.fused_min > 0 ? std::min(room, full) : full;
+}
+
+int64_t fused_pass_launches(const LoopOptions& options, int64_t pass_launches,
+                            const FusedPass& pass, int64_t live_after) {
   if (live_after > 0) return pass_launches;
   // Every sample is finished: the last one finished in launch ceil(steps_run / unit) of the
   // plain loop, which would have stopped there.
@@ -54,6 +60,9 @@ void check_options(const LoopOptions& o) {
     throw std::invalid_argument("stepping loop: unit_steps is " + std::to_string(o.unit_steps) +
                                 "; a launch runs at least one step");
   if (o.chunk < 0) throw std::invalid_argument("stepping loop: chunk must be >= 0");
+  if (o.fused_min < 0 || (!o.fused_launches.empty() && o.fused_min > o.fused_launches[0]))
+    throw std::invalid_argument(
+        "stepping loop: fused_min must be >= 0 and at most the first fused kernel's launches");
   for (size_t i = 0; i < o.fused_launches.size(); ++i)
     if (o.fused_launches[i] < 1 || (i > 0 && o.fused_launches[i] >= o.fused_launches[i - 1]))
       throw std::invalid_argument(
@@ -74,9 +83,10 @@ LoopResult run_loop(StepExecutor& executor, const LoopOptions& options) {
     if (action == LoopAction::Fused) {
       const int64_t room = std::min(options.budget - r.launches, chunk_end - r.launches);
       const auto rung = static_cast<size_t>(fused_rung(options, room));
-      const FusedPass pass = executor.run_fused(rung);
+      const int64_t size = fused_pass_size(options, rung, room);
+      const FusedPass pass = executor.run_fused(rung, size * options.unit_steps);
       live = executor.live();
-      r.launches += fused_pass_launches(options, rung, pass, live);
+      r.launches += fused_pass_launches(options, size, pass, live);
     } else {
       executor.run_sequence_once();
       live = executor.live();
@@ -126,12 +136,14 @@ int64_t HostLoop::run_sequence_once() {
   return finished;
 }
 
-FusedPass HostLoop::run_fused(size_t rung) {
+FusedPass HostLoop::run_fused(size_t rung, int64_t steps) {
   if (rung >= fused_.size() || !fused_[rung])
     throw std::logic_error("stepping loop: a pass of fused kernel " + std::to_string(rung) +
                            " asked of a loop with " + std::to_string(fused_.size()));
   BoundLaunch& fused = *fused_[rung];
+  fused.max_steps = steps;  // the kernel runs its own steps when these are as many or more
   const LaunchResult r = fused.run(&pool_);
+  fused.max_steps = 0;
   const int64_t finished = counted(fused, r);
   live_ -= finished;
   return {finished, static_cast<int64_t>(r.steps_run)};

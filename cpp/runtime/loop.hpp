@@ -43,6 +43,10 @@ struct LoopOptions {
   int64_t budget = 0;  // the most launches this run (>= 0)
   // Launches a pass of each fused kernel stands for, largest first; empty: no fused kernel.
   std::vector<int64_t> fused_launches;
+  // > 0: a pass of the first (largest) fused kernel may stand for any number of launches from
+  // fused_min up to fused_launches[0]: the kernel is told how many (raptor_args::max_steps),
+  // and the other rungs are not used. 0: a pass stands for its rung's launches exactly.
+  int64_t fused_min = 0;
   int64_t unit_steps = 1;  // steps of one launch of the original kernel (>= 1)
   int64_t chunk = 0;       // > 0: call on_chunk after every `chunk` launches (and at the
                            // end); a fused pass never crosses a chunk boundary
@@ -69,8 +73,9 @@ class StepExecutor {
   virtual ~StepExecutor() = default;
   // One launch of the whole sequence; returns the samples it finished.
   virtual int64_t run_sequence_once() = 0;
-  // One pass of fused kernel `rung` (an index into LoopOptions::fused_launches).
-  virtual FusedPass run_fused(size_t rung) = 0;
+  // One pass of fused kernel `rung` (an index into LoopOptions::fused_launches) running at most
+  // `steps` steps per sample: the kernel's own, or fewer under LoopOptions::fused_min.
+  virtual FusedPass run_fused(size_t rung, int64_t steps) = 0;
   // Live samples of the loop's mask now.
   virtual int64_t live() = 0;
 };
@@ -78,16 +83,18 @@ class StepExecutor {
 // What the planner runs next: nothing (stop), the sequence once, or a fused pass.
 enum class LoopAction { Stop, Sequence, Fused };
 // The fused kernel a pass takes with `room` launches left: the first (largest) whose launches
-// fit, or -1 when none does.
+// fit (under fused_min: the first, from fused_min launches left), or -1 when none does.
 int fused_rung(const LoopOptions& options, int64_t room);
+// The launches a pass of `rung` stands for with `room` launches left.
+int64_t fused_pass_size(const LoopOptions& options, size_t rung, int64_t room);
 // `launches` made so far in this run, `in_chunk` launches left before the next chunk boundary
 // (the budget's remainder when options.chunk is 0).
 LoopAction next_action(const LoopOptions& options, int64_t launches, int64_t in_chunk,
                        int64_t live);
-// Launches a pass of fused kernel `rung` counts: its fused_launches while samples are still
+// Launches a pass that stood for `pass_launches` counts: all of them while samples are still
 // live after it, else ceil(steps_run / unit_steps).
-int64_t fused_pass_launches(const LoopOptions& options, size_t rung, const FusedPass& pass,
-                            int64_t live_after);
+int64_t fused_pass_launches(const LoopOptions& options, int64_t pass_launches,
+                            const FusedPass& pass, int64_t live_after);
 
 // Runs the loop; throws std::invalid_argument for options that make no sense (a negative
 // budget, unit_steps < 1, fused_launches not positive and decreasing) and lets the
@@ -112,7 +119,7 @@ class HostLoop final : public StepExecutor {
   HostLoop(std::vector<HostStep> steps, const uint8_t* mask, int64_t n, ThreadPool& pool,
            std::vector<std::shared_ptr<BoundLaunch>> fused = {});
   int64_t run_sequence_once() override;
-  FusedPass run_fused(size_t rung) override;
+  FusedPass run_fused(size_t rung, int64_t steps) override;
   int64_t live() override { return live_; }
 
  private:

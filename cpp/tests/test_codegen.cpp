@@ -622,6 +622,17 @@ std::string host_vector_isa() {
 // at the line of the inlined sample lambda; the loop it reports at a `#pragma omp simd` line is
 // the one that combines the reduction's lanes, which is vectorized even when the sample loop
 // is not, so it does not count.
+// The lines of a kernel's source at which GCC reports "loop vectorized" (main loops and their
+// epilogues alike), compiled with the runtime's default flags.
+std::string vectorization_report(const std::string& code) {
+  runtime::testing::TempDir dir;
+  std::ofstream(dir.path() / "k.cpp") << code;
+  const std::string cmd = "cd '" + dir.path().string() + "' && g++ " + runtime::kDefaultHostFlags +
+                          " -std=c++17 -fopt-info-vec-optimized -c k.cpp -o k.o > report.txt 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << read_file(dir.path() / "report.txt");
+  return read_file(dir.path() / "report.txt");
+}
+
 void expect_sample_loops_vectorized(const ir::Kernel& k, const std::string& symbol, DType dtype) {
   if (std::system("g++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "g++ is not available";
   std::printf("[ vector ISA ] %s: %s, %s\n", symbol.c_str(), host_vector_isa().c_str(),
@@ -670,6 +681,44 @@ TEST(CodegenVectorize, DragSampleLoopIsVectorized) {  // one loop, plain or stre
 TEST(CodegenVectorize, MaskedSampleLoopsAreVectorized) {
   expect_sample_loops_vectorized(oscillator_kernel(), "raptor_oscillator_vec_f64", DType::F64);
   expect_sample_loops_vectorized(oscillator_kernel(), "raptor_oscillator_vec_f32", DType::F32);
+}
+
+// A fused stepping kernel (64 lanes refilled as samples finish, HostWriter::refill_body): both
+// step loops of a period (st_ -> pp_ and pp_ -> st_) in each dtype.
+TEST(CodegenVectorize, RefilledLaneStepsAreVectorized) {
+  if (std::system("g++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "g++ is not available";
+  const ir::Kernel k = refilled_kernel();
+  for (const DType dtype : {DType::F64, DType::F32}) {
+    std::printf("[ vector ISA ] refilled lanes: %s, %s\n", host_vector_isa().c_str(),
+                dtype == DType::F64 ? "float64" : "float32");
+    const std::string code = codegen::emit_cpp({{&k, dtype, "raptor_refilled_vec"}});
+    std::vector<size_t> step_loops;  // the `for` line after each "// step r..." comment
+    std::istringstream in(code);
+    size_t line = 0;
+    bool after_step = false;
+    for (std::string text; std::getline(in, text);) {
+      ++line;
+      if (text.find("// step r") != std::string::npos) after_step = true;
+      if (after_step && text.find("for (int j = 0; j < W; ++j) {") != std::string::npos) {
+        step_loops.push_back(line);
+        after_step = false;
+      }
+    }
+    ASSERT_EQ(step_loops.size(), 2u) << code;
+    const std::string report = vectorization_report(code);
+    for (const size_t l : step_loops) {
+      bool vectorized = false;
+      std::istringstream rep(report);
+      for (std::string text; std::getline(rep, text);)
+        vectorized |= text.rfind("k.cpp:" + std::to_string(l) + ":", 0) == 0 &&
+                      text.find("loop vectorized") != std::string::npos;
+      EXPECT_TRUE(vectorized)
+          << "the step loop at line " << l << " was not vectorized on this machine ("
+          << host_vector_isa() << "):\n"
+          << code << "\nreport:\n"
+          << report;
+    }
+  }
 }
 
 // An adjoint with respect to Params: a mask and sums over samples (an OpenMP SIMD reduction).

@@ -42,11 +42,15 @@ class FakeLoop final : public StepExecutor {
     ++sequence_runs;
     return advance(unit_).finished;
   }
-  FusedPass run_fused(size_t rung) override {
+  FusedPass run_fused(size_t rung, int64_t steps) override {
     EXPECT_LT(rung, fused_.size()) << "a pass of a fused kernel the loop does not have";
+    EXPECT_EQ(steps % unit_, 0) << "a pass of part of a launch";
+    EXPECT_GE(steps, unit_);
+    EXPECT_LE(steps, fused_.at(rung) * unit_) << "a pass longer than its kernel";
     ++fused_runs;
     ++runs_of.at(rung);
-    return advance(fused_.at(rung) * unit_);
+    pass_sizes.push_back(steps / unit_);
+    return advance(steps);
   }
   int64_t live() override {
     return std::count_if(finish_.begin(), finish_.end(), [&](int64_t s) { return s > pos_; });
@@ -54,6 +58,7 @@ class FakeLoop final : public StepExecutor {
 
   int64_t sequence_runs = 0;
   int64_t fused_runs = 0;
+  std::vector<int64_t> pass_sizes;  // launches each fused pass stood for
   std::vector<int64_t> runs_of = std::vector<int64_t>(8, 0);  // passes of each fused kernel
 
  private:
@@ -178,6 +183,41 @@ TEST(LoopPlanner, ALadderOfFusedKernelsTakesTheLargestThatFits) {
   EXPECT_EQ(fused_rung(ladder(0, {256, 16}), 15), -1);
 }
 
+// fused_min: the first fused kernel runs whatever the budget has left, from fused_min launches;
+// the counts are still a plain loop's, and only the last < fused_min launches run singly.
+TEST(LoopPlanner, PassesOfAnyLengthFromFusedMin) {
+  for (const Case& c : kCases) {
+    FakeLoop ex(c.finish, c.unit, std::vector<int64_t>{256});
+    LoopOptions o = ladder(c.budget, {256}, c.unit);
+    o.fused_min = 16;
+    EXPECT_EQ(run_loop(ex, o), plain_loop(c.finish, c.unit, c.budget)) << c.what;
+    EXPECT_LT(ex.sequence_runs, 16) << c.what;
+  }
+  // 1000 launches of a sample that never finishes: 3 x 256, one pass of 232, no single one.
+  FakeLoop ex({kNever}, 1, std::vector<int64_t>{256});
+  LoopOptions o = ladder(1000, {256});
+  o.fused_min = 16;
+  EXPECT_EQ(run_loop(ex, o).launches, 1000);
+  EXPECT_EQ(ex.pass_sizes, (std::vector<int64_t>{256, 256, 256, 232}));
+  EXPECT_EQ(ex.sequence_runs, 0);
+  // 100: one pass of 100; 270: 256, then 14 single launches.
+  FakeLoop ex100({kNever}, 1, std::vector<int64_t>{256});
+  o.budget = 100;
+  EXPECT_EQ(run_loop(ex100, o).launches, 100);
+  EXPECT_EQ(ex100.pass_sizes, (std::vector<int64_t>{100}));
+  FakeLoop ex270({kNever}, 1, std::vector<int64_t>{256});
+  o.budget = 270;
+  EXPECT_EQ(run_loop(ex270, o).launches, 270);
+  EXPECT_EQ(ex270.pass_sizes, (std::vector<int64_t>{256}));
+  EXPECT_EQ(ex270.sequence_runs, 14);
+  EXPECT_EQ(fused_rung(o, 15), -1);
+  EXPECT_EQ(fused_rung(o, 16), 0);
+  EXPECT_EQ(fused_pass_size(o, 0, 40), 40);
+  EXPECT_EQ(fused_pass_size(o, 0, 400), 256);
+  o.fused_min = 300;  // more than the kernel's launches
+  EXPECT_THROW(run_loop(ex, o), std::invalid_argument);
+}
+
 TEST(LoopPlanner, DoneMidFusedPassCountsTheLaunchOfTheLastSample) {
   // unit 3, 64 launches a pass: the last sample finishes at step 449, in launch 150, during
   // the third pass (launches 129..192).
@@ -245,9 +285,10 @@ TEST(LoopPlanner, NextActionAndFusedCount) {
   EXPECT_EQ(next_action(o, 0, 63, 5), LoopAction::Sequence);   // the chunk has 63 left
   EXPECT_EQ(next_action(o, 0, 100, 0), LoopAction::Stop);
   EXPECT_EQ(next_action(o, 100, 100, 5), LoopAction::Stop);
-  EXPECT_EQ(fused_pass_launches(o, 0, {1, 128}, 3), 64);
-  EXPECT_EQ(fused_pass_launches(o, 0, {1, 5}, 0), 3);  // step 5 of unit 2: launch 3
-  EXPECT_EQ(fused_pass_launches(o, 0, {1, 128}, 0), 64);
+  EXPECT_EQ(fused_pass_launches(o, 64, {1, 128}, 3), 64);
+  EXPECT_EQ(fused_pass_launches(o, 64, {1, 5}, 0), 3);  // step 5 of unit 2: launch 3
+  EXPECT_EQ(fused_pass_launches(o, 64, {1, 128}, 0), 64);
+  EXPECT_EQ(fused_pass_launches(o, 20, {1, 40}, 2), 20);
 }
 
 TEST(LoopPlanner, CountSet) {
@@ -354,6 +395,43 @@ TEST_F(LoopHost, PlainAndFusedAgreeWithTheSchedule) {
   }
 }
 
+// Fused passes of any length (LoopOptions::fused_min, the kernel told its steps through
+// raptor_args::max_steps): budgets under a refill period, between periods and over several
+// passes, samples finished before the loop, on one thread and on the pool.
+TEST_F(LoopHost, PassesOfAnyLengthAgreeWithTheSchedule) {
+  const struct {
+    size_t plain, fused;
+    int64_t unit, launches;
+  } kinds[] = {{0, 1, 1, 64}, {2, 3, 2, 64}, {0, 6, 1, 48}};
+  for (const auto& kind : kinds) {
+    for (int64_t n : {int64_t{1}, int64_t{130}, kDefaultSerialThreshold + 100}) {
+      for (int64_t budget : {int64_t{0}, int64_t{5}, int64_t{37}, int64_t{150}, int64_t{1000}}) {
+        for (int64_t fused_min : {int64_t{1}, int64_t{16}}) {
+          Planes p = planes(n, 300);
+          for (int64_t i = 0; i < n; i += 7) p.mask[i] = 1;
+          std::vector<int64_t> finish(p.limit.begin(), p.limit.end());
+          for (int64_t i = 0; i < n; i += 7) finish[i] = 0;
+          HostLoop ex({{bind(kind.plain, p), {}}}, p.mask.data(), n, *pool_,
+                      {bind(kind.fused, p)});
+          LoopOptions o = options(budget, kind.launches, kind.unit);
+          o.fused_min = fused_min;
+          const LoopResult r = run_loop(ex, o);
+          const std::string what = "unit " + std::to_string(kind.unit) + " fused " +
+                                   std::to_string(kind.launches) + " n " + std::to_string(n) +
+                                   " budget " + std::to_string(budget) + " fused_min " +
+                                   std::to_string(fused_min);
+          ASSERT_EQ(r, plain_loop(finish, kind.unit, budget)) << what;
+          for (int64_t i = 0; i < n; ++i) {
+            const double steps = static_cast<double>(std::min(finish[i], r.launches * kind.unit));
+            ASSERT_EQ(p.t[i], steps) << what << " sample " << i;
+            ASSERT_EQ(p.mask[i] != 0, finish[i] <= r.launches * kind.unit) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_F(LoopHost, LaddersOfFusedKernelsAgreeWithTheSchedule) {
   // Kernels (by index in SetUpTestSuite) with their launches of the unit-1 kernel, largest
   // first.
@@ -411,7 +489,7 @@ TEST_F(LoopHost, KernelErrorsAndBadStepsAreReported) {
   Planes p = planes(4, 3);
   EXPECT_THROW(HostLoop({{nullptr, {}}}, p.mask.data(), 4, *pool_), std::invalid_argument);
   HostLoop ex({{bind(0, p), {}}}, p.mask.data(), 4, *pool_);
-  EXPECT_THROW(ex.run_fused(0), std::logic_error);
+  EXPECT_THROW(ex.run_fused(0, 1), std::logic_error);
   const auto thrower = [] { throw std::runtime_error("foreign node failed"); };
   HostLoop failing({{bind(0, p), {}}, {nullptr, thrower}}, p.mask.data(), 4, *pool_);
   EXPECT_THROW(run_loop(failing, options(10)), std::runtime_error);

@@ -7,9 +7,10 @@ of the Terminated mask is set or the step budget is spent, and can be called aga
 on. The loop is the one stepping loop of ``cpp/runtime/loop.hpp`` (its planner decides what
 runs and counts launches): a loop of kernels alone runs entirely in C++ (no Python per step);
 foreign nodes are called back from it between launches on the host. A loop of one stepping
-kernel runs ``FUSED`` launches' worth of steps in one pass over memory: the kernel
-recompiled with 256 and with 16 times its steps, the planner taking the largest that fits the
-budget (single launches only for the last few). In such a kernel each of 64 lanes steps one
+kernel runs up to ``FUSED`` launches' worth of steps in one pass over memory: the kernel
+recompiled with 256 times its steps, told at each pass how many steps the budget has left
+(at most 15 single launches, when fewer than ``FUSED_MIN`` are left). Its plans are built
+once per process (``fused_plans_of``), so a warm ``until_done`` costs its binds. In such a kernel each of 64 lanes steps one
 sample and takes the next as soon as its sample is done (codegen/host_driver.cpp,
 ``refill_body``); the report counts launches of the original kernel exactly.
 
@@ -28,6 +29,7 @@ how it is tested without a GPU.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -44,12 +46,15 @@ from eagle.runtime import host_runtime
 
 __all__ = ["Report", "Runner", "until_done", "check_loop", "loop_target", "device_emulation"]
 
-# A loop of one stepping kernel runs this many launches' worth of steps per pass over memory
-# (the kernel recompiled with that many times its steps), largest first: 256 while the budget
-# allows (each sample is taken into a lane once for up to 256 steps; with 64 a sample that
-# ran 200 steps was written back and taken again 3 times, and 1e5 oscillators stepped until
-# done took 1.3x as long), 16 for the budget's tail (at most 15 single launches).
-FUSED = (256, 16)
+# A loop of one stepping kernel runs up to this many launches' worth of steps per pass over
+# memory (the kernel recompiled with that many times its steps): each sample is taken into a
+# lane once for up to 256 steps (with 64 a sample that ran 200 steps was written back and
+# taken again 3 times, and 1e5 oscillators stepped until done took 1.3x as long). A pass runs
+# what is left of the budget when that is less (the kernel is told how many steps:
+# raptor_args::max_steps), from FUSED_MIN launches left; under that, single launches (a
+# pass's lanes are refilled every 16 steps, so a shorter pass would step idle lanes).
+FUSED = (256,)
+FUSED_MIN = 16
 # With progress on, a loop of kernels reports between chunks of this many launches (a loop
 # with foreign nodes after every launch), about every PROGRESS_EVERY seconds.
 PROGRESS_CHUNK = 64
@@ -177,7 +182,8 @@ class Runner:
                 self._report_progress(self.steps + launches, self.live)
 
         chunk = 0 if not self.progress else (PROGRESS_CHUNK if self._kernels_only else 1)
-        fused = (dict(fused=[b._core for b in self.fused], fused_launches=list(FUSED), unit=self.items[0][1].kernel.steps)
+        fused = (dict(fused=[b._core for b in self.fused], fused_launches=list(FUSED), unit=self.items[0][1].kernel.steps,
+                      fused_min=FUSED_MIN)
                  if self.fused else {})
         done_steps, _, _ = _core.run_loop(steps, host_runtime(), self.mask.ctypes.data, self.mask.size, max(int(budget), 0),
                                           chunk=chunk, on_chunk=on_chunk if chunk else None, **fused)
@@ -286,7 +292,7 @@ def until_done(items: Sequence[Any], max_steps: int | None = None, progress: boo
     if len(named) == 1 and len(plans) == 1 and not any(s.kind == "random" for s in plans[0].kernel.slots):
         plan = plans[0]
         bound = named[0][1]
-        fused_plans = eagle.plan.auto([plan.kernel.with_steps(plan.kernel.steps * k) for k in FUSED], cache_dir=plan.cache_dir)
+        fused_plans = fused_plans_of(plan)
         # The unit kernel's own bindings (its arrays, its Params, the same finished_count).
         args = {k: v for k, v in bound.arrays.items() if k != "finished_count"}
         args.update({k: v for k, v in bound.param_values.items() if k not in bound.arrays})
@@ -294,6 +300,38 @@ def until_done(items: Sequence[Any], max_steps: int | None = None, progress: boo
             args["finished_count"] = bound.arrays["finished_count"]
         fused = [fp.bind(**args) for fp in fused_plans]
     return Runner(named, mask, max_steps, progress, fused)
+
+
+# The fused variants of stepping kernels this process has built, keyed like the on-disk cache
+# (the kernel's IR digest, its steps, the cache directory, the compiler and its flags), so that
+# a warm until_done costs a bind, not a rebuild (a cache hit of plan.auto hashes the emitted
+# source and loads the library: ~10 ms a call). fused_plans_of() fills it; clear_fused_plans()
+# empties it.
+_FUSED_PLANS: dict[tuple[Any, ...], list[Plan]] = {}
+
+
+def _fused_key(plan: Plan) -> tuple[Any, ...]:
+    cache = plan.cache_dir if plan.cache_dir is not None else os.environ.get("RAPTOR_CACHE_DIR", "")
+    return (plan.kernel.digest("float64"), plan.kernel.steps, FUSED, plan.target, str(cache),
+            os.environ.get("RAPTOR_CXX", ""), os.environ.get("RAPTOR_CXXFLAGS", ""))
+
+
+def fused_plans_of(plan: Plan) -> list[Plan]:
+    """Host plans of ``plan``'s kernel with each of FUSED times its steps: built (or found in
+    the on-disk cache) on the first call for a kernel, kept for the process after that."""
+    key = _fused_key(plan)
+    hit = _FUSED_PLANS.get(key)
+    if hit is None:
+        kernels = [plan.kernel.with_steps(plan.kernel.steps * k) for k in FUSED]
+        hit = eagle.plan.auto(kernels, cache_dir=plan.cache_dir)
+        _FUSED_PLANS[key] = hit
+    return hit
+
+
+def clear_fused_plans() -> None:
+    """Forgets the fused plans kept by ``fused_plans_of`` (the next until_done builds or loads
+    them again)."""
+    _FUSED_PLANS.clear()
 
 
 def device_emulation(items: Sequence[Any], variant: str = "batched", max_steps: int | None = None,

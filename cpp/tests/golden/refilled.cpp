@@ -16,7 +16,7 @@
 #define RAPTOR_ABI_H
 #include <stdint.h>
 
-#define RAPTOR_ABI_VERSION 3
+#define RAPTOR_ABI_VERSION 4
 
 /* error codes written to raptor_args.error[0] */
 #define RAPTOR_OK 0
@@ -48,6 +48,9 @@ typedef struct raptor_args {
   int32_t stream;         /* 1: the launch reads and writes more than the cache holds; a
                              kernel may write its pure outputs with non-temporal stores
                              (and then fences them before it returns); 0: plain stores */
+  int64_t max_steps;      /* in: the most steps a sample may run in this call; 0 (or more
+                             than the kernel's steps): the kernel's own steps. A stepping
+                             loop runs its fused kernel for the launches it has left */
 } raptor_args;
 
 typedef void (*raptor_kernel_fn)(raptor_args* a);
@@ -157,13 +160,16 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
   T* const out_t = static_cast<T*>(a->out[6]);
   uint32_t finished = 0;
   int steps_run = 0;
+  const int64_t budget = a->max_steps > 0 && a->max_steps < 16 ? a->max_steps : int64_t{16};
   int64_t err[4] = {0, 0, 0, 0};
   (void)n;
   // 64 lanes, refilled every 16 steps with the chunk's next sample (HostWriter::refill_body).
   constexpr int W = 64, R = 16;
   const int64_t begin = a->begin, end = a->end;
   int64_t sample_[W], start_[W];
-  uint8_t live_[W], ran_[W], due_[W];
+  using M = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;
+  M live_[W], ran_[W];
+  uint8_t due_[W];
   T st_x_0[W], pp_x_0[W];
   T st_v_0[W], pp_v_0[W];
   T st_t_0[W], pp_t_0[W];
@@ -190,7 +196,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
     ++next;
     sample_[j] = s;
     start_[j] = step;
-    live_[j] = 1;
+    live_[j] = static_cast<M>(budget < R ? budget : R);
     st_x_0[j] = in_x[s];
     st_v_0[j] = in_v[s];
     st_t_0[j] = in_t[s];
@@ -203,12 +209,13 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
   }
   while (occupied > 0) {
     for (int r = 0; r < R; r += 2) {
+      const M r0 = r, r1 = r + 1;
       // step r: st_ -> pp_
 #pragma GCC ivdep
       for (int j = 0; j < W; ++j) {
         const int64_t s = sample_[j];
         const bool was = false;
-        const bool live = live_[j] != 0;
+        const bool live = live_[j] > r0;
         (void)s;
         (void)was;
         const T v0_v = st_v_0[j];
@@ -233,15 +240,15 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
         pp_x_0[j] = live ? v10_x : st_x_0[j];
         pp_v_0[j] = live ? v8_vn : st_v_0[j];
         pp_t_0[j] = live ? v12_t : st_t_0[j];
-        ran_[j] = static_cast<uint8_t>(ran_[j] + (live ? 1 : 0));
-        live_[j] = static_cast<uint8_t>(live && !v14);
+        ran_[j] = static_cast<M>(ran_[j] + (live ? 1 : 0));
+        live_[j] = static_cast<M>(live_[j] & (M{0} - static_cast<M>(!(live && v14))));
       }
       // step r + 1: pp_ -> st_
 #pragma GCC ivdep
       for (int j = 0; j < W; ++j) {
         const int64_t s = sample_[j];
         const bool was = false;
-        const bool live = live_[j] != 0;
+        const bool live = live_[j] > r1;
         (void)s;
         (void)was;
         const T v0_v = pp_v_0[j];
@@ -266,13 +273,13 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
         st_x_0[j] = live ? v10_x : pp_x_0[j];
         st_v_0[j] = live ? v8_vn : pp_v_0[j];
         st_t_0[j] = live ? v12_t : pp_t_0[j];
-        ran_[j] = static_cast<uint8_t>(ran_[j] + (live ? 1 : 0));
-        live_[j] = static_cast<uint8_t>(live && !v14);
+        ran_[j] = static_cast<M>(ran_[j] + (live ? 1 : 0));
+        live_[j] = static_cast<M>(live_[j] & (M{0} - static_cast<M>(!(live && v14))));
       }
     }
     step += R;
     for (int j = 0; j < W; ++j)
-      due_[j] = static_cast<uint8_t>((sample_[j] >= 0) & ((live_[j] == 0) | (step - start_[j] >= 16)));
+      due_[j] = static_cast<uint8_t>((sample_[j] >= 0) & ((live_[j] == 0) | (step - start_[j] >= budget)));
     for (int k = 0; k < W; k += 8) {
       uint64_t due;
       __builtin_memcpy(&due, due_ + k, 8);
@@ -293,6 +300,11 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
       }
     }
     for (int j = 0; j < W; ++j) ran_[j] = 0;
+    for (int j = 0; j < W; ++j) {
+      const int64_t left = budget - (step - start_[j]);
+      if (sample_[j] >= 0 && live_[j] != 0)
+        live_[j] = static_cast<M>(left < R ? left : R);
+    }
   }
   a->finished = finished;
   a->steps_run = static_cast<uint32_t>(steps_run);

@@ -16,7 +16,7 @@
 #define RAPTOR_ABI_H
 #include <stdint.h>
 
-#define RAPTOR_ABI_VERSION 3
+#define RAPTOR_ABI_VERSION 4
 
 /* error codes written to raptor_args.error[0] */
 #define RAPTOR_OK 0
@@ -48,6 +48,9 @@ typedef struct raptor_args {
   int32_t stream;         /* 1: the launch reads and writes more than the cache holds; a
                              kernel may write its pure outputs with non-temporal stores
                              (and then fences them before it returns); 0: plain stores */
+  int64_t max_steps;      /* in: the most steps a sample may run in this call; 0 (or more
+                             than the kernel's steps): the kernel's own steps. A stepping
+                             loop runs its fused kernel for the launches it has left */
 } raptor_args;
 
 typedef void (*raptor_kernel_fn)(raptor_args* a);

@@ -16,7 +16,7 @@
 #define RAPTOR_ABI_H
 #include <stdint.h>
 
-#define RAPTOR_ABI_VERSION 3
+#define RAPTOR_ABI_VERSION 4
 
 /* error codes written to raptor_args.error[0] */
 #define RAPTOR_OK 0
@@ -48,6 +48,9 @@ typedef struct raptor_args {
   int32_t stream;         /* 1: the launch reads and writes more than the cache holds; a
                              kernel may write its pure outputs with non-temporal stores
                              (and then fences them before it returns); 0: plain stores */
+  int64_t max_steps;      /* in: the most steps a sample may run in this call; 0 (or more
+                             than the kernel's steps): the kernel's own steps. A stepping
+                             loop runs its fused kernel for the launches it has left */
 } raptor_args;
 
 typedef void (*raptor_kernel_fn)(raptor_args* a);
@@ -148,12 +151,14 @@ RAPTOR_EXPORT void raptor_stepped_0123456789abcdef_f64(raptor_args* a) {
   T* const out_y = static_cast<T*>(a->out[3]);
   uint32_t finished = 0;
   int steps_run = 0;
+  const int64_t budget = a->max_steps > 0 && a->max_steps < 4 ? a->max_steps : int64_t{4};
   int64_t err[4] = {0, 0, 0, 0};
   (void)n;
   for (int64_t first = a->begin; first < a->end; first += 64) {
     const int64_t count = a->end - first < 64 ? a->end - first : 64;
     int64_t sample_of[64];
-    uint8_t was_[64], live_[64];
+    using M = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;
+    M was_[64], live_[64];
     T st_y_0[64];
     int any = 0;
     for (int64_t j = 0; j < count; ++j) {
@@ -161,12 +166,12 @@ RAPTOR_EXPORT void raptor_stepped_0123456789abcdef_f64(raptor_args* a) {
       sample_of[j] = s;
       was_[j] = 0;
       live_[j] = was_[j] ^ 1;
-      any |= live_[j];
+      any |= static_cast<int>(live_[j]);
       st_y_0[j] = in_y[s];
     }
     auto steps = [&](auto contiguous) {
     int step = 0;
-    while (any != 0 && step < 4) {
+    while (any != 0 && step < budget) {
       any = 0;
 #pragma GCC ivdep
       for (int64_t j = 0; j < count; ++j) {
