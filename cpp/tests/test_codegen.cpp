@@ -616,37 +616,62 @@ std::string host_vector_isa() {
 #endif
 }
 
-// Compiles `k` in `dtype` with the default host flags and -fopt-info-vec-optimized; every
-// contiguous sample loop (one per value of the zero_finished flag when the kernel has a mask)
-// must be vectorized. GCC reports a loop at the line of its `for`, or, for an OpenMP SIMD loop,
-// at the line of the inlined sample lambda; the loop it reports at a `#pragma omp simd` line is
-// the one that combines the reduction's lanes, which is vectorized even when the sample loop
-// is not, so it does not count.
-// The lines of a kernel's source at which GCC reports "loop vectorized" (main loops and their
-// epilogues alike), compiled with the runtime's default flags.
-std::string vectorization_report(const std::string& code) {
+// The targets the vectorization tests compile for: this machine (-march=native, what a launch
+// compiles with) and, on x86, both vector ISAs whatever this machine has: x86-64-v3 (AVX2, no
+// mask registers) and x86-64-v4 (AVX-512), so a change that leaves a loop scalar on either
+// fails on every CI machine, not only on one of that kind. Compiling needs no such CPU.
+struct VecTarget {
+  std::string name;   // what the output calls it
+  std::string march;  // replaces -march=native in the default flags
+};
+std::vector<VecTarget> vec_targets() {
+  std::vector<VecTarget> t{{"this machine: " + host_vector_isa(), "native"}};
+#if defined(__x86_64__)
+  t.push_back({"x86-64-v3 (AVX2)", "x86-64-v3"});
+  t.push_back({"x86-64-v4 (AVX-512)", "x86-64-v4"});
+#endif
+  return t;
+}
+
+// The runtime's default flags (kDefaultHostFlags) with -march=native replaced for `target`.
+std::string host_flags_for(const VecTarget& target) {
+  std::string flags = runtime::kDefaultHostFlags;
+  const std::string native = "-march=native";
+  const size_t at = flags.find(native);
+  if (at != std::string::npos) flags.replace(at, native.size(), "-march=" + target.march);
+  return flags;
+}
+
+// GCC's -fopt-info-vec-optimized report of `code` compiled for `target`.
+std::string vectorization_report(const std::string& code, const VecTarget& target) {
   runtime::testing::TempDir dir;
   std::ofstream(dir.path() / "k.cpp") << code;
-  const std::string cmd = "cd '" + dir.path().string() + "' && g++ " + runtime::kDefaultHostFlags +
+  const std::string cmd = "cd '" + dir.path().string() + "' && g++ " + host_flags_for(target) +
                           " -std=c++17 -fopt-info-vec-optimized -c k.cpp -o k.o > report.txt 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << read_file(dir.path() / "report.txt");
   return read_file(dir.path() / "report.txt");
 }
 
+// Whether the report says the loop whose `for` is at `line` was vectorized.
+bool loop_vectorized_at(const std::string& report, size_t line) {
+  std::istringstream rep(report);
+  for (std::string text; std::getline(rep, text);)
+    if (text.rfind("k.cpp:" + std::to_string(line) + ":", 0) == 0 &&
+        text.find("loop vectorized") != std::string::npos)
+      return true;
+  return false;
+}
+
+const char* dtype_word(DType dtype) { return dtype == DType::F64 ? "float64" : "float32"; }
+
+// Compiles `k` in `dtype` for each target; every contiguous sample loop (one per value of the
+// zero_finished flag when the kernel has a mask) must be vectorized. GCC reports a loop at the
+// line of its `for`, or, for an OpenMP SIMD loop, at the line of the inlined sample lambda; the
+// loop it reports at a `#pragma omp simd` line is the one that combines the reduction's
+// lanes, which is vectorized even when the sample loop is not, so it does not count.
 void expect_sample_loops_vectorized(const ir::Kernel& k, const std::string& symbol, DType dtype) {
   if (std::system("g++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "g++ is not available";
-  std::printf("[ vector ISA ] %s: %s, %s\n", symbol.c_str(), host_vector_isa().c_str(),
-              dtype == DType::F64 ? "float64" : "float32");
   const std::string code = codegen::emit_cpp({{&k, dtype, symbol}});
-  runtime::testing::TempDir dir;
-  const fs::path src = dir.path() / "k.cpp";
-  std::ofstream(src) << code;
-  // The runtime's own default flags (what a launch compiles with), whatever machine this is.
-  const std::string cmd = "cd '" + dir.path().string() + "' && g++ " + runtime::kDefaultHostFlags +
-                          " -std=c++17 -fopt-info-vec-optimized -c k.cpp -o k.o > report.txt 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_file(dir.path() / "report.txt");
-  const std::string out = read_file(dir.path() / "report.txt");
-
   std::vector<std::string> lines{""};  // 1-based
   size_t contiguous_loops = 0;
   std::istringstream in(code);
@@ -658,19 +683,24 @@ void expect_sample_loops_vectorized(const ir::Kernel& k, const std::string& symb
       ++contiguous_loops;
   }
   ASSERT_EQ(contiguous_loops, k.has_mask() ? 2u : 1u) << "sample loops in:\n" << code;
-  size_t vectorized = 0;
-  std::istringstream rep(out);
-  for (std::string text; std::getline(rep, text);) {
-    if (text.rfind("k.cpp:", 0) != 0 || text.find("loop vectorized") == std::string::npos) continue;
-    const size_t line = std::stoul(text.substr(6));
-    if (line < lines.size() && lines[line].find("#pragma omp simd") == std::string::npos)
-      ++vectorized;
+  for (const VecTarget& target : vec_targets()) {
+    std::printf("[ vector ISA ] %s, %s: %s\n", symbol.c_str(), dtype_word(dtype),
+                target.name.c_str());
+    const std::string out = vectorization_report(code, target);
+    size_t vectorized = 0;
+    std::istringstream rep(out);
+    for (std::string text; std::getline(rep, text);) {
+      if (text.rfind("k.cpp:", 0) != 0 || text.find("loop vectorized") == std::string::npos)
+        continue;
+      const size_t line = std::stoul(text.substr(6));
+      if (line < lines.size() && lines[line].find("#pragma omp simd") == std::string::npos)
+        ++vectorized;
+    }
+    EXPECT_GE(vectorized, contiguous_loops)
+        << "GCC did not vectorize every sample loop for " << target.name << " of:\n"
+        << code << "\nreport:\n"
+        << out;
   }
-  EXPECT_GE(vectorized, contiguous_loops)
-      << "GCC did not vectorize every sample loop on this machine (" << host_vector_isa()
-      << ") of:\n"
-      << code << "\nreport:\n"
-      << out;
 }
 
 TEST(CodegenVectorize, DragSampleLoopIsVectorized) {  // one loop, plain or streamed
@@ -684,13 +714,11 @@ TEST(CodegenVectorize, MaskedSampleLoopsAreVectorized) {
 }
 
 // A fused stepping kernel (64 lanes refilled as samples finish, HostWriter::refill_body): both
-// step loops of a period (st_ -> pp_ and pp_ -> st_) in each dtype.
+// step loops of a period (st_ -> pp_ and pp_ -> st_) in each dtype, for each target.
 TEST(CodegenVectorize, RefilledLaneStepsAreVectorized) {
   if (std::system("g++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "g++ is not available";
   const ir::Kernel k = refilled_kernel();
   for (const DType dtype : {DType::F64, DType::F32}) {
-    std::printf("[ vector ISA ] refilled lanes: %s, %s\n", host_vector_isa().c_str(),
-                dtype == DType::F64 ? "float64" : "float32");
     const std::string code = codegen::emit_cpp({{&k, dtype, "raptor_refilled_vec"}});
     std::vector<size_t> step_loops;  // the `for` line after each "// step r..." comment
     std::istringstream in(code);
@@ -705,18 +733,16 @@ TEST(CodegenVectorize, RefilledLaneStepsAreVectorized) {
       }
     }
     ASSERT_EQ(step_loops.size(), 2u) << code;
-    const std::string report = vectorization_report(code);
-    for (const size_t l : step_loops) {
-      bool vectorized = false;
-      std::istringstream rep(report);
-      for (std::string text; std::getline(rep, text);)
-        vectorized |= text.rfind("k.cpp:" + std::to_string(l) + ":", 0) == 0 &&
-                      text.find("loop vectorized") != std::string::npos;
-      EXPECT_TRUE(vectorized)
-          << "the step loop at line " << l << " was not vectorized on this machine ("
-          << host_vector_isa() << "):\n"
-          << code << "\nreport:\n"
-          << report;
+    for (const VecTarget& target : vec_targets()) {
+      std::printf("[ vector ISA ] refilled lanes, %s: %s\n", dtype_word(dtype),
+                  target.name.c_str());
+      const std::string report = vectorization_report(code, target);
+      for (const size_t l : step_loops)
+        EXPECT_TRUE(loop_vectorized_at(report, l))
+            << "the step loop at line " << l << " was not vectorized for " << target.name
+            << ":\n"
+            << code << "\nreport:\n"
+            << report;
     }
   }
 }
