@@ -560,6 +560,7 @@ void StepWriter::value(int i, const std::string& base_indent, ir::Loc& last) {
     loop_value(i, indent);
     return;
   }
+  if (loop_depth_ == 0 && lane_value(i, indent)) return;
   if (v.op == Op::LoadTable) {
     const std::string nm = name(v.slot);
     const std::string ix = "ix" + std::to_string(i);

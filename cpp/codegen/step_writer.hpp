@@ -55,6 +55,9 @@ class StepWriter {
   // A read-only plane's value for the sample (LoadPlane): the plane's element by default;
   // the host's refilled lanes read a local copy instead.
   virtual std::string input(size_t slot, int comp) const { return plane("in_", slot, comp); }
+  // A driver may write value i itself (return true after writing it): the host's refilled
+  // lanes read a value computed once per sample from a lane's array. Default: no.
+  virtual bool lane_value(int /*i*/, const std::string& /*indent*/) { return false; }
   // Whether guard() always includes the sample's `live` flag (CUDA: threads past the end
   // run the step too and must add nothing); otherwise only kernels with a mask need it.
   virtual bool guard_with_live() const { return k_.has_mask(); }
@@ -120,9 +123,12 @@ class StepWriter {
   const std::string symbol_;
   std::ostringstream& os_;
 
+  // One value of the step as a statement (a comment first at a new line of the user's
+  // source); `step` writes every value with it, a driver may write some elsewhere too.
+  void value(int i, const std::string& indent, ir::Loc& last);
+
  private:
   std::string expr(int i) const;
-  void value(int i, const std::string& indent, ir::Loc& last);
   // LoopBegin .. LoopResult: a C++ `for` whose carried values are declared before it.
   void loop_value(int i, const std::string& indent);
   int loop_depth_ = 0;  // loops open while writing the step

@@ -183,21 +183,22 @@ void check_golden(const std::string& name, const ir::Kernel& k) {
 TEST(CodegenGolden, Drag) { check_golden("drag", drag_kernel()); }
 TEST(CodegenGolden, Oscillator) { check_golden("oscillator", oscillator_kernel()); }
 TEST(CodegenGolden, SteppedTable) { check_golden("stepped_table", stepped_table_kernel()); }
-// A stepping kernel whose samples stop, with 16 steps a launch: 64 lanes refilled every 16
-// steps with the chunk's next sample, its read-only plane copied into the lane
-// (codegen/host_driver.cpp, refill_body).
+// A stepping kernel whose samples stop, with 16 steps a launch: 64 lanes refilled every 8
+// steps with the chunk's next sample, its read-only planes copied into the lane, and w * w
+// (the same in every step of a sample) computed once when a lane takes its sample
+// (codegen/host_driver.cpp, refill_body and lane_invariants).
 ir::Kernel refilled_kernel() {
   return lowered(R"(@hawk.kernel(steps=16)
-def refilled(t_final: Scalar, dt: Param, c: Param, terminated: Terminated, x: Mutable[Scalar],
-             v: Mutable[Scalar], t: Mutable[Scalar]):
-    vn = v + dt * (-x - c * v)
+def refilled(t_final: Scalar, w: Scalar, dt: Param, c: Param, terminated: Terminated,
+             x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
+    vn = v + dt * (-(w * w) * x - c * v)
     x = x + dt * v
     v = vn
     t = t + dt
     terminated = t >= t_final
 )",
-                 {Scalar("t_final"), Param("dt"), Param("c"), Terminated("terminated"),
-                  MutScalar("x"), MutScalar("v"), MutScalar("t")},
+                 {Scalar("t_final"), Scalar("w"), Param("dt"), Param("c"),
+                  Terminated("terminated"), MutScalar("x"), MutScalar("v"), MutScalar("t")},
                  16, "examples/refilled.py", 40);
 }
 TEST(CodegenGolden, RefilledLanes) { check_golden("refilled", refilled_kernel()); }
@@ -268,7 +269,8 @@ class CodegenRun : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new runtime::testing::TempDir();
     kernels_ = new std::vector<ir::Kernel>{drag_kernel(), oscillator_kernel(),
-                                           stepped_table_kernel(), conventions_kernel()};
+                                           stepped_table_kernel(), conventions_kernel(),
+                                           refilled_kernel()};
     compiler_ = new runtime::Compiler(runtime::open_cache_dir(dir_->path().string()));
     std::vector<const ir::Kernel*> ptrs;
     for (const ir::Kernel& k : *kernels_) ptrs.push_back(&k);
@@ -320,12 +322,14 @@ struct Compiled {
 
 template <class T>
 Compiled run_compiled(const ir::Kernel& k, const runtime::KernelEntry& e,
-                      const ir::InterpBinding& ib, int64_t stream_bytes = -1) {
+                      const ir::InterpBinding& ib, int64_t stream_bytes = -1,
+                      int64_t max_steps = 0) {
   const int64_t n = ib.n;
   std::vector<std::vector<T>> bufs(k.slots.size());
   runtime::Binding b;
   b.n = n;
   b.stream_bytes = stream_bytes;
+  b.max_steps = max_steps;
   b.slots.resize(k.slots.size());
   std::vector<uint8_t> mask = ib.mask;
   uint32_t finished = 0;
@@ -414,6 +418,51 @@ void check_kernel(const ir::Kernel& k, const runtime::BuiltKernel& built, int64_
     const Compiled c = d == DType::F64 ? run_compiled<double>(k, *built.get(d), inputs)
                                        : run_compiled<float>(k, *built.get(d), inputs);
     compare(k, ib, c, d == DType::F64 ? 1e-15 : 1e-6, k.name + " " + codegen::dtype_name(d));
+  }
+}
+
+// Refilled lanes (16 steps a launch) against the interpreter (float64: the same bits): samples that
+// finish in the first period, in a later one, in no period (the launch's budget ends them),
+// samples finished on entry, and budgets of the launch (raptor_args::max_steps) that the
+// refill period (8) does not divide. The lane invariant w * w is computed once per sample.
+TEST_F(CodegenRun, RefilledLanesMatchTheInterpreterAtAnyBudget) {
+  const ir::Kernel& k = kernel(4);
+  EXPECT_NE(codegen::emit_cpp({{&k, DType::F64, "raptor_refilled_f64"}}).find("iv_"),
+            std::string::npos)
+      << "w * w is a lane invariant: computed when a lane takes its sample";
+  const int64_t n = 300;
+  for (const int64_t budget : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{16}, int64_t{13}}) {
+    for (DType d : {DType::F64, DType::F32}) {
+      // The interpreter runs the kernel with `budget` steps (its own 16 when 0).
+      ir::Kernel ref = k;
+      if (budget > 0) ref.steps = static_cast<int>(budget);
+      ir::InterpBinding ib = ir::make_binding(ref, n, 1);
+      std::vector<double> tf(n), w(n), x(n), v(n);
+      for (int64_t i = 0; i < n; ++i) {
+        // 1..40 steps; half a step off the crossing, so float32 sums stop where doubles do
+        tf[i] = 0.01 * static_cast<double>(1 + (i * 37) % 40) - 0.005;
+        w[i] = 1.0 + 0.1 * static_cast<double>(i % 13);
+        x[i] = std::sin(0.3 * static_cast<double>(i));
+        v[i] = std::cos(0.7 * static_cast<double>(i));
+      }
+      set_in(ref, ib, "t_final", tf);
+      set_in(ref, ib, "w", w);
+      set_in(ref, ib, "x", x);
+      set_in(ref, ib, "v", v);
+      set_in(ref, ib, "t", std::vector<double>(n, 0.0));
+      set_in(ref, ib, "dt", {0.01});
+      set_in(ref, ib, "c", {0.3});
+      for (int64_t i = 0; i < n; i += 9) ib.mask[i] = 1;  // finished on entry
+      if (d == DType::F32) round_inputs_to_float(ib);
+      const ir::InterpBinding inputs = ib;
+      ir::interpret(ref, ib);
+      const Compiled c = d == DType::F64
+                             ? run_compiled<double>(k, entry(4, d), inputs, -1, budget)
+                             : run_compiled<float>(k, entry(4, d), inputs, -1, budget);
+      // float64: the same bits; float32 against the interpreter's doubles (as check_kernel).
+      compare(k, ib, c, d == DType::F64 ? 0.0 : 1e-6,
+              "refilled, budget " + std::to_string(budget) + " " + codegen::dtype_name(d));
+    }
   }
 }
 

@@ -302,7 +302,7 @@ TEST(LoopPlanner, CountSet) {
 
 // t counts steps until it reaches the sample's limit; unit 1 and unit 2, each also with 64
 // times its steps (the fused kernel), and unit 1 with 16, 8 and 48 steps (ladders; a kernel
-// of 8 steps refills its lanes every 8 steps, the others every 16: codegen/host_driver.cpp).
+// refills its lanes every 8 steps: codegen/host_driver.cpp).
 const char* kTick = R"(def tick(limit: Scalar, terminated: Terminated, t: Mutable[Scalar]):
     t = t + 1.0
     terminated = t >= limit

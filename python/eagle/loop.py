@@ -9,7 +9,7 @@ runs and counts launches): a loop of kernels alone runs entirely in C++ (no Pyth
 foreign nodes are called back from it between launches on the host. A loop of one stepping
 kernel runs up to ``FUSED`` launches' worth of steps in one pass over memory: the kernel
 recompiled with 256 times its steps, told at each pass how many steps the budget has left
-(at most 15 single launches, when fewer than ``FUSED_MIN`` are left). Its plans are built
+(at most 7 single launches, when fewer than ``FUSED_MIN`` are left). Its plans are built
 once per process (``fused_plans_of``), so a warm ``until_done`` costs its binds. In such a kernel each of 64 lanes steps one
 sample and takes the next as soon as its sample is done (codegen/host_driver.cpp,
 ``refill_body``); the report counts launches of the original kernel exactly.
@@ -52,9 +52,9 @@ __all__ = ["Report", "Runner", "until_done", "check_loop", "loop_target", "devic
 # taken again 3 times, and 1e5 oscillators stepped until done took 1.3x as long). A pass runs
 # what is left of the budget when that is less (the kernel is told how many steps:
 # raptor_args::max_steps), from FUSED_MIN launches left; under that, single launches (a
-# pass's lanes are refilled every 16 steps, so a shorter pass would step idle lanes).
+# pass's lanes are refilled every 8 steps, so a shorter pass would step idle lanes).
 FUSED = (256,)
-FUSED_MIN = 16
+FUSED_MIN = 8
 # With progress on, a loop of kernels reports between chunks of this many launches (a loop
 # with foreign nodes after every launch), about every PROGRESS_EVERY seconds.
 PROGRESS_CHUNK = 64

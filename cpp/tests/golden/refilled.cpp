@@ -137,34 +137,36 @@ __attribute__((noinline)) void rp_flush(void* dst, const void* src, int64_t byte
 
 // ---- kernel 'refilled' from examples/refilled.py, float64, steps=16
 //   slot 0: t_final (plane)
-//   slot 1: dt (Param)
-//   slot 2: c (Param)
-//   slot 3: terminated (Terminated)
-//   slot 4: x (Mutable, read and written)
-//   slot 5: v (Mutable, read and written)
-//   slot 6: t (Mutable, read and written)
+//   slot 1: w (plane)
+//   slot 2: dt (Param)
+//   slot 3: c (Param)
+//   slot 4: terminated (Terminated)
+//   slot 5: x (Mutable, read and written)
+//   slot 6: v (Mutable, read and written)
+//   slot 7: t (Mutable, read and written)
 RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
   using T = double;
   const int64_t n = a->n;
   const T* const in_t_final = static_cast<const T*>(a->in[0]);
-  const T k_dt = static_cast<T>(a->params[1]);
-  const T k_c = static_cast<T>(a->params[2]);
+  const T* const in_w = static_cast<const T*>(a->in[1]);
+  const T k_dt = static_cast<T>(a->params[2]);
+  const T k_c = static_cast<T>(a->params[3]);
   const uint8_t* const mask_in = a->mask_in;
   uint8_t* const mask_out = a->mask_out;
   const bool zero_finished = a->zero_finished != 0;
-  const T* const in_x = static_cast<const T*>(a->in[4]);
-  T* const out_x = static_cast<T*>(a->out[4]);
-  const T* const in_v = static_cast<const T*>(a->in[5]);
-  T* const out_v = static_cast<T*>(a->out[5]);
-  const T* const in_t = static_cast<const T*>(a->in[6]);
-  T* const out_t = static_cast<T*>(a->out[6]);
+  const T* const in_x = static_cast<const T*>(a->in[5]);
+  T* const out_x = static_cast<T*>(a->out[5]);
+  const T* const in_v = static_cast<const T*>(a->in[6]);
+  T* const out_v = static_cast<T*>(a->out[6]);
+  const T* const in_t = static_cast<const T*>(a->in[7]);
+  T* const out_t = static_cast<T*>(a->out[7]);
   uint32_t finished = 0;
   int steps_run = 0;
   const int64_t budget = a->max_steps > 0 && a->max_steps < 16 ? a->max_steps : int64_t{16};
   int64_t err[4] = {0, 0, 0, 0};
   (void)n;
-  // 64 lanes, refilled every 16 steps with the chunk's next sample (HostWriter::refill_body).
-  constexpr int W = 64, R = 16;
+  // 64 lanes, refilled every 8 steps with the chunk's next sample (HostWriter::refill_body).
+  constexpr int W = 64, R = 8;
   const int64_t begin = a->begin, end = a->end;
   int64_t sample_[W], start_[W];
   using M = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;
@@ -174,6 +176,8 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
   T st_v_0[W], pp_v_0[W];
   T st_t_0[W], pp_t_0[W];
   T ld_t_final_0[W];
+  T ld_w_0[W];
+  T iv_v4[W];
   int64_t next = begin, step = 0;
   int occupied = 0;
   const bool finished_stay = mask_out == mask_in && static_cast<const void*>(out_x) == static_cast<const void*>(in_x) && static_cast<const void*>(out_v) == static_cast<const void*>(in_v) && static_cast<const void*>(out_t) == static_cast<const void*>(in_t);
@@ -201,6 +205,13 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
     st_v_0[j] = in_v[s];
     st_t_0[j] = in_t[s];
     ld_t_final_0[j] = in_t_final[s];
+    ld_w_0[j] = in_w[s];
+    const T v1_dt = k_dt;
+    const T v2_w = in_w[s];
+    // refilled.py:43  vn = v + dt * (-(w * w) * x - c * v)
+    const T v3 = v2_w * v2_w;
+    const T v4 = -v3;
+    iv_v4[j] = v4;
     ++occupied;
   };
   for (int j = 0; j < W; ++j) {
@@ -220,28 +231,31 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
         (void)was;
         const T v0_v = st_v_0[j];
         const T v1_dt = k_dt;
-        const T v2_x = st_x_0[j];
-        // refilled.py:43  vn = v + dt * (-x - c * v)
-        const T v3 = -v2_x;
-        const T v4_c = k_c;
-        const T v5 = v4_c * v0_v;
-        const T v6 = v3 - v5;
-        const T v7 = v1_dt * v6;
-        const T v8_vn = v0_v + v7;
+        const T v2_w = ld_w_0[j];
+        // refilled.py:43  vn = v + dt * (-(w * w) * x - c * v)
+        const T v3 = v2_w * v2_w;
+        const T v4 = iv_v4[j];  // once per sample
+        const T v5_x = st_x_0[j];
+        const T v6 = v4 * v5_x;
+        const T v7_c = k_c;
+        const T v8 = v7_c * v0_v;
+        const T v9 = v6 - v8;
+        const T v10 = v1_dt * v9;
+        const T v11_vn = v0_v + v10;
         // refilled.py:44  x = x + dt * v
-        const T v9 = v1_dt * v0_v;
-        const T v10_x = v2_x + v9;
-        const T v11_t = st_t_0[j];
+        const T v12 = v1_dt * v0_v;
+        const T v13_x = v5_x + v12;
+        const T v14_t = st_t_0[j];
         // refilled.py:46  t = t + dt
-        const T v12_t = v11_t + v1_dt;
-        const T v13_t_final = ld_t_final_0[j];
+        const T v15_t = v14_t + v1_dt;
+        const T v16_t_final = ld_t_final_0[j];
         // refilled.py:47  terminated = t >= t_final
-        const bool v14 = v12_t >= v13_t_final;
-        pp_x_0[j] = live ? v10_x : st_x_0[j];
-        pp_v_0[j] = live ? v8_vn : st_v_0[j];
-        pp_t_0[j] = live ? v12_t : st_t_0[j];
+        const bool v17 = v15_t >= v16_t_final;
+        pp_x_0[j] = live ? v13_x : st_x_0[j];
+        pp_v_0[j] = live ? v11_vn : st_v_0[j];
+        pp_t_0[j] = live ? v15_t : st_t_0[j];
         ran_[j] = static_cast<M>(ran_[j] + (live ? 1 : 0));
-        live_[j] = static_cast<M>(live_[j] & (M{0} - static_cast<M>(!(live && v14))));
+        live_[j] = static_cast<M>(live_[j] & (M{0} - static_cast<M>(!(live && v17))));
       }
       // step r + 1: pp_ -> st_
 #pragma GCC ivdep
@@ -253,28 +267,31 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
         (void)was;
         const T v0_v = pp_v_0[j];
         const T v1_dt = k_dt;
-        const T v2_x = pp_x_0[j];
-        // refilled.py:43  vn = v + dt * (-x - c * v)
-        const T v3 = -v2_x;
-        const T v4_c = k_c;
-        const T v5 = v4_c * v0_v;
-        const T v6 = v3 - v5;
-        const T v7 = v1_dt * v6;
-        const T v8_vn = v0_v + v7;
+        const T v2_w = ld_w_0[j];
+        // refilled.py:43  vn = v + dt * (-(w * w) * x - c * v)
+        const T v3 = v2_w * v2_w;
+        const T v4 = iv_v4[j];  // once per sample
+        const T v5_x = pp_x_0[j];
+        const T v6 = v4 * v5_x;
+        const T v7_c = k_c;
+        const T v8 = v7_c * v0_v;
+        const T v9 = v6 - v8;
+        const T v10 = v1_dt * v9;
+        const T v11_vn = v0_v + v10;
         // refilled.py:44  x = x + dt * v
-        const T v9 = v1_dt * v0_v;
-        const T v10_x = v2_x + v9;
-        const T v11_t = pp_t_0[j];
+        const T v12 = v1_dt * v0_v;
+        const T v13_x = v5_x + v12;
+        const T v14_t = pp_t_0[j];
         // refilled.py:46  t = t + dt
-        const T v12_t = v11_t + v1_dt;
-        const T v13_t_final = ld_t_final_0[j];
+        const T v15_t = v14_t + v1_dt;
+        const T v16_t_final = ld_t_final_0[j];
         // refilled.py:47  terminated = t >= t_final
-        const bool v14 = v12_t >= v13_t_final;
-        st_x_0[j] = live ? v10_x : pp_x_0[j];
-        st_v_0[j] = live ? v8_vn : pp_v_0[j];
-        st_t_0[j] = live ? v12_t : pp_t_0[j];
+        const bool v17 = v15_t >= v16_t_final;
+        st_x_0[j] = live ? v13_x : pp_x_0[j];
+        st_v_0[j] = live ? v11_vn : pp_v_0[j];
+        st_t_0[j] = live ? v15_t : pp_t_0[j];
         ran_[j] = static_cast<M>(ran_[j] + (live ? 1 : 0));
-        live_[j] = static_cast<M>(live_[j] & (M{0} - static_cast<M>(!(live && v14))));
+        live_[j] = static_cast<M>(live_[j] & (M{0} - static_cast<M>(!(live && v17))));
       }
     }
     step += R;
