@@ -9,7 +9,8 @@ target and cache directory) with respect to every float input; for a foreign nod
 values at that launch and cotangents its write planes to theirs, and which returns
 cotangents for (some of) the read planes.
 
-Seeds are ``{"node.plane": cotangent}``: the cotangent of a plane as the graph left it.
+Seeds are ``{"node.plane": cotangent}``: the cotangent of a plane as the graph left it; a
+plane's own name (``{"x": cotangent}``) names the plane of that name whichever node binds it.
 The result maps each plane read by the graph (by the name it was bound under) to its
 cotangent, and each kernel's Params to theirs as ``"node.param"``.
 
@@ -81,6 +82,10 @@ def reverse(record: Record, seeds: Mapping[str, Any], vjps: Mapping[str, Callabl
             raise ValueError(f"eagle.diff.reverse: foreign node '{name}' has no VJP; pass vjps={{'{name}': fn}} with fn(primals, cotangents) -> cotangents of its reads")
     targets: list[tuple[str, Any]] = []
     for target in seeds:
+        if "." not in target:  # a plane's own name: the plane of that name any node binds
+            arr = _plane_named(record, target)
+            targets.append((target, arr))
+            continue
         node_name, _, plane = target.partition(".")
         if node_name not in nodes:
             raise KeyError(f"eagle.diff.reverse: seed {target!r} names no node (nodes: {list(nodes)})")
@@ -96,6 +101,24 @@ def reverse(record: Record, seeds: Mapping[str, Any], vjps: Mapping[str, Callabl
         _order_after(record.stream, stream)
     with xp.on_stream(s):
         return _sweep(record, nodes, xp, seeds, targets, vjps, s)
+
+
+def _plane_named(record: Record, name: str) -> Any:
+    """The array bound as plane ``name`` in the record's nodes (a seed given by the plane's own
+    name, as ``eagle.simulate``'s records are seeded); KeyError when no node binds it, or when
+    nodes bind different arrays under that name (then say "node.plane")."""
+    found: dict[tuple, Any] = {}
+    for _, node in record.nodes:
+        reads, writes = node_planes(node)
+        arr = writes.get(name, reads.get(name))
+        if arr is not None:
+            found.setdefault(plane_key(arr), arr)
+    if not found:
+        raise KeyError(f"eagle.diff.reverse: seed {name!r} names no plane of the record's nodes "
+                       f"(nodes: {[n for n, _ in record.nodes]}; a seed is 'plane' or 'node.plane')")
+    if len(found) > 1:
+        raise KeyError(f"eagle.diff.reverse: nodes bind different arrays as {name!r}; seed 'node.{name}'")
+    return next(iter(found.values()))
 
 
 def _order_after(first: Any, then: Any) -> None:

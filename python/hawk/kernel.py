@@ -219,11 +219,12 @@ class Kernel:
         return trace(self, self._spec, samples, inputs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError(
-            f"hawk kernel '{self.name}' is not called directly: run it with "
-            f"eagle.plan.auto([{self.name}]) and plan.bind(...).launch(), or make it a JAX "
-            f"function with eagle.frameworks.jax.function({self.name})"
-        )
+        """Runs the kernel once over every sample of the arrays given, binding them like a call
+        of the kernel's own signature, and returns the planes it writes (one array, or a
+        tuple): see ``eagle.call``. The build is made on the first call and kept."""
+        from eagle.call import call
+
+        return call(self, args, kwargs)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{s.name}: {s.annotation()}" for s in self.slots)
