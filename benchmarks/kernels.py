@@ -15,7 +15,7 @@ import hawk
 from hawk import Guard, Mutable, Param, Scalar, Terminated, Vector
 from hawk.math import norm, vec
 
-__all__ = ["drag_step", "osc", "osc_active", "flight", "coast"]
+__all__ = ["drag_step", "osc", "osc_active", "flight", "coast", "card_rk4"]
 
 
 @hawk.kernel
@@ -60,3 +60,28 @@ def coast(r: Vector[3], v: Vector[3], cd: Param, dt: Param, g: Param, terminated
     v_next = v - (cd * dt) * v
     r_next = r + dt * v_next
     terminated = r_next[2] < 0.0
+
+
+@hawk.func
+def card_accel(omega, zeta, x, v):
+    return -2.0 * zeta * omega * v - omega * omega * x
+
+
+@hawk.kernel(steps=1)
+def card_rk4(omega: Scalar, zeta: Scalar, nstop: Scalar, dt: Param, terminated: Terminated,
+             x: Mutable[Scalar], v: Mutable[Scalar], k: Mutable[Scalar]):
+    """The performance card's step: a damped oscillator, one classical RK4 step, counting its
+    steps in k and stopping at its own step count nstop."""
+    h = 0.5 * dt
+    k1x = v
+    k1v = card_accel(omega, zeta, x, v)
+    k2x = v + h * k1v
+    k2v = card_accel(omega, zeta, x + h * k1x, v + h * k1v)
+    k3x = v + h * k2v
+    k3v = card_accel(omega, zeta, x + h * k2x, v + h * k2v)
+    k4x = v + dt * k3v
+    k4v = card_accel(omega, zeta, x + dt * k3x, v + dt * k3v)
+    x = x + (dt / 6.0) * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
+    v = v + (dt / 6.0) * (k1v + 2.0 * k2v + 2.0 * k3v + k4v)
+    k = k + 1.0
+    terminated = k >= nstop

@@ -11,9 +11,10 @@ kernel's source text (a small module: imports, ``@hawk.func`` helpers, the kerne
    errors must agree **bitwise**: float64 against the interpreter, float32 against the
    interpreter's float32 mode (every value rounded to float, each operator in float
    arithmetic, the C library's float functions as the build calls them). Exact chains
-   (+ - * / sqrt, comparisons, min/max, abs, floor, select, integer powers) are compared bit
-   for bit; where a library function without a correct-rounding guarantee (exp, log, sin,
-   cos, tan, tanh, pow, atan2) feeds an output, that output may differ by as much as it moves
+   (+ - * / sqrt, comparisons, min/max, abs, floor, select, integer powers, and the exact
+   NumPy-named functions: ceil, rint, trunc, fmod, remainder, copysign, fdim, fma) are compared
+   bit for bit; where a library function without a correct-rounding guarantee (exp, log, sin,
+   cos, tan, tanh, pow, atan2, and asin .. cbrt, hypot) feeds an output, that output may differ by as much as it moves
    when every such result is moved by 2 ulp (interpreter runs with perturb_ulps = +-2): GCC
    folds a call whose argument it proves constant correctly rounded (MPFR), 1 ulp from glibc
    (seed 1025). Where those runs flip a branch, mask or table error, no bound. Sums over samples
@@ -92,6 +93,15 @@ writes exactly the kernels of the generator before all of them and ``features=("
   adjoint with respect to a Table read inside one is refused: ``adjoint_of`` takes it with
   respect to the other inputs (counted in adjoint_tables_refused; the tangent still takes
   every input).
+
+- "numpy" (three in ten kernels, drawn from a stream of its own, ``r4``, so the other kernels
+  are byte for byte those of the generator before it): hawk.math's NumPy-named functions
+  (``asin`` .. ``fma``, ``clip``, ``isnan`` / ``isinf`` / ``isfinite`` in ``where`` and
+  conditionals, ``hm.inf``), each argument kept inside its domain with a margin (``acosh(x *
+  x + 1.5)``, ``log1p(x * x)``, ``atanh(tanh(x) * 0.9)``) and bounded where XLA's own
+  implementation loses accuracy with the argument (``exp2(tanh(x) * 3.0)``, ``sinh(tanh(x) *
+  2.0)``); the C library's ones count as library functions for the LIBM_ULPS / XLA_ULPS
+  bounds (the interpreter perturbs them, cpp/ir/math_fns.hpp's ``Libm`` kind).
 
 ``features_of(seed)`` says which of the per-kernel features a seed's kernel was drawn to have.
 
@@ -198,6 +208,10 @@ class _Gen:
         # them (and features without "long_loops" draw nothing from it)
         self.r3 = random.Random(seed * 104729 + 31)
         self.longl = "long_loops" in features and self.r3.random() < 0.2
+        # hawk.math's NumPy-named functions from a fourth stream, r4, likewise: a kernel not
+        # drawn to have them is the kernel of the generator before them
+        self.r4 = random.Random(seed * 130363 + 47)
+        self.npf = "numpy" in features and self.r4.random() < 0.3
         self.mtable: tuple[str, int] | None = None  # a Table[Matrix[mn, mn]]
         self.drew = False  # a draw was written
         self.in_mat = False  # writing a matrix or quaternion expression: none nested in its scalars
@@ -231,6 +245,8 @@ class _Gen:
             return self.int_to_float(sc, d)
         if self.mats and not self.in_mat and not sc.get("in_loop") and self.r2.random() < 0.04:
             return self.nested(self.mat_scal, sc, d)
+        if self.npf and self.r4.random() < 0.15:
+            return self.numpy_fn(sc, d)
         c = r.randrange(26)
         if c < 6:
             return f"({a()} {r.choice(['+', '-', '*'])} {a()})"
@@ -282,6 +298,50 @@ class _Gen:
         if c == 23:
             return f"({a()} * {self.const()} + {self.const()})"
         return self.leaf(sc)
+
+    def numpy_fn(self, sc: dict, d: int) -> str:
+        """One of hawk.math's NumPy-named functions (feature "numpy"), its arguments kept inside
+        its domain with a margin (so central differences see a smooth function, and XLA's own
+        implementations of the "xla" check stay within XLA_ULPS: bounded arguments)."""
+        a = lambda: self.scal(sc, d - 1)  # noqa: E731
+        x = a()
+        forms = [
+            lambda: f"hm.asin(tanh({x}) * 0.9)",
+            lambda: f"hm.acos(sin({x}) * 0.8)",
+            lambda: f"hm.atan({x})",
+            lambda: f"hm.sinh(tanh({x}) * 2.0)",
+            lambda: f"hm.cosh(sin({x}) * 2.0)",
+            lambda: f"{self.r4.choice(['hm.asinh', 'math.asinh'])}({x})",
+            lambda: f"hm.acosh({x} * {x} + 1.5)",
+            lambda: f"hm.atanh(tanh({x}) * 0.9)",
+            lambda: f"hm.erf({x})",
+            lambda: f"hm.erfc(tanh({x}) * 2.5)",
+            lambda: f"hm.exp2(tanh({x}) * 3.0)",
+            lambda: f"hm.expm1(sin({x}))",
+            lambda: f"{self.r4.choice(['hm.log1p', 'math.log1p'])}({x} * {x})",
+            lambda: f"hm.log2({x} * {x} + 0.5)",
+            lambda: f"hm.log10(abs({x}) + 0.5)",
+            lambda: f"hm.cbrt({x} * {x} + 0.3)",
+            lambda: f"hm.cbrt(-({x} * {x}) - 0.3)",
+            lambda: f"hm.hypot({x}, {a()} * 0.5 + 1.0)" if self.r4.random() < 0.5 else f"hm.hypot({x}, 0.75)",
+            lambda: f"{self.r4.choice(['hm.pow', 'hm.power'])}({x} * {x} + 0.5, tanh({a()}))",
+            lambda: f"hm.power({x}, {self.r4.choice([2, 3, -1])})" if self.r4.random() < 0.3 else f"hm.pow(abs({x}) + 0.5, 1.5)",
+            lambda: f"{self.r4.choice(['hm.ceil', 'hm.round', 'hm.rint', 'hm.trunc'])}({x} * {self.r4.choice(['1.0', '2.0', '0.5'])})",
+            lambda: f"hm.fmod({x}, {self.r4.choice(['1.5', '-0.75', '2.0'])})",
+            lambda: f"hm.remainder({x}, {self.r4.choice(['1.5', '-0.75', '2.0'])})",
+            lambda: f"{self.r4.choice(['hm.fmod', 'hm.remainder'])}({x}, {a()} * {a()} + 0.5)",
+            lambda: f"hm.copysign({x}, {a()})",
+            lambda: f"hm.fdim({x}, {a()})",
+            lambda: f"hm.fma({x}, {a()}, {a()})",
+            lambda: f"hm.clip({x}, {self.r4.choice(['-1.0', '-0.5'])}, {self.r4.choice(['1.5', '0.25'])})",
+            lambda: f"hm.clip({x}, {a()}, {a()})",
+            lambda: f"hm.rsqrt({x} * {x} + 0.5)",
+            lambda: f"hm.absolute({x})",
+            lambda: f"hm.where(hm.{self.r4.choice(['isnan', 'isinf', 'isfinite'])}({x} / ({a()} * 0.5)), {a()}, {x})",
+            lambda: f"({a()} if hm.isfinite({x}) else 0.0)",
+            lambda: f"hm.minimum({x}, hm.inf)" if self.r4.random() < 0.5 else f"hm.maximum({x}, -hm.inf)",
+        ]
+        return f"({self.r4.choice(forms)()})"
 
     def leaf(self, sc: dict) -> str:
         r = self.r
@@ -1183,7 +1243,7 @@ class _Gen:
         return GenKernel(self.seed, name, source, self.m, r.choice([1, 7, 37, 70]))
 
 
-FEATURES = ("exits", "stop_gradient", "int", "matrix", "random", "long_loops")  # the newer constructs generate writes by default
+FEATURES = ("exits", "stop_gradient", "int", "matrix", "random", "long_loops", "numpy")  # the newer constructs generate writes by default
 
 
 def generate(seed: int, features: tuple[str, ...] = FEATURES) -> GenKernel:
@@ -1202,7 +1262,8 @@ def features_of(seed: int, features: tuple[str, ...] = FEATURES) -> set[str]:
     kernel of ``seed`` was drawn to have (each in a share of the kernels; "exits" is drawn per
     statement instead)."""
     g = _Gen(seed, features)
-    drawn = {"int": g.ints, "matrix": g.mats, "random": g.rand, "stop_gradient": g.sg, "long_loops": g.longl}
+    drawn = {"int": g.ints, "matrix": g.mats, "random": g.rand, "stop_gradient": g.sg, "long_loops": g.longl,
+             "numpy": g.npf}
     return {f for f, on in drawn.items() if on}
 
 

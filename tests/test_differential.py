@@ -297,7 +297,8 @@ def test_kernels_with_each_newer_feature_pass_every_check_compiled(tmp_path, unr
     x3 with derivatives): compiled in both dtypes against the interpreter (integer outputs
     exactly, draws bitwise with the same key), tangents against differences, the adjoint
     identity, and the xla lowering, which refuses the integer kernels (counted)."""
-    seeds = sorted(set(_with("int", 3) + _with("matrix", 3) + _with("random", 3) + _with("long_loops", 2)))
+    seeds = sorted(set(_with("int", 3) + _with("matrix", 3) + _with("random", 3) + _with("long_loops", 2)
+                       + _with("numpy", 3)))
     st = kernelgen.check_batch(seeds, str(tmp_path / "c"), checks=("interp", "tangent", "adjoint", "xla"))
     assert not st.mismatches, _fail_text(st)
     assert st.kernels == len(seeds) >= 7
@@ -308,7 +309,7 @@ def test_kernels_with_each_newer_feature_pass_every_check_compiled(tmp_path, unr
     assert ints >= 3 and st.xla_unsupported == unsupported and st.xla_compared >= len(seeds) - unsupported - 1
 
 
-@pytest.mark.parametrize("feature", ["int", "matrix", "random", "long_loops"])
+@pytest.mark.parametrize("feature", ["int", "matrix", "random", "long_loops", "numpy"])
 def test_derivatives_of_kernels_with_each_newer_feature_on_the_ir(feature, unrecorded):
     """100 kernels with the feature: tangents against differences and the adjoint identity,
     on the IR (interpreted)."""
@@ -335,6 +336,26 @@ def test_kernels_not_drawn_long_loops_are_the_generator_before_them():
         heads = re.findall(r"\n    for (li\d+) in range\((\d+)\):\n        if (li\d+) (?:>=|==) (\d+):\n            break\n", g.source)
         assert heads and all(a == b and int(k) > 4096 and int(m) <= 20 for a, k, b, m in heads), seed
     assert 40 <= longs <= 80
+
+
+def test_kernels_not_drawn_numpy_functions_are_the_generator_before_them():
+    """"numpy" (hawk.math's NumPy-named functions) is drawn from a stream of its own: a kernel
+    not drawn to have them is the kernel of the other features alone, byte for byte; one drawn
+    to have them calls some."""
+    others = tuple(f for f in kernelgen.FEATURES if f != "numpy")
+    drawn = 0
+    names = set()
+    for seed in range(300):
+        g = kernelgen.generate(seed)
+        if "numpy" not in kernelgen.features_of(seed):
+            assert g.source == kernelgen.generate(seed, features=others).source, seed
+            continue
+        drawn += 1
+        names |= set(re.findall(r"(?:hm|math)\.(asin|acos|atan|sinh|cosh|asinh|acosh|atanh|erfc?|exp2|expm1|log1p|"
+                                r"log2|log10|cbrt|hypot|pow|power|ceil|round|rint|trunc|fmod|remainder|copysign|"
+                                r"fdim|fma|clip|isnan|isinf|isfinite|rsqrt|absolute|inf)\b", g.source))
+    assert 60 <= drawn <= 120
+    assert len(names) >= 30, sorted(names)
 
 
 def test_long_loops_are_loop_regions_and_their_table_adjoints_are_left_out(unrecorded):

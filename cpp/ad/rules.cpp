@@ -30,6 +30,31 @@
 //   stop_grad x    0 (hawk.math.stop_gradient)
 //   custom_jvp(a, x, c)  1 for a, c for x, none for c: a @helper.defjvp rule's term
 //                  c * dx (c is the rule's tangent_out at tangent e_x; lower.cpp)
+//   NumPy-named functions (ir/math_fns.hpp), as jax.numpy's (lax's jvp rules):
+//   asin x         1 / sqrt(1 - x*x)             (applied as ct / sqrt(..), as all "1 / d" below)
+//   acos x         1 / -sqrt(1 - x*x)
+//   atan x         1 / (1 + x*x)
+//   sinh x, cosh x cosh x, sinh x
+//   asinh x        1 / sqrt(x*x + 1)
+//   acosh x        1 / sqrt((x - 1) * (x + 1))
+//   atanh x        1 / ((1 + x) * (1 - x))
+//   erf x, erfc x  +-2/sqrt(pi) * exp(-(x*x))
+//   exp2 x         r * ln 2
+//   expm1 x        r + 1
+//   log1p x        1 / (x + 1)
+//   log2, log10 x  1 / (x * ln 2), 1 / (x * ln 10)
+//   cbrt x         1/3 * powi(r, -2)             (inf at 0, as JAX)
+//   ceil, rint, trunc, isnan, isinf, isfinite: no derivative (0, as jax.grad of jnp.ceil ...)
+//   hypot(x, y)    x / r, y / r                  (NaN at (0, 0): 0 / 0)
+//   fmod(a, b)     1, -trunc(a / b)              (lax.rem: -sign(a/b) * floor(|a/b|))
+//   remainder(a,b) 1, -trunc(a / b) + (p ? 1 : 0), p = fmod(a, b) != 0 and
+//                  (fmod(a, b) < 0) != (b < 0): jnp.remainder's select(p, rem + b, rem)
+//                  (that is -floor(a / b) where a / b rounds as the remainder does)
+//   copysign(x, y) signbit(y) ? -abs'(x) : abs'(x), abs' as above; none for y (jnp.copysign
+//                  is where(signbit(y), -abs(x), abs(x)))
+//   fdim(a, b)     a > b ? (1, -1) : (0, 0)      (jax has no fdim: the derivative of the
+//                  branch taken, a - b or the constant 0)
+//   fma(a, b, c)   b, a, 1
 //   comparisons, and/or/not, to_index, load_mask, constants: no derivative
 //   load_table     the index has no derivative; the entry's tangent is the tangent table's
 //                  entry, its cotangent a TableSum at the same index (in the transforms)
@@ -68,6 +93,29 @@ bool has_partials(Op op) {
     case Op::PowI:
     case Op::StopGrad:
     case Op::CustomJvp:
+    // NumPy-named functions with a derivative (the others are exact steps or predicates)
+    case Op::Asin:
+    case Op::Acos:
+    case Op::Atan:
+    case Op::Sinh:
+    case Op::Cosh:
+    case Op::Asinh:
+    case Op::Acosh:
+    case Op::Atanh:
+    case Op::Erf:
+    case Op::Erfc:
+    case Op::Exp2:
+    case Op::Expm1:
+    case Op::Log1p:
+    case Op::Log2:
+    case Op::Log10:
+    case Op::Cbrt:
+    case Op::Hypot:
+    case Op::Fmod:
+    case Op::Remainder:
+    case Op::Copysign:
+    case Op::Fdim:
+    case Op::Fma:
       return true;
     default:
       return false;
@@ -88,6 +136,9 @@ std::vector<Partial> partials(Builder& b, int v, const std::function<bool(int)>&
   auto c = [&](double d) { return b.constant(d); };
   const bool n0 = need(0);
   const bool n1 = ir::op_arity(val.op) > 1 && need(1);
+  const bool n2 = ir::op_arity(val.op) > 2 && need(2);
+  auto div = [&](int arg, int divisor) { out.push_back({Kind::Div, arg, divisor}); };
+  auto sq = [&](int a) { return op(Op::Mul, {a, a}); };
   switch (val.op) {
     case Op::Neg:
       if (n0) minus_one(0);
@@ -169,6 +220,95 @@ std::vector<Partial> partials(Builder& b, int v, const std::function<bool(int)>&
         mul(0, op(Op::Mul, {c(static_cast<double>(n)), b.powi(x, n - 1, p)}));
       break;
     }
+    case Op::Asin:
+      if (n0) div(0, op(Op::Sqrt, {op(Op::Sub, {c(1.0), sq(x)})}));
+      break;
+    case Op::Acos:
+      if (n0) div(0, op(Op::Neg, {op(Op::Sqrt, {op(Op::Sub, {c(1.0), sq(x)})})}));
+      break;
+    case Op::Atan:
+      if (n0) div(0, op(Op::Add, {c(1.0), sq(x)}));
+      break;
+    case Op::Sinh:
+      if (n0) mul(0, op(Op::Cosh, {x}));
+      break;
+    case Op::Cosh:
+      if (n0) mul(0, op(Op::Sinh, {x}));
+      break;
+    case Op::Asinh:
+      if (n0) div(0, op(Op::Sqrt, {op(Op::Add, {sq(x), c(1.0)})}));
+      break;
+    case Op::Acosh:
+      if (n0)
+        div(0, op(Op::Sqrt, {op(Op::Mul, {op(Op::Sub, {x, c(1.0)}), op(Op::Add, {x, c(1.0)})})}));
+      break;
+    case Op::Atanh:
+      if (n0) div(0, op(Op::Mul, {op(Op::Add, {c(1.0), x}), op(Op::Sub, {c(1.0), x})}));
+      break;
+    case Op::Erf:
+    case Op::Erfc:
+      if (n0) {
+        const double k = (val.op == Op::Erf ? 2.0 : -2.0) / 1.7724538509055160273;  // sqrt(pi)
+        mul(0, op(Op::Mul, {c(k), op(Op::Exp, {op(Op::Neg, {sq(x)})})}));
+      }
+      break;
+    case Op::Exp2:
+      if (n0) mul(0, op(Op::Mul, {v, c(0.69314718055994530942)}));
+      break;
+    case Op::Expm1:
+      if (n0) mul(0, op(Op::Add, {v, c(1.0)}));
+      break;
+    case Op::Log1p:
+      if (n0) div(0, op(Op::Add, {x, c(1.0)}));
+      break;
+    case Op::Log2:
+      if (n0) div(0, op(Op::Mul, {x, c(0.69314718055994530942)}));
+      break;
+    case Op::Log10:
+      if (n0) div(0, op(Op::Mul, {x, c(2.30258509299404568402)}));
+      break;
+    case Op::Cbrt:
+      if (n0) mul(0, op(Op::Mul, {c(1.0 / 3.0), b.powi(v, -2, p)}));
+      break;
+    case Op::Hypot:
+      if (n0) mul(0, op(Op::Div, {x, v}));
+      if (n1) mul(1, op(Op::Div, {y, v}));
+      break;
+    case Op::Fmod:
+    case Op::Remainder: {
+      if (n0) one(0);
+      if (!n1) break;
+      const int q = op(Op::Trunc, {op(Op::Div, {x, y})});
+      if (val.op == Op::Fmod) {
+        mul(1, op(Op::Neg, {q}));
+        break;
+      }
+      const int m = op(Op::Fmod, {x, y});
+      const int y_neg = op(Op::Lt, {y, c(0.0)});
+      const int differ = op(Op::Select, {op(Op::Lt, {m, c(0.0)}), op(Op::Not, {y_neg}), y_neg});
+      const int plus = op(Op::And, {op(Op::Ne, {m, c(0.0)}), differ});
+      mul(1, op(Op::Sub, {op(Op::Select, {plus, c(1.0), c(0.0)}), q}));
+      break;
+    }
+    case Op::Copysign:
+      if (n0) {
+        const int flip = op(Op::Lt, {op(Op::Copysign, {c(1.0), y}), c(0.0)});  // signbit(y)
+        const int up = op(Op::Ge, {x, c(0.0)});
+        mul(0, op(Op::Select, {flip, op(Op::Select, {up, c(-1.0), c(1.0)}),
+                               op(Op::Select, {up, c(1.0), c(-1.0)})}));
+      }
+      break;
+    case Op::Fdim: {
+      const int above = n0 || n1 ? op(Op::Gt, {x, y}) : -1;
+      if (n0) mul(0, op(Op::Select, {above, c(1.0), c(0.0)}));
+      if (n1) mul(1, op(Op::Select, {above, c(-1.0), c(0.0)}));
+      break;
+    }
+    case Op::Fma:
+      if (n0) mul(0, y);
+      if (n1) mul(1, x);
+      if (n2) one(2);
+      break;
     case Op::StopGrad:  // no derivative
       break;
     case Op::CustomJvp:  // d args[0] + args[2] * d args[1]; args[2] is the rule's coefficient

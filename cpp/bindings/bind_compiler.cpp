@@ -407,7 +407,8 @@ void bind_compiler(nb::module_& m) {
            "Runs the reference interpreter (ir/interp.hpp) on n samples: inputs by slot name, "
            "flattened in C order (planes (width, n), tables (M, width)); float32: in float "
            "arithmetic, as a float32 build; perturb_ulps: move inexact library results (exp, log, "
-           "sin, cos, tan, tanh, pow, atan2) by that many ulps. Returns (outputs by name, sums' "
+           "sin, cos, tan, tanh, pow, atan2 and ir/math_fns.hpp's Libm ones: asin .. cbrt, "
+           "hypot) by that many ulps. Returns (outputs by name, sums' "
            "|contributions| "
            "by name, mask, finished, (error code, slot, index, sample)).");
 

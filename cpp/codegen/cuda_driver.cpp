@@ -48,6 +48,14 @@ template <class T> __device__ __forceinline__ T rp_max(T a, T b) {
   return a != a ? a : (b != b ? b : (a == b ? (signbit(a) ? b : a) : (b > a ? b : a)));
 }
 template <class T> __device__ __forceinline__ T rp_sign(T a) { return (a != a || a == T(0)) ? a : T((a > T(0)) - (a < T(0))); }
+// np.remainder and C's fdim, as the host prelude writes them (ir/math_fns.hpp).
+template <class T> __device__ __forceinline__ T rp_remainder(T a, T b) {
+  const T r = fmod(a, b);
+  return r != T(0) ? (((r < T(0)) != (b < T(0))) ? r + b : r) : copysign(T(0), b);
+}
+template <class T> __device__ __forceinline__ T rp_fdim(T a, T b) {
+  return a > b ? a - b : ((a != a || b != b) ? a + b : T(0));
+}
 template <class T> __device__ __forceinline__ int64_t rp_index(T a) {
   const T f = floor(a);
   return (f >= T(-9.0e18) && f <= T(9.0e18)) ? static_cast<int64_t>(f) : int64_t(-1);
@@ -181,6 +189,7 @@ class CudaWriter : public detail::StepWriter {
 
  private:
   std::string math(const char* fn) const override { return fn; }
+  std::string math_call(const ir::MathFn& f) const override { return f.cuda; }
   std::string step_index() const override {
     return k_.steps == 1 ? "0u" : "static_cast<uint32_t>(rp_k)";
   }

@@ -6,12 +6,14 @@
 // with the chunk's next sample as samples finish (kernels that stop samples: refill_body) or
 // blocks of 64 samples whose state lives in local arrays (blocked_body).
 #include <set>
+#include <string>
 #include <sstream>
 #include <utility>
 #include <vector>
 
 #include "codegen/cpp_emitter.hpp"
 #include "codegen/step_writer.hpp"
+#include "ir/math_fns.hpp"
 #include "runtime/abi_source.hpp"
 
 namespace raptor::codegen {
@@ -20,7 +22,37 @@ using ir::SlotKind;
 
 namespace {
 
-const char* prelude() {
+const char* prelude_template();
+
+// The RP_LIBM / RP_LIBM2 lines of hawk.math's NumPy-named library functions of `arity`
+// (ir/math_fns.hpp), four to a line.
+std::string libm_wrappers(int arity) {
+  std::string out;
+  int on_line = 0;
+  for (const ir::MathFn& f : ir::math_fns()) {
+    if (f.kind != ir::MathKind::Libm || f.arity != arity) continue;
+    const std::string n = f.name;
+    out += (on_line ? " " : "") + std::string(arity == 1 ? "RP_LIBM(" : "RP_LIBM2(") + n + ", " +
+           n + ")";
+    if (++on_line == 4) {
+      out += "\n";
+      on_line = 0;
+    }
+  }
+  return on_line ? out + "\n" : out;
+}
+
+std::string replaced(std::string text, const std::string& key, const std::string& with) {
+  return text.replace(text.find(key), key.size(), with);
+}
+
+const std::string& prelude() {
+  static const std::string text = replaced(
+      replaced(prelude_template(), "@LIBM1@", libm_wrappers(1)), "@LIBM2@", libm_wrappers(2));
+  return text;
+}
+
+const char* prelude_template() {
   return R"(#include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -54,15 +86,21 @@ template <class T> inline int64_t rp_index(T a) {
   }
 RP_LIBM(exp, exp) RP_LIBM(log, log) RP_LIBM(sin, sin) RP_LIBM(cos, cos) RP_LIBM(tan, tan)
 RP_LIBM(tanh, tanh)
-#undef RP_LIBM
-template <class T> __attribute__((noipa, const)) T rp_pow(T x, T y) {
-  if constexpr (std::is_same_v<T, float>) return ::powf(x, y);
-  else return ::pow(x, y);
+@LIBM1@#undef RP_LIBM
+#define RP_LIBM2(name, call)                                                  \
+  template <class T> __attribute__((noipa, const)) T rp_##name(T x, T y) {    \
+    if constexpr (std::is_same_v<T, float>) return ::call##f(x, y);            \
+    else return ::call(x, y);                                                  \
+  }
+RP_LIBM2(pow, pow) RP_LIBM2(atan2, atan2)
+@LIBM2@#undef RP_LIBM2
+// np.remainder (the sign of the divisor, a zero with the divisor's sign) and C's fdim: the
+// formulas of ir/math_fns.hpp, exact operations only.
+template <class T> inline T rp_remainder(T a, T b) {
+  const T r = std::fmod(a, b);
+  return r != T(0) ? (((r < T(0)) != (b < T(0))) ? r + b : r) : std::copysign(T(0), b);
 }
-template <class T> __attribute__((noipa, const)) T rp_atan2(T y, T x) {
-  if constexpr (std::is_same_v<T, float>) return ::atan2f(y, x);
-  else return ::atan2(y, x);
-}
+template <class T> inline T rp_fdim(T a, T b) { return a > b ? a - b : ((a != a || b != b) ? a + b : T(0)); }
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define RP_STREAM 1
 // A launch larger than the cache (raptor_args::stream) writes pure outputs a block at a time:
@@ -188,6 +226,7 @@ class HostWriter : public detail::StepWriter {
           pure = v.type == ir::Type::F;
           break;
         default:
+          pure = ir::math_fn(v.op) != nullptr && v.type == ir::Type::F;  // asin .. fma
           break;
       }
       if (!pure) continue;
@@ -244,6 +283,9 @@ class HostWriter : public detail::StepWriter {
     const std::string f = fn;
     const bool exact = f == "sqrt" || f == "fabs" || f == "floor";
     return (exact ? "std::" : "rp_") + f;
+  }
+  std::string math_call(const ir::MathFn& f) const override {
+    return (f.kind == ir::MathKind::Exact ? "std::" : "rp_") + std::string(f.name);
   }
   std::string step_index() const override {
     return k_.steps == 1 ? "0u" : "static_cast<uint32_t>(step)";

@@ -477,6 +477,13 @@ std::string StepWriter::expr(int i) const {
     case Op::LoopEnd:
     case Op::LoopResult:
       return "";  // written as statements (loop_value())
+    default:
+      break;
+  }
+  if (const ir::MathFn* f = ir::math_fn(v.op)) {  // asin .. fma: one call (ir/math_fns.hpp)
+    std::string call = math_call(*f) + "(";
+    for (int j = 0; j < f->arity; ++j) call += (j ? ", " : "") + a(j);
+    return call + ")";
   }
   return "/* ? */";
 }

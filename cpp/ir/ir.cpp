@@ -1,6 +1,7 @@
 // IR utilities: operator tables, the verifier, the printer and the canonical text used
 // for digests. The data structures are in ir.hpp.
 #include "ir/ir.hpp"
+#include "ir/math_fns.hpp"
 
 #include <cstdio>
 #include <set>
@@ -125,7 +126,10 @@ OpInfo info(Op op) {
       return {"rand_uniform_at", 1};
     case Op::RandNormalAt:
       return {"rand_normal_at", 1};
+    default:
+      break;
   }
+  if (const MathFn* f = math_fn(op)) return {f->name, f->arity};
   return {"?", 0};
 }
 
@@ -294,6 +298,7 @@ Type result_type(Op op, Type declared) {
     case Op::LoopEnd:
       return Type::B;
     default:
+      if (const MathFn* f = math_fn(op)) return f->result;
       return Type::F;
   }
 }

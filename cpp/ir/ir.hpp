@@ -121,6 +121,41 @@ enum class Op : uint8_t {
   //    iteration (lower_loop.cpp numbers them as unrolling would).
   RandUniformAt,
   RandNormalAt,
+  // NumPy-named elementwise functions of hawk.math (ir/math_fns.hpp is their one table: name,
+  // arity, how each target computes it; docs/language.md "NumPy's elementwise functions").
+  // F -> F: the C library's function of the same name (Rint: nearbyint, round half to even)
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Asinh,
+  Acosh,
+  Atanh,
+  Erf,
+  Erfc,
+  Exp2,
+  Expm1,
+  Log1p,
+  Log2,
+  Log10,
+  Cbrt,
+  Ceil,
+  Rint,
+  Trunc,
+  // F -> B
+  IsNan,
+  IsInf,
+  IsFinite,
+  // F, F -> F: C's hypot, fmod, copysign, fdim; Remainder is np.remainder (the sign of the
+  // divisor: fmod, plus the divisor where the signs differ, +-0 with the divisor's sign)
+  Hypot,
+  Fmod,
+  Remainder,
+  Copysign,
+  Fdim,
+  // F, F, F -> F: C's fma, a * b + c rounded once
+  Fma,
 };
 
 // The element type of a slot's buffer. Float slots have the build's dtype (float32 or

@@ -34,5 +34,8 @@ TracedKernel lower_traced(const KernelSpec& spec);
 
 // The names of the hawk.math functions the front end knows, for the Python side's checks.
 const std::vector<std::string>& math_function_names();
+// hawk.math's constants (`hawk.math.nan`, `hawk.math.inf`) by name, as float constants in a
+// kernel body.
+const std::vector<std::pair<std::string, double>>& math_constant_names();
 
 }  // namespace raptor::ir

@@ -187,6 +187,10 @@ class Lowerer {
   [[noreturn]] void error(parse::Loc loc, const std::string& message) const;
   TV expr(const parse::Expr& e);
   TV call_math(const std::string& name, const std::vector<TV>& args, parse::Loc loc);
+  // hawk.math's NumPy-named functions (ir/math_fns.hpp and their aliases), or nullopt for
+  // another name (lower_math.cpp).
+  std::optional<TV> call_numpy_math(const std::string& name, const std::vector<TV>& args,
+                                    parse::Loc loc);
   TV call_helper(int helper, std::vector<TV> args, parse::Loc loc);
   // rng.uniform() / rng.normal(): the next draw of Random slot `slot`.
   TV draw(int slot, const std::string& method, size_t nargs, parse::Loc loc);

@@ -580,6 +580,11 @@ TV Lowerer::expr(const Expr& e) {
           return m;
         }
         if (is_math_module(base.name)) {
+          if (base.name == "math" && e.name == "remainder")
+            error(e.loc,
+                  "math.remainder is IEEE's remainder (rounded to the nearest multiple); "
+                  "hawk.math.remainder is NumPy's (the sign of the divisor): write "
+                  "hawk.math.remainder, or fmod for C's fmod");
           for (const std::string& n : math_function_names())
             if (n == e.name) {
               TV t;
@@ -587,6 +592,8 @@ TV Lowerer::expr(const Expr& e) {
               t.name = e.name;
               return t;
             }
+          for (const auto& [n, x] : math_constant_names())
+            if (n == e.name) return TV::f(konst(x));
           error(e.loc, "'" + base.name + "." + e.name + "' is not a hawk.math function");
         }
       }

@@ -1,9 +1,11 @@
 // hawk.math in the front end: each function's argument checks and its expansion into scalar
 // IR (vectors are components by now). The Python module hawk/math.py only names these.
 #include <algorithm>
+#include <limits>
 
 #include "ir/lower.hpp"
 #include "ir/lower_ctx.hpp"
+#include "ir/math_fns.hpp"
 
 namespace raptor::ir {
 
@@ -15,7 +17,19 @@ const std::vector<std::string>& math_function_names() {
       "mat", "transpose", "det", "inverse", "outer", "trace", "identity", "quat_mul", "quat_conj",
       "quat_rotate", "quat_to_matrix", "quat_from_axis_angle",
       // custom derivatives
-      "stop_gradient"};
+      "stop_gradient",
+      // NumPy-named elementwise functions (ir/math_fns.hpp; docs/language.md)
+      "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "exp2",
+      "expm1", "log1p", "log2", "log10", "cbrt", "hypot", "pow", "power", "ceil", "round", "rint",
+      "trunc", "fmod", "remainder", "copysign", "fdim", "fma", "clip", "isnan", "isinf",
+      "isfinite", "rsqrt", "absolute"};
+  return names;
+}
+
+const std::vector<std::pair<std::string, double>>& math_constant_names() {
+  static const std::vector<std::pair<std::string, double>> names = {
+      {"nan", std::numeric_limits<double>::quiet_NaN()},
+      {"inf", std::numeric_limits<double>::infinity()}};
   return names;
 }
 
@@ -31,6 +45,52 @@ void arity(const Lowerer& l, const std::string& name, const std::vector<TV>& arg
 }
 
 }  // namespace
+
+std::optional<TV> Lowerer::call_numpy_math(const std::string& name, const std::vector<TV>& args,
+                                           parse::Loc loc) {
+  // Aliases, as NumPy names them: the same lowering (int arguments included).
+  if (name == "absolute") return call_math("abs", args, loc);
+  if (name == "clip") return call_math("clamp", args, loc);  // np.clip: minimum(maximum(x, lo), hi)
+  if (name == "round") return call_math("rint", args, loc);  // half to even, as np.round
+  if (name == "pow" || name == "power") {  // x ** y (PowI for an integer literal, as jnp.power)
+    arity(*this, name, args, 2, loc);
+    return arith("**", args[0], args[1], loc);
+  }
+  if (name == "rsqrt") {  // 1 / sqrt(x): two operations, each rounded
+    arity(*this, name, args, 1, loc);
+    return arith("/", TV::f(konst(1.0)), unary_map(Op::Sqrt, args[0], loc, "rsqrt()"), loc);
+  }
+  const MathFn* fn = nullptr;
+  for (const MathFn& f : math_fns())
+    if (name == f.name) fn = &f;
+  if (!fn) return std::nullopt;
+  arity(*this, name, args, static_cast<size_t>(fn->arity), loc);
+  if (fn->result == Type::B) {  // isnan, isinf, isfinite: one bool per sample
+    const TV& a = args[0];
+    if (!a.numeric() || a.mapped())
+      error(loc, name + "() takes a Scalar (one condition per sample), got " + describe(a) +
+                     (a.mapped() ? "; test components, " + name + "(v[i])" : ""));
+    return TV::b(emit(fn->op, Type::B, to_float(a, loc, "the argument")));
+  }
+  if (fn->arity == 1) return unary_map(fn->op, args[0], loc, fn->name);
+  // Two or three arguments, broadcast as arithmetic: Scalars over Vectors and Matrices.
+  const TV* shaped = nullptr;
+  for (const TV& a : args) {
+    if (!a.numeric()) error(loc, name + "() takes numbers, got " + describe(a));
+    if (!a.mapped()) continue;
+    if (shaped && !same_shape(*shaped, a))
+      error(loc, name + "() of " + describe(*shaped) + " and " + describe(a));
+    shaped = &a;
+  }
+  const int w = shaped ? shaped->width() : 1;
+  std::vector<int> out;
+  for (int c = 0; c < w; ++c) {
+    int x[3] = {-1, -1, -1};
+    for (size_t i = 0; i < args.size(); ++i) x[i] = float_comp(args[i], c, loc, "an argument");
+    out.push_back(emit(fn->op, Type::F, x[0], x[1], x[2]));
+  }
+  return shaped ? shaped->float_like(out) : TV::f(out[0]);
+}
 
 TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, parse::Loc loc) {
   static const std::pair<const char*, Op> unary[] = {
@@ -98,6 +158,7 @@ TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, pars
       arity(*this, name, args, 1, loc);
       return unary_map(op, args[0], loc, n);
     }
+  if (auto r = call_numpy_math(name, args, loc)) return *r;
   if (auto m = call_matrix_math(name, args, loc)) return *m;
   if (name == "stop_gradient") {
     arity(*this, name, args, 1, loc);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/math_fns.hpp"
+
 namespace raptor::passes {
 
 using ir::Op;
@@ -120,6 +122,7 @@ T eval_in(Op op, const T* a, int64_t iimm) {
     case Op::CustomJvp:
       return a[0];
     default:
+      if (ir::math_fn(op)) return ir::eval_math(op, a);  // asin .. fma (ir/math_fns.hpp)
       return std::numeric_limits<T>::quiet_NaN();
   }
 }

@@ -2,7 +2,8 @@
 // constant folding (passes/optimize.cpp), the front end's folding of constant operands and the
 // reference interpreter (which also has a float32 mode, `eval_op_f32`).
 // Follows jax.numpy where C and NumPy differ: minimum/maximum propagate NaN and order signed
-// zeros (min(-0, +0) = -0, max = +0), sign keeps the sign of zero.
+// zeros (min(-0, +0) = -0, max = +0), sign keeps the sign of zero. The NumPy-named functions
+// (asin .. fma) are ir/math_fns.hpp's `eval_math`: the C library's, and remainder is NumPy's.
 #pragma once
 
 #include <cstdint>

@@ -370,7 +370,10 @@ Kernel op_kernel(Op op, int64_t iimm = 0) {
   Builder b(k);
   const int a = b.op(Op::Mul, {b.load(Op::LoadPlane, x, 0), b.load(Op::LoadParam, p, 0)});
   const int ly = b.load(Op::LoadPlane, y, 0);
-  const int r = ir::op_arity(op) == 1 ? b.op(op, {a}) : b.op(op, {a, ly});
+  const int arity = ir::op_arity(op);
+  const int r = arity == 1   ? b.op(op, {a})
+                : arity == 2 ? b.op(op, {a, ly})
+                             : b.op(op, {a, ly, b.op(Op::Mul, {ly, b.load(Op::LoadParam, p, 0)})});
   k.values[r].iimm = iimm;
   store(k, z, 0, r);
   return k;
@@ -421,6 +424,69 @@ TEST_P(ADChecks, EveryOperatorFirstAndSecondOrder) {
     const bool zero = c.op == Op::Floor || c.op == Op::Sign || (c.op == Op::PowI && c.iimm == 0);
     check_all(k, h, {"x", "y", "p"}, !zero);
   }
+}
+
+// hawk.math's NumPy-named functions (ir/math_fns.hpp; rules.cpp's table), each at first and
+// second order in both modes, over ranges where the function is smooth (the quotient of
+// fmod / remainder stays between two integers, copysign's y keeps its sign).
+TEST_P(ADChecks, NumpyFunctionsFirstAndSecondOrder) {
+  struct Case {
+    Op op;
+    double lo, hi;    // x
+    double ylo, yhi;  // y (the second operand; the third is y * p)
+  };
+  const Case cases[] = {
+      {Op::Asin, -0.8, 0.8, 0, 1},    {Op::Acos, -0.8, 0.8, 0, 1},    {Op::Atan, -2, 2, 0, 1},
+      {Op::Sinh, -2, 2, 0, 1},        {Op::Cosh, -2, 2, 0, 1},        {Op::Asinh, -2, 2, 0, 1},
+      {Op::Acosh, 1.2, 3, 0, 1},      {Op::Atanh, -0.8, 0.8, 0, 1},   {Op::Erf, -2, 2, 0, 1},
+      {Op::Erfc, -2, 2, 0, 1},        {Op::Exp2, -2, 2, 0, 1},        {Op::Expm1, -2, 2, 0, 1},
+      {Op::Log1p, -0.5, 2, 0, 1},     {Op::Log2, 0.5, 2, 0, 1},       {Op::Log10, 0.5, 2, 0, 1},
+      {Op::Cbrt, 0.5, 2, 0, 1},       {Op::Cbrt, -2, -0.5, 0, 1},     {Op::Ceil, 0.1, 0.9, 0, 1},
+      {Op::Rint, 0.1, 0.4, 0, 1},     {Op::Trunc, 0.1, 0.9, 0, 1},    {Op::Hypot, -1, 1, 0.5, 2},
+      {Op::Fmod, 2.1, 2.9, 1, 1.04},  {Op::Fmod, -2.9, -2.1, 1, 1.04}, {Op::Remainder, 2.1, 2.9, 1, 1.04},
+      {Op::Remainder, -2.9, -2.1, 1, 1.04}, {Op::Copysign, 0.2, 1, -2, -0.5},
+      {Op::Copysign, -1, -0.2, 0.5, 2}, {Op::Fdim, 1, 2, -1, 0.5}, {Op::Fdim, -1, 0.5, 1, 2},
+      {Op::Fma, -1, 1, -1, 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(ir::op_name(c.op)) + " on [" + std::to_string(c.lo) + ", " +
+                 std::to_string(c.hi) + "]");
+    Harness h(16, 1, 7, pipeline());
+    h.range("x", c.lo, c.hi);
+    h.range("y", c.ylo, c.yhi);
+    h.range("p", 0.99, 1.01);
+    const Kernel k = op_kernel(c.op);
+    const bool zero = c.op == Op::Ceil || c.op == Op::Rint || c.op == Op::Trunc ||
+                      (c.op == Op::Fdim && c.lo < c.ylo);
+    check_all(k, h, {"x", "y", "p"}, !zero);
+  }
+}
+
+TEST_P(ADChecks, NumpyFunctionsFollowJaxAtSpecialPoints) {
+  Harness h(1, 1);
+  auto grad = [&](Op op, double x, double y, const char* wrt) {
+    const Kernel a = derived_adjoint(op_kernel(op), {wrt});
+    return h.run(a, {{"p", {1.0}}, {"x", {x}}, {"y", {y}}, {"z_bar", {1.0}}})
+        .out.at(std::string(wrt) + "_bar")[0];
+  };
+  // jax.grad(jnp.remainder / jnp.fmod, argnums=1) (JAX 0.12): -3 / 4 / -3 at these points
+  EXPECT_EQ(grad(Op::Remainder, 6.0, 2.0, "y"), -3.0);
+  EXPECT_EQ(grad(Op::Remainder, -7.5, 2.0, "y"), 4.0);
+  EXPECT_EQ(grad(Op::Fmod, -7.5, 2.0, "y"), 3.0);
+  EXPECT_EQ(grad(Op::Fmod, 7.5, -2.0, "x"), 1.0);
+  // jax.grad(jnp.copysign): -1 at (0, -0), 1 at (-0, 1), -1 at (1, -2); 0 for y
+  EXPECT_EQ(grad(Op::Copysign, 0.0, -0.0, "x"), -1.0);
+  EXPECT_EQ(grad(Op::Copysign, -0.0, 1.0, "x"), 1.0);
+  EXPECT_EQ(grad(Op::Copysign, 1.0, -2.0, "x"), -1.0);
+  EXPECT_EQ(grad(Op::Copysign, 1.0, -2.0, "y"), 0.0);
+  EXPECT_TRUE(std::isnan(grad(Op::Hypot, 0.0, 0.0, "x")));  // jax.grad(jnp.hypot)(0., 0.): nan
+  EXPECT_DOUBLE_EQ(grad(Op::Hypot, 3.0, -4.0, "y"), -0.8);
+  EXPECT_EQ(grad(Op::Fdim, 1.0, 1.0, "x"), 0.0);  // a <= b: the constant 0
+  EXPECT_EQ(grad(Op::Fdim, 2.0, 1.0, "y"), -1.0);
+  EXPECT_TRUE(std::isinf(grad(Op::Cbrt, 0.0, 0.0, "x")));  // inf, as JAX
+  EXPECT_EQ(grad(Op::Rint, 2.5, 0.0, "x"), 0.0);
+  EXPECT_EQ(grad(Op::Fma, 2.0, 3.0, "x"), 3.0);
+  EXPECT_EQ(grad(Op::Fma, 2.0, 3.0, "y"), 2.0 + 1.0);  // y is also the third operand's factor
 }
 
 TEST_P(ADChecks, MinMaxTiesSplitTheDerivativeLikeJax) {

@@ -53,6 +53,12 @@ constexpr const char* kCudaShim = R"(#include <atomic>
 using std::atan2; using std::cos; using std::exp; using std::fabs; using std::floor;
 using std::log; using std::pow; using std::signbit; using std::sin; using std::sqrt;
 using std::tan; using std::tanh;
+using std::acos; using std::acosh; using std::asin; using std::asinh; using std::atan;
+using std::atanh; using std::cbrt; using std::ceil; using std::copysign; using std::cosh;
+using std::erf; using std::erfc; using std::exp2; using std::expm1; using std::fma;
+using std::fmod; using std::hypot; using std::isfinite; using std::isinf; using std::isnan;
+using std::log10; using std::log1p; using std::log2; using std::rint; using std::sinh;
+using std::trunc;
 struct rp_dim3 { unsigned x = 0, y = 1, z = 1; };
 thread_local rp_dim3 threadIdx, blockIdx;
 rp_dim3 blockDim, gridDim;

@@ -28,6 +28,18 @@ namespace {
 using codegen::DType;
 using namespace raptor::testing;
 
+// Every NumPy-named function of hawk.math (ir/math_fns.hpp) in one kernel.
+ir::Kernel numpy_functions() {
+  return lowered(R"(def numpy_fns(x: Scalar, y: Scalar, z: Mutable[Scalar]):
+    a = asin(tanh(x)) + acos(tanh(y)) + atan(x) + sinh(x) + cosh(y) + asinh(x) + acosh(y * y + 1.0)
+    b = atanh(tanh(x) * 0.5) + erf(x) + erfc(y) + exp2(x) + expm1(y) + log1p(y * y) + log2(y * y + 1.0)
+    c = log10(x * x + 1.0) + cbrt(x) + ceil(x) + round(y) + trunc(x) + hypot(x, y) + fmod(x, y)
+    d = remainder(x, y) + copysign(x, y) + fdim(x, y) + fma(x, y, a) + rsqrt(x * x + 1.0)
+    z = where(isnan(a) or isinf(b) or not isfinite(c), 0.0, a + b + c + d + clip(x, -1.0, y))
+)",
+                 {Scalar("x"), Scalar("y"), MutScalar("z")}, 1);
+}
+
 std::vector<ir::Kernel> kernels() {
   std::vector<ir::Kernel> ks;
   ks.push_back(
@@ -48,6 +60,7 @@ std::vector<ir::Kernel> kernels() {
   ks.push_back(optimized(ad::adjoint(ks[0], {"v", "cd"})));       // a ParamSum
   ks.push_back(optimized(ad::adjoint(ks[2], {"w"})));             // a TableSum
   ks.push_back(optimized(ad::tangent(ks[1], {"x", "c"}, true)));  // unrolled steps, a mask
+  ks.push_back(optimized(ad::adjoint(numpy_functions(), {"x", "y"})));  // hawk.math's NumPy names
   return ks;
 }
 

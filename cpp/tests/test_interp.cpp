@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
 #include "ad/common.hpp"
 #include "ir/interp.hpp"
 #include "ir/ir.hpp"
+#include "passes/eval.hpp"
 #include "runtime/abi.h"
 #include "test_util_ir.hpp"
 
@@ -189,7 +191,10 @@ double eval1(Op op, double a, double c = 0.0, int64_t iimm = 0) {
   ad::Builder b(k);
   const int lx = b.load(Op::LoadPlane, x, 0);
   const int ly = b.load(Op::LoadPlane, y, 0);
-  int r = op_arity(op) == 1 ? b.op(op, {lx}) : b.op(op, {lx, ly});
+  const int arity = op_arity(op);
+  int r = arity == 1   ? b.op(op, {lx})
+          : arity == 2 ? b.op(op, {lx, ly})
+                       : b.op(op, {lx, ly, b.constant(static_cast<double>(iimm))});
   k.values[r].iimm = iimm;
   if (k.values[r].type == Type::B) r = b.op(Op::Select, {r, b.constant(1.0), b.constant(0.0)});
   store(k, z, 0, r);
@@ -218,6 +223,66 @@ TEST(Interp, OperatorConventions) {
   EXPECT_EQ(eval1(Op::Floor, -1.5), -2.0);
   EXPECT_EQ(eval1(Op::Le, 1.0, 1.0), 1.0);
   EXPECT_EQ(eval1(Op::Ne, 1.0, 1.0), 0.0);
+}
+
+// hawk.math's NumPy-named functions (ir/math_fns.hpp): values NumPy gives (np.remainder's
+// signs, np.round's halves to even), exact results of the C library, the predicates as 0/1.
+TEST(Interp, NumpyFunctions) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(eval1(Op::Rint, 2.5), 2.0);
+  EXPECT_EQ(eval1(Op::Rint, 3.5), 4.0);
+  EXPECT_EQ(eval1(Op::Rint, -2.5), -2.0);
+  EXPECT_TRUE(std::signbit(eval1(Op::Rint, -0.5)));
+  EXPECT_EQ(eval1(Op::Ceil, 1.25), 2.0);
+  EXPECT_TRUE(std::signbit(eval1(Op::Ceil, -0.5)));
+  EXPECT_EQ(eval1(Op::Trunc, -1.75), -1.0);
+  EXPECT_EQ(eval1(Op::Remainder, -7.5, 2.0), 0.5);  // np.remainder: the sign of the divisor
+  EXPECT_EQ(eval1(Op::Remainder, 7.5, -2.0), -0.5);
+  EXPECT_TRUE(std::signbit(eval1(Op::Remainder, 6.0, -2.0)));  // -0.0, as NumPy
+  EXPECT_FALSE(std::signbit(eval1(Op::Remainder, -6.0, 2.0)));
+  EXPECT_EQ(eval1(Op::Remainder, -1.0, inf), inf);
+  EXPECT_TRUE(std::isnan(eval1(Op::Remainder, 3.0, 0.0)));
+  EXPECT_TRUE(std::isnan(eval1(Op::Remainder, inf, 2.0)));
+  EXPECT_EQ(eval1(Op::Fmod, -7.5, 2.0), -1.5);  // np.fmod: the sign of the dividend
+  EXPECT_EQ(eval1(Op::Copysign, 3.0, -0.0), -3.0);
+  EXPECT_EQ(eval1(Op::Fdim, 3.0, 1.0), 2.0);
+  EXPECT_EQ(eval1(Op::Fdim, 1.0, 3.0), 0.0);
+  EXPECT_TRUE(std::isnan(eval1(Op::Fdim, nan, 3.0)));
+  EXPECT_EQ(eval1(Op::Hypot, 3.0, 4.0), 5.0);
+  EXPECT_EQ(eval1(Op::Hypot, inf, nan), inf);
+  EXPECT_DOUBLE_EQ(eval1(Op::Cbrt, -27.0), -3.0);  // glibc's cbrt(-27) is 1 ulp from -3
+  EXPECT_EQ(eval1(Op::Exp2, 10.0), 1024.0);
+  EXPECT_EQ(eval1(Op::Log2, 8.0), 3.0);
+  EXPECT_EQ(eval1(Op::Log10, 1000.0), 3.0);
+  EXPECT_EQ(eval1(Op::Log1p, -1.0), -inf);
+  EXPECT_EQ(eval1(Op::Atanh, 1.0), inf);
+  EXPECT_EQ(eval1(Op::Acosh, 1.0), 0.0);
+  EXPECT_TRUE(std::isnan(eval1(Op::Acosh, 0.5)));
+  EXPECT_EQ(eval1(Op::Erf, inf), 1.0);
+  EXPECT_EQ(eval1(Op::Erfc, -inf), 2.0);
+  EXPECT_EQ(eval1(Op::IsNan, nan), 1.0);
+  EXPECT_EQ(eval1(Op::IsNan, inf), 0.0);
+  EXPECT_EQ(eval1(Op::IsInf, -inf), 1.0);
+  EXPECT_EQ(eval1(Op::IsFinite, 1e308), 1.0);
+  EXPECT_EQ(eval1(Op::IsFinite, nan), 0.0);
+  // fma rounds once: 0.1 * 10 - 1 keeps the product's rounding error, 2^-54 + 2^-56
+  EXPECT_EQ(eval1(Op::Fma, 0.1, 10.0, -1), 5.551115123125783e-17);
+}
+
+TEST(Interp, NumpyFunctionsInFloat32CallTheFloatLibrary) {
+  const float x = 0.3f;
+  float a[3] = {x, 0, 0};
+  const auto bits = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  };
+  EXPECT_EQ(bits(passes::eval_op_f32(Op::Asin, a, 0)), bits(::asinf(x)));
+  EXPECT_EQ(bits(passes::eval_op_f32(Op::Erfc, a, 0)), bits(::erfcf(x)));
+  EXPECT_EQ(bits(passes::eval_op_f32(Op::Cbrt, a, 0)), bits(::cbrtf(x)));
+  a[1] = 2.0f;
+  EXPECT_EQ(bits(passes::eval_op_f32(Op::Hypot, a, 0)), bits(::hypotf(x, 2.0f)));
 }
 
 TEST(Interp, ToIndexFloorsAndLoadMaskIsFalse) {

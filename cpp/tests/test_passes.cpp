@@ -257,10 +257,15 @@ TEST(PassesFold, NeverFoldsWhatChangesBits) {
 
 TEST(PassesFold, FoldedConstantsAreBitExact) {
   // Folding computes with the same operator meaning as the interpreter.
-  const double xs[] = {-0.0, 0.0, -2.5, 3.0, kInf, -kInf, kNaN};
-  const Op unary[] = {Op::Neg, Op::Sqrt, Op::Exp,  Op::Log, Op::Sin,
-                      Op::Cos, Op::Tan,  Op::Tanh, Op::Abs, Op::Floor};
-  const Op binary[] = {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Pow, Op::Atan2, Op::Min, Op::Max};
+  const double xs[] = {-0.0, 0.0, -2.5, 3.0, 0.5, kInf, -kInf, kNaN};
+  const Op unary[] = {Op::Neg,   Op::Sqrt,  Op::Exp,   Op::Log,   Op::Sin,   Op::Cos,
+                      Op::Tan,   Op::Tanh,  Op::Abs,   Op::Floor, Op::Asin,  Op::Acos,
+                      Op::Atan,  Op::Sinh,  Op::Cosh,  Op::Asinh, Op::Acosh, Op::Atanh,
+                      Op::Erf,   Op::Erfc,  Op::Exp2,  Op::Expm1, Op::Log1p, Op::Log2,
+                      Op::Log10, Op::Cbrt,  Op::Ceil,  Op::Rint,  Op::Trunc};
+  const Op binary[] = {Op::Add,   Op::Sub,  Op::Mul,       Op::Div,      Op::Pow,
+                       Op::Atan2, Op::Min,  Op::Max,       Op::Hypot,    Op::Fmod,
+                       Op::Remainder, Op::Copysign, Op::Fdim};
   for (double a : xs) {
     KB kb(static_cast<int>(std::size(unary) + std::size(binary) * std::size(xs) + 3));
     int c = 0;
@@ -276,6 +281,25 @@ TEST(PassesFold, FoldedConstantsAreBitExact) {
     for (const ir::Store& s : kb.k.stores) EXPECT_EQ(kb.k.values[s.value].op, Op::Const);
     expect_same(before, run(kb.k, 1, fill), "fold of " + std::to_string(a));
   }
+}
+
+TEST(PassesFold, FoldedFmaAndPredicatesAreBitExact) {
+  const double xs[] = {-0.0, 0.1, -2.5, 10.0, kInf, kNaN};
+  KB kb(static_cast<int>(std::size(xs) * std::size(xs) * 2 + std::size(xs) * 3));
+  int c = 0;
+  for (double a : xs) {
+    for (double b : xs) {
+      kb.store(c++, kb.op(Op::Fma, Type::F, kb.f(a), kb.f(b), kb.f(-1.0)));
+      kb.store(c++, kb.op(Op::Fma, Type::F, kb.f(a), kb.f(b), kb.f(-a * b)));
+    }
+    for (Op o : {Op::IsNan, Op::IsInf, Op::IsFinite})
+      kb.store(c++, kb.op(Op::Select, Type::F, kb.B(o, kb.f(a)), kb.f(1.0), kb.f(0.0)));
+  }
+  const auto fill = [](int, size_t) { return 0.0; };
+  const RunResult before = run(kb.k, 1, fill);
+  passes::optimize(kb.k);
+  for (const ir::Store& s : kb.k.stores) EXPECT_EQ(kb.k.values[s.value].op, Op::Const);
+  expect_same(before, run(kb.k, 1, fill), "fold of fma and the predicates");
 }
 
 // Product bug: passes::eval_op(Sign) returns +0 for -0.0 while the interpreter (and jax.numpy)

@@ -15,6 +15,11 @@ __all__ = [
     "mat", "transpose", "det", "inverse", "outer", "trace", "identity",
     "quat_mul", "quat_conj", "quat_rotate", "quat_to_matrix", "quat_from_axis_angle",
     "stop_gradient",
+    # NumPy's names (docs/language.md "NumPy's elementwise functions")
+    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "exp2",
+    "expm1", "log1p", "log2", "log10", "cbrt", "hypot", "pow", "power", "ceil", "round", "rint",
+    "trunc", "fmod", "remainder", "copysign", "fdim", "fma", "clip", "isnan", "isinf", "isfinite",
+    "rsqrt", "absolute", "nan", "inf",
 ]
 
 _DOCS = {
@@ -51,6 +56,40 @@ _DOCS = {
     "quat_to_matrix": "quat_to_matrix(q): the 3x3 rotation Matrix of the unit quaternion q.",
     "quat_from_axis_angle": "quat_from_axis_angle(axis, angle): the unit quaternion turning by angle about axis.",
     "stop_gradient": "stop_gradient(x): x, with derivative 0 (as jax.lax.stop_gradient).",
+    "asin": "asin(x): the arc sine, in [-pi/2, pi/2] (NaN outside [-1, 1]; numpy.arcsin).",
+    "acos": "acos(x): the arc cosine, in [0, pi] (NaN outside [-1, 1]; numpy.arccos).",
+    "atan": "atan(x): the arc tangent, in [-pi/2, pi/2] (numpy.arctan).",
+    "sinh": "sinh(x): the hyperbolic sine.",
+    "cosh": "cosh(x): the hyperbolic cosine.",
+    "asinh": "asinh(x): the inverse hyperbolic sine (numpy.arcsinh).",
+    "acosh": "acosh(x): the inverse hyperbolic cosine (NaN below 1; numpy.arccosh).",
+    "atanh": "atanh(x): the inverse hyperbolic tangent (+-inf at +-1, NaN beyond; numpy.arctanh).",
+    "erf": "erf(x): the error function (scipy.special.erf).",
+    "erfc": "erfc(x): 1 - erf(x), accurate where erf(x) is near 1 (scipy.special.erfc).",
+    "exp2": "exp2(x): 2 ** x.",
+    "expm1": "expm1(x): exp(x) - 1, accurate near 0.",
+    "log1p": "log1p(x): log(1 + x), accurate near 0 (NaN below -1).",
+    "log2": "log2(x): the base-2 logarithm.",
+    "log10": "log10(x): the base-10 logarithm.",
+    "cbrt": "cbrt(x): the real cube root (negative for negative x).",
+    "hypot": "hypot(x, y): sqrt(x*x + y*y) without overflow or underflow (C's hypot).",
+    "pow": "pow(x, y): x ** y (an integer literal y multiplies, as jax.numpy.power).",
+    "power": "power(x, y): x ** y, as numpy.power (same as pow).",
+    "ceil": "ceil(x): the smallest integer >= x, as a float.",
+    "round": "round(x): the nearest integer, halves to even (numpy.round: round(2.5) == 2.0), as a float.",
+    "rint": "rint(x): the nearest integer, halves to even, as a float (same as round).",
+    "trunc": "trunc(x): x rounded toward zero, as a float.",
+    "fmod": "fmod(a, b): C's fmod, the remainder with the sign of a (numpy.fmod).",
+    "remainder": "remainder(a, b): a - floor(a / b) * b exactly, with the sign of b (numpy.remainder, Python's %).",
+    "copysign": "copysign(x, y): |x| with the sign of y.",
+    "fdim": "fdim(a, b): a - b where a > b, else 0 (C's fdim).",
+    "fma": "fma(a, b, c): a * b + c rounded once (C's fma).",
+    "clip": "clip(x, lo, hi): minimum(maximum(x, lo), hi), as numpy.clip (same as clamp).",
+    "isnan": "isnan(x): whether x is NaN (a bool, for where, if, Terminated).",
+    "isinf": "isinf(x): whether x is +inf or -inf (a bool).",
+    "isfinite": "isfinite(x): whether x is neither NaN nor infinite (a bool).",
+    "rsqrt": "rsqrt(x): 1 / sqrt(x), two operations each rounded (jax.lax.rsqrt up to rounding).",
+    "absolute": "absolute(x): abs(x), as numpy.absolute.",
 }
 
 
@@ -101,3 +140,42 @@ quat_rotate = _make("quat_rotate")
 quat_to_matrix = _make("quat_to_matrix")
 quat_from_axis_angle = _make("quat_from_axis_angle")
 stop_gradient = _make("stop_gradient")
+asin = _make("asin")
+acos = _make("acos")
+atan = _make("atan")
+sinh = _make("sinh")
+cosh = _make("cosh")
+asinh = _make("asinh")
+acosh = _make("acosh")
+atanh = _make("atanh")
+erf = _make("erf")
+erfc = _make("erfc")
+exp2 = _make("exp2")
+expm1 = _make("expm1")
+log1p = _make("log1p")
+log2 = _make("log2")
+log10 = _make("log10")
+cbrt = _make("cbrt")
+hypot = _make("hypot")
+pow = _make("pow")  # noqa: A001 - the kernel language's pow
+power = _make("power")
+ceil = _make("ceil")
+round = _make("round")  # noqa: A001 - the kernel language's round (halves to even, as NumPy)
+rint = _make("rint")
+trunc = _make("trunc")
+fmod = _make("fmod")
+remainder = _make("remainder")
+copysign = _make("copysign")
+fdim = _make("fdim")
+fma = _make("fma")
+clip = _make("clip")
+isnan = _make("isnan")
+isinf = _make("isinf")
+isfinite = _make("isfinite")
+rsqrt = _make("rsqrt")
+absolute = _make("absolute")
+
+#: NaN, a float constant in kernel bodies (``hawk.math.nan`` or ``from hawk.math import nan``).
+nan: float = float("nan")
+#: +infinity, a float constant in kernel bodies (``-inf`` for -infinity).
+inf: float = float("inf")

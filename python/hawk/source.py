@@ -25,7 +25,12 @@ __all__ = ["kernel_spec", "function_source"]
 
 # Builtins a kernel may use, mapped to the hawk.math function that gives their meaning.
 _BUILTINS = {"abs": "abs", "min": "minimum", "max": "maximum", "float": "float", "int": "int"}
-_PYMATH = {"sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "atan2", "floor", "fabs"}
+# Python's math functions with hawk.math's meaning (math.remainder is IEEE's, not NumPy's: left
+# out; math.ceil/trunc/floor give floats in a kernel, as floor always did).
+_PYMATH = {"sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "atan2", "floor", "fabs",
+           "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
+           "exp2", "expm1", "log1p", "log2", "log10", "cbrt", "hypot", "pow", "ceil", "trunc",
+           "fmod", "copysign", "fma", "isnan", "isinf", "isfinite"}
 
 
 class SourceUnavailable(Exception):

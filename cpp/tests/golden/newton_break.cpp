@@ -90,15 +90,26 @@ template <class T> inline int64_t rp_index(T a) {
   }
 RP_LIBM(exp, exp) RP_LIBM(log, log) RP_LIBM(sin, sin) RP_LIBM(cos, cos) RP_LIBM(tan, tan)
 RP_LIBM(tanh, tanh)
+RP_LIBM(asin, asin) RP_LIBM(acos, acos) RP_LIBM(atan, atan) RP_LIBM(sinh, sinh)
+RP_LIBM(cosh, cosh) RP_LIBM(asinh, asinh) RP_LIBM(acosh, acosh) RP_LIBM(atanh, atanh)
+RP_LIBM(erf, erf) RP_LIBM(erfc, erfc) RP_LIBM(exp2, exp2) RP_LIBM(expm1, expm1)
+RP_LIBM(log1p, log1p) RP_LIBM(log2, log2) RP_LIBM(log10, log10) RP_LIBM(cbrt, cbrt)
 #undef RP_LIBM
-template <class T> __attribute__((noipa, const)) T rp_pow(T x, T y) {
-  if constexpr (std::is_same_v<T, float>) return ::powf(x, y);
-  else return ::pow(x, y);
+#define RP_LIBM2(name, call)                                                  \
+  template <class T> __attribute__((noipa, const)) T rp_##name(T x, T y) {    \
+    if constexpr (std::is_same_v<T, float>) return ::call##f(x, y);            \
+    else return ::call(x, y);                                                  \
+  }
+RP_LIBM2(pow, pow) RP_LIBM2(atan2, atan2)
+RP_LIBM2(hypot, hypot)
+#undef RP_LIBM2
+// np.remainder (the sign of the divisor, a zero with the divisor's sign) and C's fdim: the
+// formulas of ir/math_fns.hpp, exact operations only.
+template <class T> inline T rp_remainder(T a, T b) {
+  const T r = std::fmod(a, b);
+  return r != T(0) ? (((r < T(0)) != (b < T(0))) ? r + b : r) : std::copysign(T(0), b);
 }
-template <class T> __attribute__((noipa, const)) T rp_atan2(T y, T x) {
-  if constexpr (std::is_same_v<T, float>) return ::atan2f(y, x);
-  else return ::atan2(y, x);
-}
+template <class T> inline T rp_fdim(T a, T b) { return a > b ? a - b : ((a != a || b != b) ? a + b : T(0)); }
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define RP_STREAM 1
 // A launch larger than the cache (raptor_args::stream) writes pure outputs a block at a time:

@@ -16,7 +16,7 @@
 #define RAPTOR_ABI_H
 #include <stdint.h>
 
-#define RAPTOR_ABI_VERSION 3
+#define RAPTOR_ABI_VERSION 4
 
 /* error codes written to raptor_args.error[0] */
 #define RAPTOR_OK 0
@@ -48,6 +48,9 @@ typedef struct raptor_args {
   int32_t stream;         /* 1: the launch reads and writes more than the cache holds; a
                              kernel may write its pure outputs with non-temporal stores
                              (and then fences them before it returns); 0: plain stores */
+  int64_t max_steps;      /* in: the most steps a sample may run in this call; 0 (or more
+                             than the kernel's steps): the kernel's own steps. A stepping
+                             loop runs its fused kernel for the launches it has left */
 } raptor_args;
 
 typedef void (*raptor_kernel_fn)(raptor_args* a);
@@ -87,15 +90,26 @@ template <class T> inline int64_t rp_index(T a) {
   }
 RP_LIBM(exp, exp) RP_LIBM(log, log) RP_LIBM(sin, sin) RP_LIBM(cos, cos) RP_LIBM(tan, tan)
 RP_LIBM(tanh, tanh)
+RP_LIBM(asin, asin) RP_LIBM(acos, acos) RP_LIBM(atan, atan) RP_LIBM(sinh, sinh)
+RP_LIBM(cosh, cosh) RP_LIBM(asinh, asinh) RP_LIBM(acosh, acosh) RP_LIBM(atanh, atanh)
+RP_LIBM(erf, erf) RP_LIBM(erfc, erfc) RP_LIBM(exp2, exp2) RP_LIBM(expm1, expm1)
+RP_LIBM(log1p, log1p) RP_LIBM(log2, log2) RP_LIBM(log10, log10) RP_LIBM(cbrt, cbrt)
 #undef RP_LIBM
-template <class T> __attribute__((noipa, const)) T rp_pow(T x, T y) {
-  if constexpr (std::is_same_v<T, float>) return ::powf(x, y);
-  else return ::pow(x, y);
+#define RP_LIBM2(name, call)                                                  \
+  template <class T> __attribute__((noipa, const)) T rp_##name(T x, T y) {    \
+    if constexpr (std::is_same_v<T, float>) return ::call##f(x, y);            \
+    else return ::call(x, y);                                                  \
+  }
+RP_LIBM2(pow, pow) RP_LIBM2(atan2, atan2)
+RP_LIBM2(hypot, hypot)
+#undef RP_LIBM2
+// np.remainder (the sign of the divisor, a zero with the divisor's sign) and C's fdim: the
+// formulas of ir/math_fns.hpp, exact operations only.
+template <class T> inline T rp_remainder(T a, T b) {
+  const T r = std::fmod(a, b);
+  return r != T(0) ? (((r < T(0)) != (b < T(0))) ? r + b : r) : std::copysign(T(0), b);
 }
-template <class T> __attribute__((noipa, const)) T rp_atan2(T y, T x) {
-  if constexpr (std::is_same_v<T, float>) return ::atan2f(y, x);
-  else return ::atan2(y, x);
-}
+template <class T> inline T rp_fdim(T a, T b) { return a > b ? a - b : ((a != a || b != b) ? a + b : T(0)); }
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define RP_STREAM 1
 // A launch larger than the cache (raptor_args::stream) writes pure outputs a block at a time:
@@ -307,12 +321,14 @@ RAPTOR_EXPORT void raptor_walk_0123456789abcdef_f64(raptor_args* a) {
   T* const out_x = static_cast<T*>(a->out[3]);
   uint32_t finished = 0;
   int steps_run = 0;
+  const int64_t budget = a->max_steps > 0 && a->max_steps < 4 ? a->max_steps : int64_t{4};
   int64_t err[4] = {0, 0, 0, 0};
   (void)n;
   for (int64_t first = a->begin; first < a->end; first += 64) {
     const int64_t count = a->end - first < 64 ? a->end - first : 64;
     int64_t sample_of[64];
-    uint8_t was_[64], live_[64];
+    using M = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;
+    M was_[64], live_[64];
     T st_x_0[64];
     int any = 0;
     for (int64_t j = 0; j < count; ++j) {
@@ -320,12 +336,12 @@ RAPTOR_EXPORT void raptor_walk_0123456789abcdef_f64(raptor_args* a) {
       sample_of[j] = s;
       was_[j] = mask_in[s] != 0;
       live_[j] = was_[j] ^ 1;
-      any |= live_[j];
+      any |= static_cast<int>(live_[j]);
       st_x_0[j] = in_x[s];
     }
     auto steps = [&](auto contiguous) {
     int step = 0;
-    while (any != 0 && step < 4) {
+    while (any != 0 && step < budget) {
       any = 0;
 #pragma GCC ivdep
       for (int64_t j = 0; j < count; ++j) {

@@ -17,7 +17,7 @@ stores), with the mask semantics of the FFI path (cpp/ir/interp.hpp with ``zero_
   sample's Mutable outputs become NaN and every sum of the call becomes NaN (no silent
   number; docs/jax.md "Two lowerings").
 
-Ops are looked up in ``_UNARY`` / ``_BINARY`` / ``_SPECIAL``: an op this module does not know
+Ops are looked up in ``_UNARY`` / ``_BINARY`` / ``_TERNARY`` / ``_SPECIAL``: an op this module does not know
 raises ``UnsupportedOp`` naming it (``supported`` says so without raising).
 
 What the language added beside the first lowering:
@@ -73,7 +73,93 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
     "floor": jnp.floor,
     "sign": jnp.sign,
     "not": jnp.logical_not,
+    # NumPy-named functions (cpp/ir/math_fns.hpp): XLA's own implementations, like sin and exp
+    # above (within a few ulps of glibc's); the exact ones (ceil, rint, trunc, the predicates)
+    # are the same bits
+    "asin": jnp.arcsin,
+    "acos": jnp.arccos,
+    "atan": jnp.arctan,
+    "sinh": jnp.sinh,
+    "cosh": jnp.cosh,
+    "asinh": jnp.arcsinh,
+    "acosh": jnp.arccosh,
+    "atanh": jnp.arctanh,
+    "erf": lax.erf,
+    "erfc": lax.erfc,
+    "exp2": jnp.exp2,
+    "expm1": jnp.expm1,
+    "log1p": jnp.log1p,
+    "log2": jnp.log2,
+    "log10": jnp.log10,
+    "cbrt": lax.cbrt,
+    "ceil": jnp.ceil,
+    "rint": jnp.rint,  # halves to even
+    "trunc": jnp.trunc,
+    "isnan": jnp.isnan,
+    "isinf": jnp.isinf,
+    "isfinite": jnp.isfinite,
 }
+
+
+def _remainder(a: Any, b: Any) -> Any:
+    """np.remainder (the IR's, cpp/ir/math_fns.hpp): C's fmod plus the divisor where the signs
+    differ, and a zero result with the divisor's sign, which jnp.remainder leaves with the
+    dividend's."""
+    r = lax.rem(a, b)
+    plus = (r != 0) & ((r < 0) != (b < 0))
+    return jnp.where(r != 0, jnp.where(plus, r + b, r), jnp.copysign(jnp.zeros_like(r), b))
+
+
+def _fdim(a: Any, b: Any) -> Any:
+    """C's fdim: a - b where a > b, 0 where a <= b, NaN where either is NaN (jnp has none)."""
+    return jnp.where(a > b, a - b, jnp.where(jnp.isnan(a) | jnp.isnan(b), a + b, jnp.zeros_like(a)))
+
+
+def _two_sum(x: Any, y: Any) -> tuple[Any, Any]:
+    """s = x + y rounded and its error e = x + y - s, exactly (Knuth; additions only)."""
+    s = x + y
+    bb = s - x
+    return s, (x - (s - bb)) + (y - bb)
+
+
+def _split(x: Any, bits: Any, half: int, shift: int) -> tuple[Any, Any]:
+    """x = hi + lo with hi rounded to the top (significand - shift) bits through its bit pattern
+    and lo = x - hi, so the products of two such halves are exact (Veltkamp's split, without
+    a multiplication that XLA could contract)."""
+    ix = lax.bitcast_convert_type(x, bits)
+    mask = ~((1 << shift) - 1)
+    hi = lax.bitcast_convert_type((ix + half) & jnp.asarray(mask, bits), x.dtype)
+    return hi, x - hi
+
+
+def _fma(a: Any, b: Any, c: Any) -> Any:
+    """C's fma, a * b + c rounded once. XLA has no fused multiply-add and its CPU code may or may
+    not contract a * b + c, so the single rounding is computed (Boldo and Melquiond, "Emulation
+    of FMA and correctly rounded sums: proved algorithms using rounding to odd", 2008): Dekker's
+    exact product a * b = uh + ul (uh behind an optimization barrier, so no contraction can
+    change it; every other product is exact), (th, tl) = c + uh exactly, v = tl + ul rounded to
+    odd, result th + v. Exact while the partial products neither underflow nor overflow
+    (|a * b| above about 2^-969 in float64, 2^-102 in float32, and |a|, |b| below 2^995 /
+    2^115); beyond, a * b + c is within an ulp or two. Zeros, infinities and NaN take a * b + c,
+    which is exact there."""
+    a, b, c = jnp.broadcast_arrays(a, b, c)
+    f64 = a.dtype == jnp.float64
+    bits, shift = (jnp.int64, 27) if f64 else (jnp.int32, 12)
+    half = 1 << (shift - 1)
+    plain = a * b + c
+    uh = lax.optimization_barrier(a * b)
+    ah, al = _split(a, bits, half, shift)
+    bh, bl = _split(b, bits, half, shift)
+    ul = ((ah * bh - uh) + ah * bl + al * bh) + al * bl
+    th, tl = _two_sum(c, uh)
+    s, e = _two_sum(tl, ul)
+    si = lax.bitcast_convert_type(s, bits)
+    even = (si & 1) == 0
+    toward = jnp.where((e > 0) == (s > 0), jnp.asarray(1, bits), jnp.asarray(-1, bits))
+    v = lax.bitcast_convert_type(jnp.where((e != 0) & even & jnp.isfinite(s), si + toward, si), a.dtype)
+    r = th + v
+    simple = ~jnp.isfinite(uh) | ~jnp.isfinite(c) | (a == 0) | (b == 0) | ~jnp.isfinite(r)
+    return jnp.where(simple, plain, r)
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "add": lambda a, b: a + b,
@@ -92,6 +178,15 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "ne": lambda a, b: a != b,
     "and": jnp.logical_and,
     "or": jnp.logical_or,
+    "hypot": jnp.hypot,
+    "fmod": jnp.fmod,  # lax.rem: C's fmod
+    "remainder": _remainder,
+    "copysign": jnp.copysign,
+    "fdim": _fdim,
+}
+
+_TERNARY: dict[str, Callable[[Any, Any, Any], Any]] = {
+    "fma": _fma,
 }
 
 # Evaluated in `_step` itself (they read slots, indices or the immediate).
@@ -150,7 +245,7 @@ class OpList:
                 return f"slot '{name}' of kind '{kind}'"
         for i, v in enumerate(self.values):
             op, typ = v[0], v[1]
-            if op not in _UNARY and op not in _BINARY and op not in _SPECIAL and op not in _LOOP:
+            if op not in _UNARY and op not in _BINARY and op not in _TERNARY and op not in _SPECIAL and op not in _LOOP:
                 return f"op '{op}' (value %{i})"
             if op == "loop_begin" and v[6] > _MAX_LOOP:
                 return f"a loop of {v[6]} iterations (value %{i}), more than 2^31 - 1"
@@ -446,7 +541,7 @@ def _loop(run: _Run, state: dict[int, Any], step: Any, vals: list[Any], begin: i
 
 # The ops that compute a value from their operands alone (no slot, no step): `_elementwise`
 # evaluates them, on one component's (N,) arrays in `_step` or on (k, N) lanes in `_Lanes`.
-_LANEWISE = frozenset(_UNARY) | frozenset(_BINARY) | {"select", "to_index", "powi", "stop_grad", "custom_jvp"}
+_LANEWISE = frozenset(_UNARY) | frozenset(_BINARY) | frozenset(_TERNARY) | {"select", "to_index", "powi", "stop_grad", "custom_jvp"}
 
 
 def _elementwise(op: str, iimm: int, a: Sequence[Any]) -> Any:
@@ -461,6 +556,8 @@ def _elementwise(op: str, iimm: int, a: Sequence[Any]) -> Any:
         return a[0]
     if op in _UNARY:
         return _UNARY[op](a[0])
+    if op in _TERNARY:
+        return _TERNARY[op](a[0], a[1], a[2])
     return _BINARY[op](a[0], a[1])
 
 
