@@ -59,6 +59,17 @@ def plan_for(kernel: Kernel, target: str = "host") -> Any:
     return plans[target]
 
 
+# Per kernel object: whether it can report an error while it runs (read from its IR once).
+_MAY_FAIL: "weakref.WeakKeyDictionary[Kernel, bool]" = weakref.WeakKeyDictionary()
+
+
+def _may_fail(kernel: Kernel) -> bool:
+    hit = _MAY_FAIL.get(kernel)
+    if hit is None:
+        hit = _MAY_FAIL[kernel] = _FAILING_OPS.search(kernel.ir) is not None
+    return hit
+
+
 def _is_device(value: Any) -> bool:
     return hasattr(value, "__cuda_array_interface__") and not isinstance(value, np.ndarray)
 
@@ -213,6 +224,7 @@ def call(kernel: Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
     r = resolve([kernel], given, who)
     plan = plan_for(kernel, r.target)
     values = dict(r.values)
+    xp = for_target(r.target)
     # Sums over samples (derived kernels' Param and Table cotangents): allocated when left out.
     for s in kernel.slots:
         if s.kind in ("param_sum", "table_sum") and s.name not in given:
@@ -222,12 +234,11 @@ def call(kernel: Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
                 table = kernel.slots[s.table_of].name
                 m = int(getattr(values[table], "shape", (0,))[0])
                 shape = (m,) if not s.is_vector else (m, s.width)
-            values[s.name] = for_target(r.target).zeros(shape, r.dtype)
+            values[s.name] = xp.zeros(shape, r.dtype)
             r.allocated.add(s.name)
     # A kernel that can fail while it runs writes into copies, copied back once it succeeded.
     copies: dict[str, Any] = {}
-    if _FAILING_OPS.search(kernel.ir):
-        xp = for_target(r.target)
+    if _may_fail(kernel):
         for s in kernel.slots:
             if s.is_output and s.name in given and s.name not in r.allocated:
                 copies[s.name] = values[s.name]
@@ -237,7 +248,6 @@ def call(kernel: Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
     if r.target == "cuda":
         bound.synchronize()  # a kernel's error is reported here, before anything is copied back
     if copies:
-        xp = for_target(r.target)
         for name, theirs in copies.items():
             xp.assign(theirs, values[name])
             values[name] = theirs

@@ -70,21 +70,9 @@ class SimResult:
         return f"SimResult(status={self.status!r}, n={self.n}, steps={self.steps}, state={list(self.state)})"
 
 
-def _plans(model: Any, until: Any, target: str) -> list[Plan]:
-    items = list(model) if isinstance(model, (list, tuple)) else [model]
-    if until is not None:
-        items.append(until)
-    if not items:
-        raise ValueError("eagle.simulate: the model has no kernel")
-    plans = []
-    for item in items:
-        if isinstance(item, Plan):
-            plans.append(item)
-        elif isinstance(item, Kernel):
-            plans.append(plan_for(item, target))
-        else:
-            raise TypeError(f"eagle.simulate: the model is hawk kernels or plans, got {type(item).__name__}")
-    return plans
+def _plans(items: Sequence[Any], target: str) -> list[Plan]:
+    """The model's items (kernels and plans, checked by simulate) as plans for ``target``."""
+    return [item if isinstance(item, Plan) else plan_for(item, target) for item in items]
 
 
 def simulate(model: Any, *args: Any, max_steps: int, until: Any = None, record: bool = False, events: str = "step",
@@ -106,6 +94,8 @@ def simulate(model: Any, *args: Any, max_steps: int, until: Any = None, record: 
     kernels_in = list(model) if isinstance(model, (list, tuple)) else [model]
     if until is not None:
         kernels_in.append(until)
+    if not kernels_in:
+        raise ValueError("eagle.simulate: the model has no kernel")
     kernels = [k.kernel if isinstance(k, Plan) else k for k in kernels_in]
     for k in kernels:
         if not isinstance(k, Kernel):
@@ -126,7 +116,7 @@ def simulate(model: Any, *args: Any, max_steps: int, until: Any = None, record: 
         raise TypeError(f"eagle.simulate: {unknown} are not parameters of the model "
                         f"({ {k.name: [s.name for s in k.slots] for k in kernels} })")
     r = resolve(kernels, given, "eagle.simulate", mask="refuse")
-    plans = _plans(model, until, r.target)
+    plans = _plans(kernels_in, r.target)
     mask = r.values[masks[0]]
     if record:
         report, rec = _run_recorded(plans, r.values, int(max_steps))
