@@ -295,6 +295,19 @@ TEST(LoopPlanner, CountSet) {
   const std::vector<uint8_t> m = {0, 1, 1, 0, 2, 0, 0, 1};
   EXPECT_EQ(count_set(m.data(), 8), 4);
   EXPECT_EQ(count_set(m.data(), 0), 0);
+  // Every byte value counts as set when nonzero, at every length and alignment, across the
+  // 255-word blocks of the word-wise count (against a bytewise reference).
+  std::vector<uint8_t> big(8 * 700 + 13);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>((i * 37 + i / 256) % 256);
+  for (const size_t off : {0, 1, 3, 7}) {
+    for (const size_t len : {0, 1, 7, 8, 9, 63, 2040, 2041, 8 * 255, 8 * 255 + 8, 8 * 600 + 5}) {
+      int64_t ref = 0;
+      for (size_t i = 0; i < len; ++i) ref += big[off + i] != 0;
+      EXPECT_EQ(count_set(big.data() + off, static_cast<int64_t>(len)), ref) << off << " " << len;
+    }
+  }
+  const std::vector<uint8_t> all(8 * 300, 0xff);
+  EXPECT_EQ(count_set(all.data(), static_cast<int64_t>(all.size())), static_cast<int64_t>(all.size()));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -185,10 +185,12 @@ class Runner:
         fused = (dict(fused=[b._core for b in self.fused], fused_launches=list(FUSED), unit=self.items[0][1].kernel.steps,
                       fused_min=FUSED_MIN)
                  if self.fused else {})
-        done_steps, _, _ = _core.run_loop(steps, host_runtime(), self.mask.ctypes.data, self.mask.size, max(int(budget), 0),
+        done_steps, _, live = _core.run_loop(steps, host_runtime(), self.mask.ctypes.data, self.mask.size, max(int(budget), 0),
                                           chunk=chunk, on_chunk=on_chunk if chunk else None, **fused)
         self.steps += done_steps
-        return report_of(done_steps, self.live, self.n, time.perf_counter() - t0)
+        # run_loop's live count is exact at its end (counted at its start, kept from the
+        # finished counts, recounted after foreign nodes): no second pass over the mask.
+        return report_of(done_steps, int(live), self.n, time.perf_counter() - t0)
 
     def _run_device(self, budget: int, t0: float) -> tuple[int, int]:
         """Runs of the device loop of at most ``budget`` launches in all: one run, or with
