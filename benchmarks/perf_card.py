@@ -461,7 +461,7 @@ def published_python() -> str | None:
 def _has_module(python: str, module: str) -> bool:
     if python == sys.executable:
         return importlib.util.find_spec(module) is not None
-    r = subprocess.run([python, "-c", f"import {module}"], capture_output=True)
+    r = subprocess.run([python, "-c", f"import {module}"], capture_output=True, env=env_for(python, dict(os.environ)))
     return r.returncode == 0
 
 
@@ -526,6 +526,15 @@ class Context:
     lib: str | None = None
 
 
+def env_for(python: str | None, env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a process of ``python``: without PYTHONPATH when that is another venv's
+    interpreter (a path that puts this checkout's hawk and eagle first would shadow the
+    published ones in .venv-published, and its raptor_core is built for this Python)."""
+    if python is None or python == sys.executable:
+        return env
+    return {k: v for k, v in env.items() if k != "PYTHONPATH"}
+
+
 def spawn(arm: str, n: int, cell: str, dtype: str, ctx: Context, tag: str) -> tuple[dict | None, str]:
     """Runs one worker process; (its reply, the path of its saved state), or (None, error)."""
     out = os.path.join(ctx.tmp, f"{arm}-{tag}.npz")
@@ -535,7 +544,7 @@ def spawn(arm: str, n: int, cell: str, dtype: str, ctx: Context, tag: str) -> tu
     if ctx.lib:
         cmd += ["--lib", ctx.lib]
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, env=ctx.env, timeout=WORKER_TIMEOUT_S)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env_for(cmd[0], ctx.env), timeout=WORKER_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return None, f"timed out after {WORKER_TIMEOUT_S} s"
     if r.returncode != 0:
@@ -813,7 +822,7 @@ def versions() -> dict[str, str | None]:
     if pub is not None:
         code = ("import importlib.metadata as m, json; print(json.dumps([m.version(p) for p in "
                 "('raptor-eagle', 'raptor-hawk', 'numba', 'numpy')]))")
-        r = subprocess.run([pub, "-c", code], capture_output=True, text=True)
+        r = subprocess.run([pub, "-c", code], capture_output=True, text=True, env=env_for(pub, dict(os.environ)))
         if r.returncode == 0:
             eagle_v, hawk_v, numba_v, numpy_v = json.loads(r.stdout)
             out.update(published_eagle=eagle_v, published_hawk=hawk_v, published_numba=numba_v,

@@ -635,13 +635,19 @@ class HostWriter : public detail::StepWriter {
     os_ << "    ran_[j] = 0;\n";
     os_ << "    take(j);\n";
     os_ << "  }\n";
+    // w: the lanes the step loops run over. When the chunk has no sample left to give and
+    // at most half of them are occupied, the occupied lanes move to the front and w halves
+    // (down to 8): the chunk's last, longest samples no longer step 64 lanes each (the
+    // performance card's 1e3-sample cells: a chunk of 128 samples ran its slowest sample's
+    // steps on 64 lanes).
+    os_ << "  int w = W;\n";
     os_ << "  while (occupied > 0) {\n";
     os_ << "    for (int r = 0; r < R; r += 2) {\n";
     os_ << "      const M r0 = r, r1 = r + 1;\n";
     for (const bool flipped : {false, true}) {
       os_ << "      // step " << (flipped ? "r + 1: pp_ -> st_" : "r: st_ -> pp_") << "\n";
       os_ << (independent_samples() ? "#pragma GCC ivdep\n" : kNoPromise);
-      os_ << "      for (int j = 0; j < W; ++j) {\n";
+      os_ << "      for (int j = 0; j < w; ++j) {\n";
       const std::string ind = "        ";
       os_ << ind << "const int64_t s = sample_[j];\n";
       os_ << ind << "const bool was = false;\n";
@@ -674,10 +680,10 @@ class HostWriter : public detail::StepWriter {
     os_ << "    step += R;\n";
     // The lanes due: finished, or at the end of their budget of steps. Flags in bytes (one
     // vectorized pass), then read 8 at a time.
-    os_ << "    for (int j = 0; j < W; ++j)\n";
+    os_ << "    for (int j = 0; j < w; ++j)\n";
     os_ << "      due_[j] = static_cast<uint8_t>((sample_[j] >= 0) & ((live_[j] == 0) | (step - "
            "start_[j] >= budget)));\n";
-    os_ << "    for (int k = 0; k < W; k += 8) {\n";
+    os_ << "    for (int k = 0; k < w; k += 8) {\n";
     os_ << "      uint64_t due;\n";
     os_ << "      __builtin_memcpy(&due, due_ + k, 8);\n";
     os_ << "      while (due != 0) {\n";
@@ -696,15 +702,43 @@ class HostWriter : public detail::StepWriter {
     os_ << "        take(j);\n";
     os_ << "      }\n";
     os_ << "    }\n";
-    os_ << "    for (int j = 0; j < W; ++j) ran_[j] = 0;\n";
+    os_ << "    for (int j = 0; j < w; ++j) ran_[j] = 0;\n";
     // The next period's allowance of the lanes that kept their samples (a lane that took one
     // got it in take): R, or what is left of the budget.
-    os_ << "    for (int j = 0; j < W; ++j) {\n";
+    os_ << "    for (int j = 0; j < w; ++j) {\n";
     os_ << "      const int64_t left = budget - (step - start_[j]);\n";
     os_ << "      if (sample_[j] >= 0 && live_[j] != 0)\n";
     os_ << "        live_[j] = static_cast<M>(left < R ? left : R);\n";
     os_ << "    }\n";
+    compact_lanes();
     os_ << "  }\n";
+  }
+
+  // The tail of a chunk (refill_body): the occupied lanes, in order, to lanes 0.., w halved
+  // while at most half of it is occupied. Between periods the state is in st_ (R is even).
+  void compact_lanes() {
+    os_ << "    // No sample left to take: the occupied lanes to the front, fewer lanes stepped.\n";
+    os_ << "    if (next >= end && w > 8 && occupied <= w / 2) {\n";
+    os_ << "      int to = 0;\n";
+    os_ << "      for (int j = 0; j < w; ++j) {\n";
+    os_ << "        if (sample_[j] < 0) continue;\n";
+    std::vector<std::string> arrays = {"sample_", "start_", "live_"};
+    for_each_mutable([&](size_t s, int c) {
+      arrays.push_back("st_" + name(s) + "_" + std::to_string(c));
+    });
+    for (const auto& [s, c] : plane_reads())
+      arrays.push_back("ld_" + name(s) + "_" + std::to_string(c));
+    for (size_t i = 0; i < hoisted_.size(); ++i)
+      if (hoisted_[i]) arrays.push_back("iv_" + var(static_cast<int>(i)));
+    for (const auto& arr : arrays) os_ << "        " << arr << "[to] = " << arr << "[j];\n";
+    os_ << "        ++to;\n";
+    os_ << "      }\n";
+    os_ << "      while (w > 8 && occupied <= w / 2) w /= 2;\n";
+    os_ << "      for (int j = to; j < w; ++j) {\n";
+    os_ << "        sample_[j] = -1;\n";
+    os_ << "        live_[j] = 0;\n";
+    os_ << "      }\n";
+    os_ << "    }\n";
   }
 
   // steps > 1: samples in blocks of 64. A block's state stays in local arrays (L1) while

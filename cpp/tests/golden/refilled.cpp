@@ -229,12 +229,13 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
     ran_[j] = 0;
     take(j);
   }
+  int w = W;
   while (occupied > 0) {
     for (int r = 0; r < R; r += 2) {
       const M r0 = r, r1 = r + 1;
       // step r: st_ -> pp_
 #pragma GCC ivdep
-      for (int j = 0; j < W; ++j) {
+      for (int j = 0; j < w; ++j) {
         const int64_t s = sample_[j];
         const bool was = false;
         const bool live = live_[j] > r0;
@@ -270,7 +271,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
       }
       // step r + 1: pp_ -> st_
 #pragma GCC ivdep
-      for (int j = 0; j < W; ++j) {
+      for (int j = 0; j < w; ++j) {
         const int64_t s = sample_[j];
         const bool was = false;
         const bool live = live_[j] > r1;
@@ -306,9 +307,9 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
       }
     }
     step += R;
-    for (int j = 0; j < W; ++j)
+    for (int j = 0; j < w; ++j)
       due_[j] = static_cast<uint8_t>((sample_[j] >= 0) & ((live_[j] == 0) | (step - start_[j] >= budget)));
-    for (int k = 0; k < W; k += 8) {
+    for (int k = 0; k < w; k += 8) {
       uint64_t due;
       __builtin_memcpy(&due, due_ + k, 8);
       while (due != 0) {
@@ -327,11 +328,33 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
         take(j);
       }
     }
-    for (int j = 0; j < W; ++j) ran_[j] = 0;
-    for (int j = 0; j < W; ++j) {
+    for (int j = 0; j < w; ++j) ran_[j] = 0;
+    for (int j = 0; j < w; ++j) {
       const int64_t left = budget - (step - start_[j]);
       if (sample_[j] >= 0 && live_[j] != 0)
         live_[j] = static_cast<M>(left < R ? left : R);
+    }
+    // No sample left to take: the occupied lanes to the front, fewer lanes stepped.
+    if (next >= end && w > 8 && occupied <= w / 2) {
+      int to = 0;
+      for (int j = 0; j < w; ++j) {
+        if (sample_[j] < 0) continue;
+        sample_[to] = sample_[j];
+        start_[to] = start_[j];
+        live_[to] = live_[j];
+        st_x_0[to] = st_x_0[j];
+        st_v_0[to] = st_v_0[j];
+        st_t_0[to] = st_t_0[j];
+        ld_t_final_0[to] = ld_t_final_0[j];
+        ld_w_0[to] = ld_w_0[j];
+        iv_v4[to] = iv_v4[j];
+        ++to;
+      }
+      while (w > 8 && occupied <= w / 2) w /= 2;
+      for (int j = to; j < w; ++j) {
+        sample_[j] = -1;
+        live_[j] = 0;
+      }
     }
   }
   a->finished = finished;
