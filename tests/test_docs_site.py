@@ -169,3 +169,21 @@ def test_example_pages_are_the_scripts(script):
     assert all(c.cell_type == "code" for c in code) and len(code) >= 2
     body = text.split('"""', 2)[2]
     assert [ln for c in code for ln in c.source.splitlines() if ln.strip()] == [ln for ln in body.splitlines() if ln.strip()]
+
+
+def test_reference_check_finds_a_name_without_an_entry(tmp_path):
+    """docs.sh's check that the built reference has an entry for every public name."""
+    import importlib
+    import inspect
+
+    import api_check
+
+    (tmp_path / "api").mkdir()
+    for module_name in api_check.MODULES:
+        mod = importlib.import_module(module_name)
+        ids = "".join(f'<dt id="{module_name}.{n}"></dt>' for n in mod.__all__ if not inspect.ismodule(getattr(mod, n)))
+        (tmp_path / "api" / f"{module_name}.html").write_text(f"<html>{ids}</html>")
+    assert api_check.missing_from_reference(tmp_path) == []
+    page = tmp_path / "api" / "hawk.math.html"
+    page.write_text(page.read_text().replace('<dt id="hawk.math.sqrt"></dt>', ""))
+    assert api_check.missing_from_reference(tmp_path) == ["hawk.math.sqrt"]

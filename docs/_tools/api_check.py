@@ -60,3 +60,22 @@ def warn_undocumented(app: Any) -> None:
     for module_name in MODULES:
         for name in undocumented(module_name):
             log.warning("API reference: %s has no docstring (every public name is documented)", name)
+
+
+def missing_from_reference(html_dir: Any) -> list[str]:
+    """The public names (``__all__``, submodules aside, which have pages of their own or a
+    guide) that the built reference page of their module, ``api/<module>.html`` under
+    ``html_dir``, has no entry for."""
+    import pathlib
+
+    missing = []
+    for module_name in MODULES:
+        page = pathlib.Path(html_dir) / "api" / f"{module_name}.html"
+        text = page.read_text(encoding="utf-8") if page.is_file() else ""
+        mod = importlib.import_module(module_name)
+        for name in getattr(mod, "__all__", ()):
+            if inspect.ismodule(getattr(mod, name)):
+                continue
+            if f'id="{module_name}.{name}"' not in text:
+                missing.append(f"{module_name}.{name}")
+    return missing

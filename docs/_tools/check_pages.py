@@ -8,7 +8,8 @@ displays, not stderr), and compares the lines with the page's lines below, exact
 pages print a GPU line in some cells; a build without a CUDA device prints the CPU branch of
 those cells, and each such pair is listed in ``CPU_BRANCH`` (tests/test_docs_site.py checks
 that every line here, or its GPU counterpart, is on the user's page in ../shared/seeds). It
-also checks each page's title and that its figures were drawn (an <img> in the output).
+also checks each page's title and that its figures were drawn (an <img> in the output), and
+that the API reference has an entry for every public name (docs/_tools/api_check.py).
 """
 
 from __future__ import annotations
@@ -191,6 +192,10 @@ def _jax_has_gpu() -> bool:
 def main(argv: list[str]) -> int:
     html_dir = pathlib.Path(argv[1] if len(argv) > 1 else "build/docs/html")
     found = problems(html_dir, gpu=_jax_has_gpu())
+    import api_check  # docs/_tools, next to this file
+
+    found += [f"API reference: {name} has no entry on its module's page"
+              for name in api_check.missing_from_reference(html_dir)]
     for p in found:
         print(f"[docs] FAIL {p}", file=sys.stderr)
     if not found:
