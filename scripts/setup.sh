@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sets up <repo>/.venv (Python >= 3.12) and installs raptor into it with the test and
-# examples extras. Safe to run again: the venv is reused and the C++ build in build/py is
+# Sets up <repo>/.venv (Python >= 3.12) and installs raptor into it with the test, examples
+# and docs extras. Safe to run again: the venv is reused and the C++ build in build/py is
 # incremental.
 #
 # Python: $RAPTOR_PYTHON if set, else the newest CPython >= 3.12 found among pyenv's
@@ -92,7 +92,7 @@ command -v ninja >/dev/null 2>&1 || build_reqs+=("ninja")
 log "installing build requirements: ${build_reqs[*]}"
 "$PY" -m pip install -q "${build_reqs[@]}"
 
-# 3. raptor itself (hawk, eagle, raptor_core) with the test and examples extras. The CMake
+# 3. raptor itself (hawk, eagle, raptor_core) with the test, examples and docs extras. The CMake
 #    build dir is persistent (build/py) so that rebuilds are incremental; it is cleared when
 #    the venv's Python changes, as its cache holds the interpreter's paths.
 BUILD_DIR="$ROOT/build/py"
@@ -104,9 +104,9 @@ fi
 mkdir -p "$BUILD_DIR"
 printf '%s\n' "$stamp" >"$BUILD_DIR/.raptor-python"
 
-log "pip install --no-build-isolation .[test,examples] (build dir: build/py)"
+log "pip install --no-build-isolation .[test,examples,docs] (build dir: build/py)"
 cd "$ROOT"
-"$PY" -m pip install --no-build-isolation -Cbuild-dir="$BUILD_DIR" ".[test,examples]" \
+"$PY" -m pip install --no-build-isolation -Cbuild-dir="$BUILD_DIR" ".[test,examples,docs]" \
   | { grep -v "^Requirement already satisfied" || true; }
 "$PY" - <<'PYEOF' || die "raptor was installed, but hawk, eagle or raptor_core is missing from the venv"
 import importlib.util, sys

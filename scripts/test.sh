@@ -11,7 +11,9 @@
 #   5. jax_oldest  the JAX bridge's tests with jax/jaxlib 0.11.2 (the oldest supported) in
 #              .venv-jax-oldest, importing the raptor that setup.sh installed into .venv
 #   6. fuzz_kernels  differential fuzzing of the compiler over fixed seed ranges (~1 min)
-#   7. install  isolated pip builds and installs in fresh venvs (scripts/test_install.sh)
+#   7. docs    the documentation site (scripts/docs.sh): every notebook page executed, warnings
+#              as errors, the user pages' printed lines checked against the pages
+#   8. install  isolated pip builds and installs in fresh venvs (scripts/test_install.sh)
 # Every step runs even if an earlier one failed; the exit status is non-zero if any failed.
 # Environment: RAPTOR_FUZZ_SECONDS (default 10), JOBS (default nproc).
 set -euo pipefail
@@ -176,6 +178,14 @@ step_fuzz_kernels() {
   "$PY" "$ROOT/scripts/fuzz_kernels.py" --count 20 --start 200000 --batch 10 --per-worker 10
 }
 
+# The documentation site, as `bash scripts/docs.sh` builds it (setup.sh already ran): Sphinx
+# with warnings as errors, every notebook page executed (a cell that raises fails), then the
+# three user pages' printed lines compared with the pages'. About 3 minutes from a fresh
+# clone on 2 cores; a rerun with unchanged sources reuses the executed pages.
+step_docs() {
+  RAPTOR_DOCS_SKIP_SETUP=1 JOBS="$JOBS" bash "$ROOT/scripts/docs.sh"
+}
+
 # raptor installed as a user would: isolated builds, the pages' install line, fresh venvs.
 step_install() {
   bash "$ROOT/scripts/test_install.sh" "$PY"
@@ -258,6 +268,7 @@ run_step asan
 run_step fuzz
 run_step pytest
 run_step fuzz_kernels
+run_step docs
 # (Waited for here, in the shell that started it: a step runs in a subshell.)
 JAX_OLDEST_PREP_RC=0
 wait "$JAX_OLDEST_PREP_PID" || JAX_OLDEST_PREP_RC=$?

@@ -1,6 +1,6 @@
-"""The performance figures in docs/performance.md are rendered from the committed benchmark
-results (benchmarks/render_docs.py): this fails when the text and the JSON differ, so a
-figure is never typed by hand or left behind by a new run."""
+"""The performance figures in docs/performance.md and the README are rendered from the
+committed benchmark results (benchmarks/render_docs.py): this fails when the text and the JSON
+differ, so a figure is never typed by hand or left behind by a new run."""
 
 from __future__ import annotations
 
@@ -31,3 +31,56 @@ def test_a_changed_figure_is_caught():
     doc = rd.DOC.read_text()
     card["records"][0]["arms"]["raptor"]["ms"] *= 2
     assert rd.rendered_doc(doc, card) != doc
+
+
+def test_readme_figures_are_the_rendered_results():
+    rd = _render_docs()
+    card = json.loads(rd.RESULTS.read_text())
+    readme = rd.README.read_text()
+    assert rd.rendered_readme(readme, card) == readme, "run python benchmarks/render_docs.py after a new perf_card run"
+    assert rd.summary(card) in readme and rd.summary(card) in rd.DOC.read_text()
+
+
+def test_a_changed_figure_is_caught_in_the_readme():
+    """Halving raptor's time in the fastest dense float64 cell moves the README's range."""
+    rd = _render_docs()
+    card = json.loads(rd.RESULTS.read_text())
+    readme = rd.README.read_text()
+    (rec,) = [r for r in card["records"] if r["n"] == 100000 and r["cell"] == "uniform1000" and r["dtype"] == "float64"]
+    rec["ratios"]["published/raptor"] *= 2
+    assert rd.rendered_readme(readme, card) != readme
+    assert rd.rendered_doc(rd.DOC.read_text(), card) != rd.DOC.read_text()
+
+
+def test_a_hand_edited_readme_figure_is_caught():
+    rd = _render_docs()
+    card = json.loads(rd.RESULTS.read_text())
+    readme = rd.README.read_text()
+    edited = readme.replace("1.59x-1.62x in float64", "1.7x-1.8x in float64", 1)
+    assert edited != readme
+    assert rd.rendered_readme(edited, card) == readme
+
+
+def test_summary_counts_cells_behind():
+    """A cell where raptor is slower is said as such, not hidden in "all"."""
+    rd = _render_docs()
+    card = json.loads(rd.RESULTS.read_text())
+    assert "ahead of Numba 0.68.1 (`prange`) in all 24 cells" in rd.summary(card).replace("\n", " ")
+    card["records"][0]["ratios"]["numba/raptor"] = 0.9
+    assert "ahead of Numba 0.68.1 (`prange`) in 23 of 24 cells" in rd.summary(card).replace("\n", " ")
+
+
+def test_check_mode_fails_on_a_drift(tmp_path, monkeypatch):
+    rd = _render_docs()
+    readme = tmp_path / "README.md"
+    readme.write_text(rd.README.read_text().replace("1.59x-1.62x", "1.5x-1.6x", 1))
+    doc = tmp_path / "performance.md"
+    doc.write_text(rd.DOC.read_text())
+    monkeypatch.setattr(rd, "README", readme)
+    monkeypatch.setattr(rd, "DOC", doc)
+    monkeypatch.setattr("sys.argv", ["render_docs.py", "--check"])
+    assert rd.main() == 1
+    monkeypatch.setattr("sys.argv", ["render_docs.py"])
+    assert rd.main() == 0 and "1.59x-1.62x" in readme.read_text()
+    monkeypatch.setattr("sys.argv", ["render_docs.py", "--check"])
+    assert rd.main() == 0

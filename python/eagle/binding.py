@@ -144,10 +144,12 @@ class Bound:
 
     @property
     def kernel(self) -> Kernel:
+        """The hawk kernel of the bound plan."""
         return self.plan.kernel
 
     @property
     def name(self) -> str:
+        """The bound kernel's name."""
         return self.plan.kernel.name
 
     def launch(self) -> int:

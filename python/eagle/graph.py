@@ -19,10 +19,12 @@ stream waits for its result (DLPack on the consumer's stream), copies it into th
 the record's device-to-device copies of the planes it overwrites.
 
 Rules checked at build (each refusal names the nodes and the plane):
+
 - a plane is written by at most one node of a graph (a second writer would silently win);
 - a foreign node does not write a plane it also reads (its framework may hold a view of the
   input while the result is copied into the same memory);
 - a plane name bound in two nodes names one array, or arrays of one shape.
+
 Nodes run strictly in order, so a node reading a plane that a later node writes sees the
 previous launch's value.
 
@@ -97,6 +99,8 @@ class OpaqueNode:
 
     @property
     def kind(self) -> str:
+        """``'opaque_host'`` for ``eager=True`` (the host waits for the stream first), else
+        ``'opaque_stream'``."""
         return "opaque_host" if self.eager else "opaque_stream"
 
     @property
@@ -106,6 +110,7 @@ class OpaqueNode:
         return True
 
     def run(self) -> None:
+        """Calls ``fn`` on the read planes and copies its results into the write planes."""
         result = self.fn(*self.reads.values()) if (self.reads or self.writes) else self.fn()
         if self.writes:
             copy_results(result, self.writes, "eagle.graph.opaque node: fn")

@@ -44,6 +44,7 @@ class Plan:
         return self._entries[name]
 
     def digest(self, dtype: Any = "float64") -> str:
+        """The content digest of the plan's build for ``dtype`` (its key in the on-disk cache)."""
         return self.entry(dtype).digest
 
     def bind(self, **values: Any) -> Bound:

@@ -78,9 +78,12 @@ class SlotInfo:
 
     @property
     def is_output(self) -> bool:
+        """Whether the kernel writes it: mutable planes, the Terminated mask, and sums."""
         return self.kind in ("mutable", "terminated", "param_sum", "table_sum")
 
     def annotation(self) -> str:
+        """The hawk annotation that declares this parameter, as written in a kernel's signature
+        (``"Mutable[Vector[3]]"``, ``"Param[hawk.int32]"``); used in messages."""
         elem = "" if self.dtype == "float" or self.kind == "terminated" else f"hawk.{'bool_' if self.dtype == 'bool' else self.dtype}"
         if self.rows:
             inner = f"Matrix[{self.rows}, {self.width // self.rows}]"
@@ -119,14 +122,17 @@ class Kernel:
     # --- what it is
     @property
     def name(self) -> str:
+        """The kernel's name: its Python function's name (derived kernels add a suffix)."""
         return self._core.name
 
     @property
     def steps(self) -> int:
+        """Steps per launch of a stepping kernel (``@hawk.kernel(steps=k)``); 0 for a map."""
         return self._core.steps
 
     @property
     def file(self) -> str:
+        """The source file the kernel was defined in (error messages name it, with the line)."""
         return self._core.file
 
     @property
@@ -160,6 +166,8 @@ class Kernel:
         return self._core.cuda(_dtype(dtype))
 
     def slot(self, name: str) -> SlotInfo:
+        """The :class:`SlotInfo` of the parameter ``name``; KeyError naming the kernel if it has
+        none."""
         for s in self.slots:
             if s.name == name:
                 return s
@@ -167,10 +175,12 @@ class Kernel:
 
     @property
     def inputs(self) -> list[str]:
+        """The names of the parameters a caller supplies, in signature order."""
         return [s.name for s in self.slots if s.is_input]
 
     @property
     def outputs(self) -> list[str]:
+        """The names of the parameters the kernel writes, in signature order."""
         return [s.name for s in self.slots if s.is_output]
 
     def with_steps(self, steps: int) -> "Kernel":

@@ -81,7 +81,7 @@ _DOCS = {
     "trunc": "trunc(x): x rounded toward zero, as a float.",
     "fmod": "fmod(a, b): C's fmod, the remainder with the sign of a (numpy.fmod).",
     "remainder": "remainder(a, b): a - floor(a / b) * b exactly, with the sign of b (numpy.remainder, Python's %).",
-    "copysign": "copysign(x, y): |x| with the sign of y.",
+    "copysign": "copysign(x, y): the magnitude of x with the sign of y.",
     "fdim": "fdim(a, b): a - b where a > b, else 0 (C's fdim).",
     "fma": "fma(a, b, c): a * b + c rounded once (C's fma).",
     "clip": "clip(x, lo, hi): minimum(maximum(x, lo), hi), as numpy.clip (same as clamp).",

@@ -293,6 +293,8 @@ class JaxNode:
                 raise ValueError(f"eagle.frameworks.jax.node: write plane '{name}' must be a writeable C-contiguous array")
 
     def run(self) -> None:
+        """Calls the JAX function on the read planes (imported without a copy where JAX can)
+        and copies its results into the write planes before returning."""
         # JAX imports host memory without a copy when it can (64-byte aligned); results are
         # copied into the write planes before run() returns, so JAX's buffers outlive the copy.
         args = [jax.dlpack.from_dlpack(a) for a in self.reads.values()]
