@@ -52,6 +52,16 @@ def ball_or_timeout(g: Param, dt: Scalar, t_max: Scalar, terminated: Terminated,
     terminated = z < 0.0 or t >= t_max
 
 
+@hawk.kernel(steps=1, time="t", time_step="dt", guard=hawk.Guard(active_set=True))
+def past_the_line(g: Param, dt: Param, x_min: Scalar, terminated: Terminated, x: Mutable[Scalar], z: Mutable[Scalar],
+                  u: Mutable[Scalar], w: Mutable[Scalar], t: Mutable[Scalar]):
+    x = x + u * dt
+    z = z + w * dt - 0.5 * g * dt * dt
+    w = w - g * dt
+    t = t + dt
+    terminated = not (z >= 0.0 or x <= x_min)  # below ground AND past the line
+
+
 @hawk.kernel(steps=1, time="t", time_step="dt")
 def counted(dt: Param, k: Mutable[Scalar[hawk.int32]], x: Mutable[Scalar], t: Mutable[Scalar], terminated: Terminated):
     x = x + dt
@@ -190,6 +200,18 @@ def test_or_of_two_rules_stops_at_the_first_crossing_with_a_per_sample_step(dtyp
                          w=w.astype(dtype), t=np.zeros(n, dtype), max_steps=10_000, events="refine")
     np.testing.assert_allclose(res.t_stop, np.minimum(T, t_max), rtol=tol(dtype))
     np.testing.assert_allclose(res.z[1::2], 0.0, atol=1e-10 if dtype == np.float64 else 1e-4)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_and_not_of_rules_stops_when_the_last_of_them_crosses_with_an_active_set(dtype):
+    u, w, h = balls(10)
+    T, R, *_ = landing(u, w, h)
+    x_min = R * np.where(np.arange(10) % 2 == 0, 0.5, 1.5)  # even: past the line before landing
+    res = eagle.simulate(past_the_line, g=G, dt=0.01, x_min=x_min.astype(dtype), x=np.zeros(10, dtype),
+                         z=h.astype(dtype), u=u.astype(dtype), w=w.astype(dtype), t=np.zeros(10, dtype),
+                         max_steps=10_000, events="refine")
+    np.testing.assert_allclose(res.t_stop, np.maximum(T, x_min / u), rtol=tol(dtype))
+    assert stop_rule(past_the_line).tree == ("not", ("or", [("cmp", 0), ("cmp", 1)]))
 
 
 def test_until_done_refines_and_the_device_loop_gives_the_same_stops():

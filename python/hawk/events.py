@@ -214,7 +214,8 @@ def event_kernel(kernel: Any, rule: StopRule) -> Any:
         else:
             params.append(p)
     params += [(g, "mutable", 1, False, "", 0, "float") for g in gnames]
-    spec2 = dict(spec, fn=dict(spec["fn"], source=text2, name=f"{spec['fn']['name']}"), params=params)
+    # Launched over gathered samples with a fresh mask: no active set to keep.
+    spec2 = dict(spec, fn=dict(spec["fn"], source=text2), params=params, active_set=False)
     core = _core.lower(spec2)
     return Kernel(core, None, f"event form of {kernel.name}")
 
@@ -241,4 +242,4 @@ def saving_kernel(kernel: Any) -> Any:
     params = list(spec["params"]) + [_param_tuple(s, f"{PREV_PREFIX}{s.name}") for s in state]
     spec2 = dict(spec, fn=dict(spec["fn"], source=text2), params=params)
     core = _core.lower(spec2)
-    return Kernel(core, None, f"{kernel.name} keeping each step's start", spec2)
+    return Kernel(core, kernel.guard, f"{kernel.name} keeping each step's start", spec2)
