@@ -218,7 +218,11 @@ def refine(model: EventModel, xp: Any, dtype: np.dtype, idx: Any, start: dict[st
     # far side of zero).
     theta = xp.ones((m,), dtype)
     active = xp.full((m,), -1, np.int64)
-    if gn:
+    if len(gn) == 1:  # one comparison: its crossing turns the rule (false at 0, true at 1)
+        found = xp.isfinite(thetas[0])
+        theta = xp.where(found, thetas[0], 1.0).astype(dtype)
+        active = xp.where(found, 0, -1).astype(np.int64)
+    elif gn:
         stack = xp.stack(thetas)  # (components, m)
         order = xp.argsort(stack, axis=0)
         open_ = xp.ones((m,), bool)
@@ -277,7 +281,7 @@ def _root(step: _Step, sel: Any, comp: int, glo: Any, ghi: Any, rtol: float, jum
         hi[w] = xp.where(same, hi[w], theta[w])
         with np.errstate(divide="ignore", invalid="ignore"):
             newton = theta[w] - gv / gd
-        inside = xp.logical_and(xp.isfinite(newton), xp.logical_and(newton > lo[w], newton <= hi[w]))
+        inside = xp.logical_and(xp.isfinite(newton), xp.logical_and(newton >= lo[w], newton <= hi[w]))
         nxt = xp.where(inside, newton, 0.5 * (lo[w] + hi[w])).astype(dtype)
         done = xp.logical_or(xp.abs(nxt - theta[w]) <= rtol * xp.abs(nxt), hi[w] - lo[w] <= rtol * hi[w])
         zero = gv == 0  # on the root: theta itself (Newton's step is 0, the bracket test would bisect)
