@@ -393,3 +393,22 @@ def test_page_002s_balls_land_exactly_and_the_range_gradient_includes_the_landin
     seed_s = np.stack([res_s.r[0] / rng_s, res_s.r[1] / rng_s, np.zeros(n)]).astype(dtype) / n
     held = eagle.diff.reverse(res_s.record, {"r": seed_s})["flight.cd"]
     assert abs(held - fd) > 10 * abs(grad - fd)
+
+
+def test_newton_converges_in_a_few_tangent_launches(monkeypatch):
+    """The refinement of 30 balls takes a handful of launches of the tangent kernel: the
+    crossing at 0 and 1, Newton from the secant's guess (a converged step on the bracket's end
+    is accepted, not bisected to the tolerance), the jump check and the final state."""
+    import eagle.events as ev
+
+    launches = []
+    run = ev._Step.run
+
+    def counting(self, sel, theta):
+        launches.append(int(sel.shape[0]))
+        return run(self, sel, theta)
+
+    monkeypatch.setattr(ev._Step, "run", counting)
+    res, u, w, h = run_ball(np.float64)
+    assert len(launches) <= 10 and sum(launches) <= 10 * len(u)
+    np.testing.assert_allclose(res.t_stop, landing(u, w, h)[0], rtol=1e-12)
