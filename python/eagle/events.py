@@ -122,7 +122,7 @@ class EventModel:
 
 def model_of(kernel: Kernel, rule: StopRule, target: str, cache_dir: str | None = None) -> EventModel:
     """The kernel's EventModel for ``target`` (kept for the process)."""
-    key = (kernel.digest("float64"), kernel.time, kernel.time_step, target, cache_dir)
+    key = (kernel.digest("float64"), kernel.name, rule.where, rule.text, kernel.time, kernel.time_step, target, cache_dir)
     hit = _MODELS.get(key)
     if hit is None:
         ev = event_kernel(kernel, rule)
