@@ -242,6 +242,10 @@ def test_until_done_refines_and_the_device_loop_gives_the_same_stops():
         np.testing.assert_allclose(t_stop, T, rtol=1e-12)
         np.testing.assert_allclose(planes["x"], R, rtol=1e-12)
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    sim = eagle.simulate(ball, g=G, dt=0.01, x=np.zeros(12), z=h.copy(), u=u.copy(), w=w.copy(), t=np.zeros(12),
+                         max_steps=10_000, events="refine")  # the same loop in one call
+    np.testing.assert_array_equal(sim.t_stop, runs[0][1])
+    np.testing.assert_array_equal(sim.x, runs[0][0]["x"])
 
 
 def test_a_rule_without_continuous_form_is_refused_or_stopped_at_the_step():

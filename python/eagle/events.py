@@ -350,7 +350,8 @@ class EventRunner:
 
     def __init__(self, inner: Any, model: EventModel, values: dict[str, Any], on_no_event: str, who: str) -> None:
         self.inner, self.model, self.values, self.on_no_event, self.who = inner, model, values, on_no_event, who
-        self.mask = inner.mask
+        # The caller's mask array (NumPy or CuPy), not the runner's view of it.
+        self.mask = values.get(next(s.name for s in model.kernel.slots if s.kind == "terminated"), inner.mask)
         xp = xp_of(self.mask)
         self.t_stop = xp.full(self.mask.shape, np.nan, values[model.kernel.time].dtype)
         self.refined: list[Refined] = []
