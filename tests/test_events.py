@@ -320,6 +320,14 @@ def test_refusals():
         eagle.simulate([ball, ball], g=G, dt=0.1, x=0.0, z=1.0, u=0.0, w=0.0, t=0.0, max_steps=10, events="refine")
     assert str(err.value) == ("eagle.simulate: events='refine' re-runs the step of a model of one kernel (with its stop "
                               "rule); this model has 2: ['ball', 'ball']")
+    @hawk.kernel(steps=1, time="t", time_step="dt")
+    def no_mask(dt: Param, t: Mutable[Scalar]):
+        t = t + dt
+
+    (plan,) = eagle.plan.auto([no_mask])
+    with pytest.raises(ValueError) as err:
+        eagle.until_done([plan], max_steps=3, events="refine", dt=0.1, t=np.zeros(2))
+    assert str(err.value) == "eagle.until_done: kernel 'no_mask' has no Terminated mask, so it has no stop rule to locate"
     with pytest.raises(ValueError, match="on_no_event is one of"):
         eagle.until_done([], events="refine", on_no_event="skip")
     with pytest.raises(hawk.KernelError) as kerr:

@@ -64,6 +64,8 @@ def xp_of(arr: Any) -> Any:
 def check_refine(kernel: Kernel, on_no_event: str, who: str) -> StopRule | None:
     """Refuses a model that events='refine' cannot run (before anything runs) and returns the
     kernel's stop rule; None when the rule has no continuous form and on_no_event='step'."""
+    if not any(s.kind == "terminated" for s in kernel.slots):
+        raise ValueError(f"{who}: kernel '{kernel.name}' has no Terminated mask, so it has no stop rule to locate")
     if kernel.time is None or kernel.time_step is None:
         raise ValueError(f"{who}: events='refine' needs kernel '{kernel.name}' to declare its time plane and step: "
                          "@hawk.kernel(steps=1, time='t', time_step='dt')")

@@ -101,16 +101,16 @@ def simulate(model: Any, *args: Any, max_steps: int, until: Any = None, record: 
     for k in kernels:
         if not isinstance(k, Kernel):
             raise TypeError(f"eagle.simulate: the model is hawk kernels or plans, got {type(k).__name__}")
+    masks = [s.name for k in kernels for s in k.slots if s.kind == "terminated"]
+    if not masks:
+        raise ValueError("eagle.simulate: no kernel of the model has a Terminated mask, so nothing says when a sample is "
+                         "done; declare one (terminated: Terminated) and set it in the step")
     rule = None
     if events == "refine":
         if len(kernels) != 1:
             raise ValueError(f"eagle.simulate: events='refine' re-runs the step of a model of one kernel (with its stop rule); "
                              f"this model has {len(kernels)}: {[k.name for k in kernels]}")
         rule = check_refine(kernels[0], on_no_event, "eagle.simulate")
-    masks = [s.name for k in kernels for s in k.slots if s.kind == "terminated"]
-    if not masks:
-        raise ValueError("eagle.simulate: no kernel of the model has a Terminated mask, so nothing says when a sample is "
-                         "done; declare one (terminated: Terminated) and set it in the step")
     if args:
         if len(kernels) != 1:
             raise TypeError("eagle.simulate: a model of several kernels takes its planes by name (x=..., v=...)")
