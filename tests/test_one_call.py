@@ -263,8 +263,9 @@ def test_simulate_refusals(case):
     np.testing.assert_array_equal(kw["x"], x_before)  # nothing ran
 
 
-def test_events_refine_is_refused_as_not_implemented():
-    with pytest.raises(NotImplementedError, match="events='refine'"):
+def test_events_refine_needs_the_kernels_time_and_events_is_checked():
+    # events="refine" itself is tested in tests/test_events.py
+    with pytest.raises(ValueError, match="events='refine' needs kernel 'fall' to declare its time plane and step"):
         eagle.simulate(fall, g=9.81, dt=0.01, z=1.0, w=0.0, steps=0.0, max_steps=10, events="refine")
     with pytest.raises(ValueError, match="events is one of"):
         eagle.simulate(fall, g=9.81, dt=0.01, z=1.0, w=0.0, steps=0.0, max_steps=10, events="nope")

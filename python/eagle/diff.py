@@ -19,6 +19,10 @@ array module (``eagle.arrays``: NumPy, or CuPy on the record's stream). On a GPU
 kernels are CUDA plans launched on that stream, the primals and cotangents a VJP receives are
 CuPy arrays, and what it returns may be any array with ``__cuda_array_interface__`` or
 DLPack (CuPy, JAX, PyTorch); the cotangents returned are CuPy arrays, the Params' floats.
+A record of ``eagle.simulate(..., events="refine", record=True)`` keeps the samples moved to
+their stop's crossing after a launch (``record.events``): their cotangents go through the
+refined step with the event time's sensitivity (implicit function theorem; eagle/events.py)
+instead of through that launch.
 Each kernel node's adjoint is bound once, to buffers the sweep owns (state and cotangent
 planes updated in place), so a sweep allocates nothing per launch for kernels.
 """
@@ -28,6 +32,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 import eagle.plan
+from eagle import events
 from eagle.arrays import ArrayModule
 from eagle.binding import Bound
 from eagle.nodes import node_planes, plane_key
@@ -153,7 +158,8 @@ def _sweep(record: Record, nodes: dict[str, Any], xp: ArrayModule, seeds: Mappin
         xp.add_into(c, xp.value(seeds[target], tuple(c.shape), c.dtype, f"eagle.diff.reverse: seed {target!r}"))
 
     adjoints: dict[str, _Adjoint] = {}
-    for launch in reversed(record.launches):
+    for number in range(len(record.launches) - 1, -1, -1):
+        launch = record.launches[number]
         for nl in reversed(launch):
             node = nodes[nl.node]
             for key, saved in nl.saved.items():  # the state just before this node ran
@@ -162,7 +168,13 @@ def _sweep(record: Record, nodes: dict[str, Any], xp: ArrayModule, seeds: Mappin
                 adj = adjoints.get(nl.node)
                 if adj is None:
                     adj = adjoints[nl.node] = _Adjoint(nl.node, node, sw)
+                # Samples moved to their stop's crossing after this launch (events="refine"):
+                # their cotangents go through the refined step (eagle/events.py), not this one.
+                refined = [(m, r) for n, m, r in record.events.get(number, ()) if n == nl.node]
+                pre = [events.reverse_before(sw, node, m, r) for m, r in refined]
                 adj.run(nl, stream)
+                for (m, r), p in zip(refined, pre):
+                    events.reverse_after(sw, nl.node, node, nl, m, r, p)
             else:
                 _foreign_vjp(nl.node, node, vjps[nl.node], sw)
     for adj in adjoints.values():

@@ -265,13 +265,23 @@ def _loop_mask(named: list[tuple[str, Any]]) -> tuple[Bound, str]:
 
 
 def until_done(items: Sequence[Any], max_steps: int | None = None, progress: bool | Callable[[int, int], Any] = False,
-               target: str | None = None, **bindings: Any) -> Runner:
+               target: str | None = None, events: str = "step", on_no_event: str = "raise", **bindings: Any) -> Runner:
     """Binds the plans in ``items`` to ``bindings`` and returns a Runner (module docstring).
     ``progress=True`` prints the step and live count about once a second; a callable gets
     ``(steps, live)`` instead. The loop runs where its plans do (``loop_target``); ``target``
-    ('host' or 'cuda'), when given, is checked against them."""
+    ('host' or 'cuda'), when given, is checked against them. ``events="refine"`` (a loop of
+    one kernel declaring ``time=``/``time_step=``) moves each sample that stops to the crossing
+    of its stop rule inside the step: an ``eagle.events.EventRunner`` (eagle/events.py)."""
     if target is not None and target not in ("host", "cuda"):
         raise ValueError(f"eagle.until_done: target is 'host' or 'cuda', not {target!r}")
+    if events not in ("step", "refine"):
+        raise ValueError(f"eagle.until_done: events is one of ('step', 'refine'), not {events!r}")
+    if on_no_event not in ("raise", "step"):
+        raise ValueError(f"eagle.until_done: on_no_event is one of ('raise', 'step'), not {on_no_event!r}")
+    if events == "refine":
+        from eagle.events import event_runner
+
+        return event_runner(items, max_steps, progress, target, on_no_event, bindings)
     planned = loop_target(items)
     named = _bind_items(items, bindings)
     check_loop(named, target or planned)

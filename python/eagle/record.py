@@ -66,6 +66,9 @@ class Record:
         self.launches: list[list[NodeLaunch]] = []
         self.stream: Any = None  # the stream of the last recorded launch (GPU graphs)
         self._last_table: dict[tuple[str, str], Any] = {}
+        # launch number -> [(node, eagle.events.EventModel, eagle.events.Refined)]: samples moved
+        # to their stop rule's crossing after that launch (eagle.simulate(events="refine")).
+        self.events: dict[int, list[tuple[str, Any, Any]]] = {}
 
     def __len__(self) -> int:
         return len(self.launches)
@@ -79,6 +82,7 @@ class Record:
         """Forgets every recorded launch."""
         self.launches.clear()
         self._last_table.clear()
+        self.events.clear()
 
     def launch_once(self, run: Callable[[str, Any], None] = run_on_host, stream: Any = None) -> None:
         """Runs every node once through ``run(name, node)``, recording each before it runs;

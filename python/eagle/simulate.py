@@ -13,14 +13,17 @@ Start at ``simulate``. It is ``eagle.until_done`` with the set-up done for you:
   back as numbers.
 - It returns a ``SimResult``: each state plane as an attribute, ``finished``, ``done``,
   ``status`` ("finished" or "max_steps"), ``steps`` (launches of the model, exact: the count
-  ``until_done`` reports, not fused batches), ``n``, ``wall_s``, ``report``, ``t_stop`` (None:
-  events are located at the end of their step) and, with ``record=True``, ``record`` for
+  ``until_done`` reports, not fused batches), ``n``, ``wall_s``, ``report``, ``t_stop`` (with
+  ``events="refine"``; else None) and, with ``record=True``, ``record`` for
   ``eagle.diff.reverse(result.record, {"x": seed})``. A recorded run launches the model one
   step at a time through a recorded graph (the record keeps each launch's overwritten planes),
   the others run as ``until_done`` (fused passes, no Python per step).
 
-``events="refine"`` (a stop located inside the step, with the event time's sensitivity) is
-not implemented yet: it is refused with a message saying so.
+``events="refine"`` (a model of one kernel declaring ``time=`` and ``time_step=``) stops each
+sample at the crossing of its stop rule inside its last step (eagle/events.py); ``t_stop`` is
+then the event time of each finished sample (NaN for the others). With ``record=True`` the
+record keeps each refinement, and ``eagle.diff.reverse`` includes the event time's
+sensitivity (eagle/diff.py).
 """
 
 from __future__ import annotations
@@ -32,9 +35,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from eagle.call import _match, _number, plan_for, resolve
+from eagle.events import EventModel, check_refine, event_runner, gather_and_refine, model_of, no_event_error, scatter, xp_of
 from eagle.graph import Graph
 from eagle.loop import Report, report_of, until_done
 from eagle.plan import Plan
+from eagle.nodes import plane_key
 from eagle.record import Record
 from hawk.kernel import Kernel
 
@@ -58,7 +63,7 @@ class SimResult:
     report: Report     # until_done's report of the run
     state: dict[str, Any]
     record: Record | None = None  # with record=True: for eagle.diff.reverse
-    t_stop: Any = None            # event times (events="refine"; not implemented: None)
+    t_stop: Any = None            # events="refine": each finished sample's event time (NaN: not finished)
 
     def __getattr__(self, name: str) -> Any:
         state = self.__dict__.get("state", {})
@@ -85,10 +90,6 @@ def simulate(model: Any, *args: Any, max_steps: int, until: Any = None, record: 
         raise ValueError(f"eagle.simulate: events is one of {_EVENTS}, not {events!r}")
     if on_no_event not in _ON_NO_EVENT:
         raise ValueError(f"eagle.simulate: on_no_event is one of {_ON_NO_EVENT}, not {on_no_event!r}")
-    if events == "refine":
-        raise NotImplementedError(
-            "eagle.simulate: events='refine' (a stop located inside its step, with the event time's sensitivity) is not "
-            "implemented yet; events='step' stops a sample at the end of the step in which its stop rule turns true")
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 0:
         raise TypeError(f"eagle.simulate: max_steps is a number of launches >= 0, got {max_steps!r}")
     kernels_in = list(model) if isinstance(model, (list, tuple)) else [model]
@@ -104,6 +105,12 @@ def simulate(model: Any, *args: Any, max_steps: int, until: Any = None, record: 
     if not masks:
         raise ValueError("eagle.simulate: no kernel of the model has a Terminated mask, so nothing says when a sample is "
                          "done; declare one (terminated: Terminated) and set it in the step")
+    rule = None
+    if events == "refine":
+        if len(kernels) != 1:
+            raise ValueError(f"eagle.simulate: events='refine' re-runs the step of a model of one kernel (with its stop rule); "
+                             f"this model has {len(kernels)}: {[k.name for k in kernels]}")
+        rule = check_refine(kernels[0], on_no_event, "eagle.simulate")
     if args:
         if len(kernels) != 1:
             raise TypeError("eagle.simulate: a model of several kernels takes its planes by name (x=..., v=...)")
@@ -118,11 +125,22 @@ def simulate(model: Any, *args: Any, max_steps: int, until: Any = None, record: 
     r = resolve(kernels, given, "eagle.simulate", mask="refuse")
     plans = _plans(kernels_in, r.target)
     mask = r.values[masks[0]]
+    model = model_of(kernels[0], rule, r.target, plans[0].cache_dir) if rule is not None else None
     if record:
-        report, rec = _run_recorded(plans, r.values, int(max_steps))
+        report, rec = _run_recorded(plans, r.values, int(max_steps), model, on_no_event)
     else:
-        report = until_done(plans, max_steps=int(max_steps), progress=progress, **r.values).run()
+        if model is not None:
+            runner = event_runner(plans, int(max_steps), progress, None, on_no_event, r.values, "eagle.simulate")
+        else:
+            runner = until_done(plans, max_steps=int(max_steps), progress=progress, **r.values)
+        report = runner.run()
         rec = None
+    t_stop = None
+    if events == "refine":
+        t = r.values[kernels[0].time]
+        xp = xp_of(mask)
+        t_stop = xp.where(mask, t, xp.asarray(np.nan, dtype=t.dtype))
+        t_stop = _number(t_stop) if r.one_sample else t_stop
     state_slots = [s for k in kernels for s in k.slots if s.kind == "mutable"]
     state: dict[str, Any] = {}
     for s in state_slots:
@@ -131,12 +149,16 @@ def simulate(model: Any, *args: Any, max_steps: int, until: Any = None, record: 
     finished = _number(mask) if r.one_sample else mask
     return SimResult(status="finished" if report.done else "max_steps", n=r.n, steps=report.steps, done=report.done,
                      finished=finished if not r.one_sample else bool(finished), wall_s=time.perf_counter() - t0,
-                     report=report, state=state, record=rec)
+                     report=report, state=state, record=rec, t_stop=t_stop)
 
 
-def _run_recorded(plans: Sequence[Plan], values: dict[str, Any], max_steps: int) -> tuple[Report, Record]:
+def _run_recorded(plans: Sequence[Plan], values: dict[str, Any], max_steps: int, model: EventModel | None = None,
+                  on_no_event: str = "raise") -> tuple[Report, Record]:
     """The model as a recorded graph, launched one step at a time until every sample is done
-    or max_steps launches ran: the same launches, counted the same way, as until_done."""
+    or max_steps launches ran: the same launches, counted the same way, as until_done. With an
+    event model, the samples that stop in a launch are refined to their crossing after it
+    (their start state is the record's copy), and the record keeps the refinement
+    (``record.events``) for the reverse sweep."""
     t0 = time.perf_counter()
     g = Graph()
     for plan in plans:
@@ -151,10 +173,32 @@ def _run_recorded(plans: Sequence[Plan], values: dict[str, Any], max_steps: int)
         return n - int(mask.sum()) if isinstance(mask, np.ndarray) else n - int(mask.sum().get())
 
     steps, left = 0, live()
+    rec = built.record
     while left > 0 and steps < max_steps:
+        before = mask.copy() if model is not None else None
         built.launch(1)
         steps += 1
+        if model is not None:
+            _refine_launch(model, plans[0].kernel.name, values, mask, before, rec, on_no_event)
         left = live()
     if built.record is None:
         raise RuntimeError("eagle.simulate: the recorded graph kept no record")
     return report_of(steps, left, n, time.perf_counter() - t0), built.record
+
+
+def _refine_launch(model: EventModel, node: str, values: dict[str, Any], mask: Any, before: Any, rec: Record,
+                   on_no_event: str) -> None:
+    """Refines the samples that stopped in the record's last launch (eagle/events.py) and
+    keeps the refinement in ``rec.events[launch]`` for ``eagle.diff.reverse``."""
+    xp = xp_of(mask)
+    idx = xp.nonzero(xp.logical_and(mask, xp.logical_not(before)))[0]
+    if not idx.shape[0]:
+        return
+    (nl,) = [e for e in rec.launches[-1] if e.node == node]
+    start = {s: nl.saved[plane_key(values[s])][..., idx] for s in model.state}
+    ref = gather_and_refine(model, values, idx, start)
+    missed = int(xp.logical_not(ref.located).sum())
+    if missed and on_no_event == "raise":
+        raise no_event_error(model, missed, "eagle.simulate")
+    scatter(model, values, ref)
+    rec.events.setdefault(len(rec.launches) - 1, []).append((node, model, ref))

@@ -110,8 +110,11 @@ class Kernel:
     ``eagle.plan.auto([kernel])`` or ``eagle.frameworks.jax.function(kernel)``.
     """
 
-    def __init__(self, core: Any, guard: Guard | None = None, origin: str = "", spec: dict[str, Any] | None = None) -> None:
+    def __init__(self, core: Any, guard: Guard | None = None, origin: str = "", spec: dict[str, Any] | None = None,
+                 time: str | None = None, time_step: str | None = None) -> None:
         self._core = core
+        self.time = time            # the time plane (a float in-out Mutable Scalar), or None
+        self.time_step = time_step  # the step's length (a float Param or Scalar plane), or None
         self._spec = spec  # the definition (hawk/source.py), for trace; None for derived kernels
         self.guard = guard or Guard()
         self._origin = origin
@@ -186,7 +189,8 @@ class Kernel:
     def with_steps(self, steps: int) -> "Kernel":
         """The same kernel running ``steps`` steps per launch (a sample still stops as soon as
         it is terminated). eagle's stepping loops use it to run many steps per pass over memory."""
-        return Kernel(self._core.with_steps(int(steps)), self.guard, f"{self.name} with steps={steps}", self._spec)
+        return Kernel(self._core.with_steps(int(steps)), self.guard, f"{self.name} with steps={steps}", self._spec,
+                      self.time, self.time_step)
 
     # --- derivatives
     def tangent(self, wrt: Sequence[str], with_primal: bool = True) -> "Kernel":
@@ -217,7 +221,7 @@ class Kernel:
         need fewer (an adjoint of a tangent kernel never reads the tangents). The JAX bridge
         calls derived kernels trimmed this way, so a scan saves and slices only what they read.
         Every other slot (outputs, the mask, in-out planes) is kept, in the same order."""
-        return Kernel(self._core.without_unread_inputs(), self.guard, self._origin)
+        return Kernel(self._core.without_unread_inputs(), self.guard, self._origin, None, self.time, self.time_step)
 
     def trace(self, samples: Sequence[int], **inputs: Any) -> dict[str, Any]:
         """Every named local's value at the end of each step, for the chosen samples:
@@ -291,26 +295,54 @@ def func(fn: Callable[..., Any]) -> Helper:
     return Helper(fn)
 
 
-def kernel(fn: Callable[..., Any] | None = None, *, steps: int = 1, guard: Guard | None = None) -> Any:
+def kernel(fn: Callable[..., Any] | None = None, *, steps: int = 1, guard: Guard | None = None, time: str | None = None,
+           time_step: str | None = None) -> Any:
     """Compiles a Python function into a hawk kernel (docs/language.md).
 
     ``@hawk.kernel`` makes a map (one pass per sample); ``@hawk.kernel(steps=k)`` a stepping
     kernel whose launches advance each sample k steps; ``guard=Guard(active_set=True)`` asks
-    eagle to launch only over live samples. Raises ``hawk.KernelError`` for anything outside
+    eagle to launch only over live samples. ``time="t", time_step="dt"`` name the kernel's time
+    plane (a float in-out ``Mutable[Scalar]``) and the length of its step (a float Param or
+    Scalar plane), which ``eagle.simulate(..., events="refine")`` needs to locate a stop
+    inside a step (hawk/events.py). Raises ``hawk.KernelError`` for anything outside
     the language, naming the kernel, file, line and what is allowed instead.
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"hawk.kernel: steps must be a positive int, got {steps!r}")
     if guard is not None and not isinstance(guard, Guard):
         raise TypeError(f"hawk.kernel: guard must be a hawk.Guard, got {type(guard).__name__}")
+    for what, value in (("time", time), ("time_step", time_step)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"hawk.kernel: {what} names a parameter (a str), got {value!r}")
 
     def build(f: Callable[..., Any]) -> Kernel:
         try:
             spec = kernel_spec(f, steps, bool(guard and guard.active_set))
         except SourceUnavailable as err:
             raise _core.KernelError(str(err)) from None
-        return Kernel(_core.lower(spec), guard, "", spec)
+        k = Kernel(_core.lower(spec), guard, "", spec, time, time_step)
+        _check_time(k)
+        return k
 
     if fn is not None:
         return build(fn)
     return build
+
+
+def _check_time(k: Kernel) -> None:
+    """Refuses ``time``/``time_step`` names that are not a float in-out Mutable Scalar and a
+    float Param or Scalar plane of the kernel."""
+    names = {s.name: s for s in k.slots}
+    if k.time is not None:
+        s = names.get(k.time)
+        if s is None or s.kind != "mutable" or not s.inout or not s.is_float or s.is_vector:
+            raise _core.KernelError(
+                f"hawk kernel '{k.name}': time={k.time!r} names the time plane, a float Mutable[Scalar] the step reads "
+                f"and advances (t = t + dt); " + (f"'{k.time}' is {s.annotation()}" if s is not None else
+                                                  f"the kernel has no parameter '{k.time}'"))
+    if k.time_step is not None:
+        s = names.get(k.time_step)
+        if s is None or s.kind not in ("param", "plane") or not s.is_float or s.is_vector:
+            raise _core.KernelError(
+                f"hawk kernel '{k.name}': time_step={k.time_step!r} names the step's length, a float Param or Scalar; "
+                + (f"'{k.time_step}' is {s.annotation()}" if s is not None else f"the kernel has no parameter '{k.time_step}'"))
