@@ -351,7 +351,7 @@ def test_rng_used_as_a_number_is_refused_at_its_line():
 
 
 @pytest.mark.parametrize("body, words", [
-    ("y = rng.gauss()", "uniform() and normal()"),
+    ("y = rng.gauss()", "the methods uniform, normal, exponential"),
     ("y = rng.normal(2.0)", "takes no arguments"),
     ("y = rng.normal(scale=2.0)", "keyword arguments are not supported"),
     ("rng = 1.0\n    y = 0.0", "cannot assign to Random"),

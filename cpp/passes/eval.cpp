@@ -253,6 +253,11 @@ bool foldable(Op op) {
     case Op::RandNormal:
     case Op::RandUniformAt:
     case Op::RandNormalAt:
+    case Op::RandGamma:
+    case Op::RandPoisson:
+    case Op::RandInt:
+    case Op::RandTruncNormal:
+    case Op::RandNormalVec:
     case Op::LoopBegin:
     case Op::LoopCarry:
     case Op::LoopIndex:
