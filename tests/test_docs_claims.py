@@ -21,8 +21,9 @@ def _render_docs():
 def test_performance_docs_are_the_rendered_results():
     rd = _render_docs()
     card = json.loads(rd.RESULTS.read_text())
+    draws = json.loads(rd.DRAWS_RESULTS.read_text())
     doc = rd.DOC.read_text()
-    assert rd.rendered_doc(doc, card) == doc, "run python benchmarks/render_docs.py after a new perf_card run"
+    assert rd.rendered_doc(doc, card, draws) == doc, "run python benchmarks/render_docs.py after a new benchmark run"
 
 
 def test_a_changed_figure_is_caught():
@@ -31,3 +32,13 @@ def test_a_changed_figure_is_caught():
     doc = rd.DOC.read_text()
     card["records"][0]["arms"]["raptor"]["ms"] *= 2
     assert rd.rendered_doc(doc, card) != doc
+
+
+def test_a_changed_draws_figure_is_caught():
+    rd = _render_docs()
+    card = json.loads(rd.RESULTS.read_text())
+    draws = json.loads(rd.DRAWS_RESULTS.read_text())
+    doc = rd.DOC.read_text()
+    assert rd.DRAWS_BEGIN in doc and "| gamma | float64 |" in doc
+    draws["rows"][0]["raptor_draws_per_s"] *= 2
+    assert rd.rendered_doc(doc, card, draws) != doc

@@ -20,6 +20,18 @@
 #define RAPTOR_RNG_FN inline
 #endif
 
+/* The bit-making core (threefry, fold_in, the uniform's bits), which every draw runs several
+ * times: always inlined on the host, where GCC's unit-growth limits would otherwise stop
+ * inlining it into the later kernels of a large unit (one launch of 4 bernoulli draws ran 20x
+ * slower in a unit of nine kernels than alone); the device's RAPTOR_RNG_FN forces it already. */
+#ifndef RAPTOR_RNG_HOT
+#ifdef __CUDACC__
+#define RAPTOR_RNG_HOT RAPTOR_RNG_FN
+#else
+#define RAPTOR_RNG_HOT inline __attribute__((always_inline))
+#endif
+#endif
+
 /* Bits to float: memcpy on the host, the intrinsics on the device (NVRTC has no <cstring>). */
 #ifdef __CUDACC__
 #define RP_F64_FROM_BITS(f, bits) ((f) = __longlong_as_double(static_cast<long long>(bits)))
@@ -34,10 +46,10 @@ struct rp_key {
   uint32_t k0, k1;
 };
 
-RAPTOR_RNG_FN uint32_t rp_rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+RAPTOR_RNG_HOT uint32_t rp_rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
 
 /* threefry2x32 with 20 rounds (Salmon et al. 2011; jax/_src/random/threefry2x32.py). */
-RAPTOR_RNG_FN void rp_threefry2x32(rp_key key, uint32_t* x0, uint32_t* x1) {
+RAPTOR_RNG_HOT void rp_threefry2x32(rp_key key, uint32_t* x0, uint32_t* x1) {
   const uint32_t ks[3] = {key.k0, key.k1, key.k0 ^ key.k1 ^ 0x1BD11BDAu};
   const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
   uint32_t a = *x0 + ks[0], b = *x1 + ks[1];
@@ -54,21 +66,21 @@ RAPTOR_RNG_FN void rp_threefry2x32(rp_key key, uint32_t* x0, uint32_t* x1) {
 }
 
 /* jax.random.fold_in(key, d). */
-RAPTOR_RNG_FN rp_key rp_fold_in(rp_key key, uint32_t d) {
+RAPTOR_RNG_HOT rp_key rp_fold_in(rp_key key, uint32_t d) {
   uint32_t a = 0, b = d;
   rp_threefry2x32(key, &a, &b);
   return rp_key{a, b};
 }
 
 /* The subkey of draw j of sample i in step s. */
-RAPTOR_RNG_FN rp_key rp_subkey(rp_key key, uint32_t step, uint32_t sample, uint32_t draw) {
+RAPTOR_RNG_HOT rp_key rp_subkey(rp_key key, uint32_t step, uint32_t sample, uint32_t draw) {
   return rp_fold_in(rp_fold_in(rp_fold_in(key, step), sample), draw);
 }
 
 /* Element c of jax.random.uniform(key, (n,), float64) and float32, on [0, 1): the bits of
  * threefry2x32(key, 0, c) (jax_threefry_partitionable counts elements with a 64-bit iota split
  * into (hi, lo) words; n < 2^32 here, so hi = 0). A scalar draw is element 0. */
-RAPTOR_RNG_FN double rp_uniform_ctr_f64(rp_key key, uint32_t c) {
+RAPTOR_RNG_HOT double rp_uniform_ctr_f64(rp_key key, uint32_t c) {
   uint32_t b0 = 0, b1 = c;
   rp_threefry2x32(key, &b0, &b1);
   const uint64_t bits = ((static_cast<uint64_t>(b0) << 32) | b1) >> 12 | 0x3FF0000000000000ull;
@@ -77,7 +89,7 @@ RAPTOR_RNG_FN double rp_uniform_ctr_f64(rp_key key, uint32_t c) {
   return f - 1.0;
 }
 
-RAPTOR_RNG_FN float rp_uniform_ctr_f32(rp_key key, uint32_t c) {
+RAPTOR_RNG_HOT float rp_uniform_ctr_f32(rp_key key, uint32_t c) {
   uint32_t b0 = 0, b1 = c;
   rp_threefry2x32(key, &b0, &b1);
   const uint32_t bits = (b0 ^ b1) >> 9 | 0x3F800000u;
@@ -87,8 +99,8 @@ RAPTOR_RNG_FN float rp_uniform_ctr_f32(rp_key key, uint32_t c) {
 }
 
 /* jax.random.uniform(key, (), float64) and float32, on [0, 1). */
-RAPTOR_RNG_FN double rp_uniform_f64(rp_key key) { return rp_uniform_ctr_f64(key, 0u); }
-RAPTOR_RNG_FN float rp_uniform_f32(rp_key key) { return rp_uniform_ctr_f32(key, 0u); }
+RAPTOR_RNG_HOT double rp_uniform_f64(rp_key key) { return rp_uniform_ctr_f64(key, 0u); }
+RAPTOR_RNG_HOT float rp_uniform_f32(rp_key key) { return rp_uniform_ctr_f32(key, 0u); }
 
 /* erfinv(u) for |u| < 1 in double: a ~2e-3 initial guess (Winitzki), then three Halley steps
  * (cubic convergence: within 4e-16 of the converged value) on erf (|u| <= 0.5) or on erfc with
