@@ -6,7 +6,7 @@ Every number is checked against jax.random itself on the same subkey: draw j of 
 step s with key k is `jax.random.<name>(fold_in(fold_in(fold_in(k, s), i), j), ...)`, through
 the reference interpreter, the compiled host code (the "ffi" JAX lowering) and the "xla"
 lowering, in float32 and float64; the reparameterized arguments are differentiated against
-jax.grad of the same formula and check_grads.
+jax.grad of the same formula and check_grads, gamma in a against jax.random.gamma's gradient.
 """
 
 from __future__ import annotations
@@ -219,15 +219,39 @@ def gamma_poisson(a: Scalar, rng: Random, g: Mutable[Scalar], k: Mutable[Scalar]
     k = float(rng.poisson(a))
 
 
-def test_gamma_and_poisson_draws_carry_no_derivative_in_their_parameter():
-    n = 16
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("lowering", ["ffi", "xla"])
+def test_gamma_differentiates_in_a_as_jax_and_poisson_not_at_all(dtype, lowering):
+    """jax.random.gamma's implicit reparameterization gradient (lax.random_gamma_grad) in
+    both modes; a poisson draw carries no derivative in lam (jax's has none either)."""
+    n = 64
     key = jax.random.key(9)
-    a = jnp.linspace(0.5, 3.0, n)
-    f = ejax.function(gamma_poisson, wrt=["a"])
-    jac = jax.jacfwd(lambda a: f(a, key)[0])(a)
-    np.testing.assert_array_equal(np.asarray(jac), 0.0)
+    a = jnp.asarray(np.tile([0.05, 0.3, 0.9, 1.0, 2.5, 7.0, 30.0, 0.5], n // 8), dtype)
+    f = ejax.function(gamma_poisson, wrt=["a"], lowering=lowering)
+    want = jax.vmap(jax.grad(lambda a, k: jax.random.gamma(k, a, (), jnp.dtype(dtype))))(a, subkeys(key, n, 0))
+    got_fwd = jax.jvp(lambda a: f(a, key)[0], (a,), (jnp.ones_like(a),))[1]
+    got_rev = jax.grad(lambda a: jnp.sum(f(a, key)[0]))(a)
+    tol = 1e-10 if dtype == np.float64 else 2e-4
+    np.testing.assert_allclose(np.asarray(got_fwd, np.float64), np.asarray(want, np.float64), rtol=tol)
+    np.testing.assert_allclose(np.asarray(got_rev, np.float64), np.asarray(want, np.float64), rtol=tol)
     g = jax.grad(lambda a: jnp.sum(f(a, key)[1]))(a)
     np.testing.assert_array_equal(np.asarray(g), 0.0)
+
+
+def test_gamma_grad_equals_lax_random_gamma_grad_in_the_interpreter():
+    """The derivative kernel's RandGammaGrad against lax.random_gamma_grad at draws across
+    both of its branches (series: x <= 1 or x <= a; continued fraction beyond)."""
+    n = 64
+    key = jax.random.key(9)
+    kd = [float(w) for w in np.asarray(jax.random.key_data(key))]
+    a = np.tile([0.05, 0.3, 0.9, 1.0, 2.5, 7.0, 30.0, 0.5], n // 8)
+    t = gamma_poisson.tangent(["a"], with_primal=True)
+    outs = t._core.interpret(n, {"a": list(a), "a_dot": [1.0] * n, "rng": kd})[0]
+    dot = [k for k in outs if k.startswith("g") and k != "g"]
+    x = np.asarray(outs["g"])
+    want = np.asarray(jax.lax.random_gamma_grad(jnp.asarray(a), jnp.asarray(x)))
+    assert (x > 1).any() and (x <= 1).any()
+    np.testing.assert_allclose(np.asarray(outs[dot[0]]), want, rtol=1e-12)
 
 
 # ------------------------------------------------------------------------- loops, steps
@@ -295,8 +319,9 @@ def test_misuse_is_refused_with_the_fix(body, words):
 
 @pytest.mark.skipif(nvrtc_missing(), reason="NVRTC not found")
 @pytest.mark.parametrize("make", [lambda: floats, lambda: ints, lambda: mvn, lambda: looped,
-                                  lambda: reparam.adjoint(["mu", "sigma", "lo"]), lambda: reparam.tangent(["sigma"])],
-                         ids=["floats", "ints", "mvn", "loop", "adjoint", "tangent"])
+                                  lambda: reparam.adjoint(["mu", "sigma", "lo"]), lambda: reparam.tangent(["sigma"]),
+                                  lambda: gamma_poisson.adjoint(["a"])],
+                         ids=["floats", "ints", "mvn", "loop", "adjoint", "tangent", "gamma_adjoint"])
 def test_cuda_emission_compiles_with_nvrtc(make):
     k = make()
     src = k.cuda("float32")

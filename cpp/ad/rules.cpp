@@ -117,6 +117,7 @@ bool has_partials(Op op) {
     case Op::Fdim:
     case Op::Fma:
     case Op::RandTruncNormal:
+    case Op::RandGamma:
       return true;
     default:
       return false;
@@ -252,6 +253,10 @@ std::vector<Partial> partials(Builder& b, int v, const std::function<bool(int)>&
         const double k = (val.op == Op::Erf ? 2.0 : -2.0) / 1.7724538509055160273;  // sqrt(pi)
         mul(0, op(Op::Mul, {c(k), op(Op::Exp, {op(Op::Neg, {sq(x)})})}));
       }
+      break;
+    case Op::RandGamma:
+      // jax's implicit reparameterization: d x / d a = random_gamma_grad(a, x).
+      if (n1) mul(1, op(Op::RandGammaGrad, {y, v}));
       break;
     case Op::RandTruncNormal:
       // out = sqrt2 erfinv(A + f (B - A)), A = erf(lo / sqrt2), B = erf(hi / sqrt2), f the

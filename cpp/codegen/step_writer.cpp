@@ -493,6 +493,8 @@ std::string StepWriter::expr(int i) const {
                  std::to_string(static_cast<int64_t>(v.imm)) + "u)";
       }
     }
+    case Op::RandGammaGrad:  // runtime/random.h: jax's lax.random_gamma_grad
+      return "rp_gamma_grad<T>(" + a(0) + ", " + a(1) + ")";
     case Op::StopGrad:
     case Op::CustomJvp:  // derivatives only: the value is args[0]
       return a(0);

@@ -351,6 +351,11 @@ class SampleRunner {
         }
         return;
       }
+      case Op::RandGammaGrad:
+        f_[i] = b_.float32 ? rp_gamma_grad<float>(static_cast<float>(f_[v.args[0]]),
+                                                  static_cast<float>(f_[v.args[1]]))
+                           : rp_gamma_grad<double>(f_[v.args[0]], f_[v.args[1]]);
+        return;
       case Op::ToIndex:
         i_[i] = b_.float32 ? passes::to_index_f32(static_cast<float>(f_[v.args[0]]))
                            : passes::to_index(f_[v.args[0]]);

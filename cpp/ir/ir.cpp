@@ -136,6 +136,8 @@ OpInfo info(Op op) {
       return {"rand_truncated_normal", 3};
     case Op::RandNormalVec:
       return {"rand_normal_vec", 1};
+    case Op::RandGammaGrad:
+      return {"random_gamma_grad", 2};
     default:
       break;
   }

@@ -166,6 +166,10 @@ enum class Op : uint8_t {
   RandInt,          // I: jax.random.randint(subkey, (), args[1], args[2], int32) (I bounds)
   RandTruncNormal,  // F: jax.random.truncated_normal(subkey, args[1], args[2])
   RandNormalVec,    // F: element `imm` (an integer >= 0) of jax.random.normal(subkey, (n,))
+  // F, F -> F: d x / d a of a gamma sample x = args[1] of shape a = args[0] (jax's
+  // lax.random_gamma_grad, runtime/random.h rp_gamma_grad): RandGamma's derivative in a.
+  // Its own derivative is not defined (a second derivative in a treats it as a constant).
+  RandGammaGrad,
 };
 
 // The element type of a slot's buffer. Float slots have the build's dtype (float32 or

@@ -258,6 +258,7 @@ bool foldable(Op op) {
     case Op::RandInt:
     case Op::RandTruncNormal:
     case Op::RandNormalVec:
+    case Op::RandGammaGrad:  // runtime/random.h's, not folded (derived kernels only)
     case Op::LoopBegin:
     case Op::LoopCarry:
     case Op::LoopIndex:

@@ -183,6 +183,7 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "remainder": _remainder,
     "copysign": jnp.copysign,
     "fdim": _fdim,
+    "random_gamma_grad": jax.lax.random_gamma_grad,  # RandGamma's derivative in a (derived kernels)
 }
 
 _TERNARY: dict[str, Callable[[Any, Any, Any], Any]] = {
