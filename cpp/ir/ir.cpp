@@ -3,6 +3,7 @@
 #include "ir/ir.hpp"
 #include "ir/math_fns.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -504,7 +505,8 @@ void verify(const Kernel& k) {
       case Op::RandInt:
       case Op::RandTruncNormal:
       case Op::RandNormalVec:
-        if (v.op == Op::RandNormalVec && !(v.imm >= 0 && v.imm < 4294967296.0 && v.imm == static_cast<double>(static_cast<int64_t>(v.imm))))
+        if (v.op == Op::RandNormalVec &&
+            !(v.imm >= 0 && v.imm < 4294967296.0 && v.imm == std::floor(v.imm)))
           fail(k, i, "a vector draw's element is not an integer in uint32");
         if (v.slot < 0 || v.slot >= ns || k.slots[v.slot].kind != SlotKind::Random)
           fail(k, i, "a draw from a slot that is not Random");
