@@ -1,16 +1,17 @@
 """Random draws per second per core: hawk kernels (`rng: Random`) against jax.random on the CPU,
-side by side, for uniform and normal draws in float32 and float64.
+side by side, for every distribution of a Random parameter (uniform, normal, exponential,
+bernoulli, lognormal, gamma, poisson, randint, truncated_normal) in float32 and float64.
 
-    python benchmarks/random_draws.py            # prints a table: draws/s per core and the ratio
-    python benchmarks/random_draws.py --quick    # a small N, for a smoke run
+    python benchmarks/random_draws.py            # prints a table, writes benchmarks/results/random_draws.json
+    python benchmarks/random_draws.py --quick    # a small N, for a smoke run (no JSON unless --json)
 
-Both sides make the same numbers (checked before timing: uniform bit for bit, normal to the
-documented tolerance): draw j of sample i is jax.random's value of
+Both sides make the same numbers (checked before timing: the bit-exact distributions bit for
+bit, the others to the documented tolerance): draw j of sample i is jax.random's value of
 fold_in(fold_in(fold_in(key, step), i), j). The hawk side runs one launch of a kernel making
 DRAWS draws per sample on one thread (N below the launcher's serial threshold is split off by
 setting the bound kernel's threshold above N), the jax side the same draws as one jitted
 vmap over the samples (XLA's CPU backend: one thread for this elementwise work). Not a timed
-test: it prints what it measured.
+test: it prints and records what it measured.
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ import sys
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
 import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -36,15 +40,32 @@ jax.config.update("jax_enable_x64", True)
 
 DRAWS = 4  # draws per sample per launch (summed, so none is dropped)
 
+# name: (the kernel's expression of one draw, jax's value of one draw from subkey k in dtype dt,
+# whether the two are equal bit for bit)
+DISTS = {
+    "uniform": ("rng.uniform()", lambda k, dt: jax.random.uniform(k, (), dt), True),
+    "normal": ("rng.normal()", lambda k, dt: jax.random.normal(k, (), dt), False),
+    "exponential": ("rng.exponential()", lambda k, dt: jax.random.exponential(k, (), dt), False),
+    "bernoulli": ("(1.0 if rng.bernoulli(0.3) else 0.0)",
+                  lambda k, dt: jax.random.bernoulli(k, jnp.asarray(0.3, dt)).astype(dt), True),
+    "lognormal": ("rng.lognormal(0.5)", lambda k, dt: jax.random.lognormal(k, 0.5, (), dt), False),
+    "gamma": ("rng.gamma(2.5)", lambda k, dt: jax.random.gamma(k, 2.5, (), dt), False),
+    "poisson": ("float(rng.poisson(4.0))", lambda k, dt: jax.random.poisson(k, 4.0, ()).astype(dt), True),
+    "randint": ("float(rng.randint(0, 100))",
+                lambda k, dt: jax.random.randint(k, (), 0, 100, jnp.int32).astype(dt), True),
+    "truncated_normal": ("rng.truncated_normal(-1.0, 2.0)",
+                         lambda k, dt: jax.random.truncated_normal(k, -1.0, 2.0, (), dt), False),
+}
 
-@hawk.kernel
-def uniforms(rng: Random, y: Mutable[Scalar]):
-    y = rng.uniform() + rng.uniform() + rng.uniform() + rng.uniform()
 
-
-@hawk.kernel
-def normals(rng: Random, y: Mutable[Scalar]):
-    y = rng.normal() + rng.normal() + rng.normal() + rng.normal()
+def make_kernel(name: str):
+    """The hawk kernel summing DRAWS draws of distribution `name` per sample."""
+    expr = DISTS[name][0]
+    src = (f"@hawk.kernel\ndef draws_{name}(rng: Random, y: Mutable[Scalar]):\n"
+           f"    y = {' + '.join([expr] * DRAWS)}\n")
+    ns = {"hawk": hawk, "Random": Random, "Mutable": Mutable, "Scalar": Scalar}
+    exec(compile(src, f"<random_draws {name}>", "exec"), ns)
+    return ns[f"draws_{name}"]
 
 
 def best(fn, repeat: int = 7) -> float:
@@ -57,8 +78,9 @@ def best(fn, repeat: int = 7) -> float:
     return min(times)
 
 
-def jax_draws(kind: str, dtype, n: int):
-    f = jax.random.uniform if kind == "uniform" else jax.random.normal
+def jax_draws(name: str, dtype, n: int):
+    f = DISTS[name][1]
+    dt = jnp.dtype(dtype)
 
     @jax.jit
     def run(key):
@@ -66,9 +88,9 @@ def jax_draws(kind: str, dtype, n: int):
 
         def one(i):
             ki = jax.random.fold_in(jax.random.fold_in(ks, 0), i)
-            total = f(jax.random.fold_in(ki, 0), (), dtype)
+            total = f(jax.random.fold_in(ki, 0), dt)
             for j in range(1, DRAWS):
-                total = total + f(jax.random.fold_in(ki, j), (), dtype)
+                total = total + f(jax.random.fold_in(ki, j), dt)
             return total
 
         return jax.vmap(one)(jnp.arange(n, dtype=jnp.uint32))
@@ -79,29 +101,42 @@ def jax_draws(kind: str, dtype, n: int):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", default=None, help="where to write the results (default: "
+                    "benchmarks/results/random_draws.json for a full run, none for --quick)")
     args = ap.parse_args()
-    n = 1 << 12 if args.quick else 1 << 20
-    plans = dict(zip(("uniform", "normal"), eagle.plan.auto([uniforms, normals])))
+    n = 1 << 10 if args.quick else 1 << 16
+    names = list(DISTS)
+    plans = dict(zip(names, eagle.plan.auto([make_kernel(nm) for nm in names])))
     key = jax.random.key(0)
+    rows = []
     print(f"N = {n} samples x {DRAWS} draws, one thread each side")
-    print(f"{'draw':8} {'dtype':8} {'hawk Mdraws/s':>14} {'jax Mdraws/s':>13} {'hawk / jax':>11}")
-    for kind in ("uniform", "normal"):
+    print(f"{'draw':17} {'dtype':8} {'hawk Mdraws/s':>14} {'jax Mdraws/s':>13} {'hawk / jax':>11}")
+    for name in names:
         for dtype in (np.float32, np.float64):
             y = np.zeros(n, dtype)
-            bound = plans[kind].bind(rng=0, y=y)
+            bound = plans[name].bind(rng=0, y=y)
             bound._core.serial_threshold = n + 1  # one thread: draws per second per core
-            ref = jax_draws(kind, dtype, n)
+            ref = jax_draws(name, dtype, n)
             bound.launch()  # launch 0: key fold_in(key, 0), as ref draws
             want = np.asarray(ref(key))
-            if kind == "uniform":
-                # the sum of bit-exact draws in the same order: bit for bit
+            if DISTS[name][2]:  # sums of bit-exact draws in the same order: bit for bit
                 np.testing.assert_array_equal(y, want)
             else:
-                np.testing.assert_allclose(y, want, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)
+                np.testing.assert_allclose(y, want, rtol=1e-5 if dtype == np.float32 else 1e-11, atol=1e-5)
             t_hawk = best(bound.launch)
             t_jax = best(lambda: ref(key).block_until_ready())
-            rate = lambda t: n * DRAWS / t / 1e6  # noqa: E731
-            print(f"{kind:8} {np.dtype(dtype).name:8} {rate(t_hawk):14.1f} {rate(t_jax):13.1f} {t_jax / t_hawk:10.2f}x")
+            rate = lambda t: n * DRAWS / t  # noqa: E731
+            rows.append({"dist": name, "dtype": np.dtype(dtype).name, "n": n, "draws_per_sample": DRAWS,
+                         "raptor_draws_per_s": rate(t_hawk), "jax_draws_per_s": rate(t_jax),
+                         "ratio": t_jax / t_hawk})
+            print(f"{name:17} {np.dtype(dtype).name:8} {rate(t_hawk) / 1e6:14.1f} {rate(t_jax) / 1e6:13.1f} "
+                  f"{t_jax / t_hawk:10.2f}x")
+    out = args.json or (None if args.quick else str(Path(__file__).resolve().parent / "results" / "random_draws.json"))
+    if out:
+        meta = {"machine": platform.processor() or platform.machine(), "jax": jax.__version__,
+                "threads": 1, "protocol": "best of 7 after one warm-up; one launch of N samples x DRAWS draws"}
+        Path(out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+        print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -78,7 +78,8 @@ writes exactly the kernels of the generator before all of them and ``features=("
   through ``quat_mul``, ``quat_conj``, ``quat_rotate``, ``quat_to_matrix``,
   ``quat_from_axis_angle`` (of an axis that is never 0);
 - "random" (three in ten kernels): an ``rng: Random`` parameter, ``rng.uniform()`` and
-  ``rng.normal()`` used reparameterized (``mu + sigma * rng.normal()``, ``lo + (hi - lo) *
+  ``rng.normal()`` (and the other distributions: exponential, lognormal, gamma, poisson,
+  randint, bernoulli, truncated_normal) used reparameterized (``mu + sigma * rng.normal()``, ``lo + (hi - lo) *
   rng.uniform()``), in both branches of a conditional or ``where``, in unrolled loops, in
   ``if`` branches and steps; only in statements of their own and as a term of y0, never in
   an expression the generator may repeat;
@@ -1028,8 +1029,19 @@ class _Gen:
         name = self.fresh("a")
         s = lambda: self.scal(sc, depth - 1)  # noqa: E731
         self.drew = True
-        c = r.randrange(7)
-        if c == 0:
+        c = r.randrange(8)
+        if c == 7:  # the other distributions (constant parameters where the draw carries no
+            # derivative in them, or jumps: gamma, poisson, randint, bernoulli; the others' are
+            # smooth and differentiate)
+            d = r.choice([
+                "rng.exponential()", f"rng.lognormal({r.choice(['0.25', '0.5'])})",
+                f"rng.gamma({r.choice(['0.5', '2.5'])})", f"float(rng.poisson({r.choice(['3.0', '25.0'])}))",
+                f"float(rng.randint({r.choice(['-3', '0'])}, {r.choice(['7', '100'])}))",
+                "(1.0 if rng.bernoulli(0.3) else 0.0)", "rng.truncated_normal(-1.0, 2.0)",
+                "rng.truncated_normal(tanh({t}), tanh({t}) + 1.5)",
+            ]).replace("{t}", s())
+            lines.append(f"{ind}{name} = {s()} + 0.25 * {d}")
+        elif c == 0:
             lines.append(f"{ind}{name} = {s()} + {s()} * rng.normal()")
         elif c == 1:
             lines.append(f"{ind}{name} = rng.{r.choice(['uniform', 'normal'])}()")

@@ -351,7 +351,7 @@ def test_rng_used_as_a_number_is_refused_at_its_line():
 
 
 @pytest.mark.parametrize("body, words", [
-    ("y = rng.gauss()", "uniform() and normal()"),
+    ("y = rng.gauss()", "the methods uniform, normal, exponential"),
     ("y = rng.normal(2.0)", "takes no arguments"),
     ("y = rng.normal(scale=2.0)", "keyword arguments are not supported"),
     ("rng = 1.0\n    y = 0.0", "cannot assign to Random"),
@@ -507,7 +507,7 @@ def test_thread_counts_draw_the_same_numbers(tmp_path, threads):
 
 def test_benchmark_quick_run_checks_its_numbers(tmp_path):
     """benchmarks/random_draws.py --quick: both sides' numbers are checked against each other before
-    timing (uniform bit for bit), so exit 0 means they agreed; the timings are not checked."""
+    timing (every distribution, the bit-exact ones bit for bit), so exit 0 means they agreed; the timings are not checked."""
     import os
     import subprocess
     import sys
@@ -517,8 +517,9 @@ def test_benchmark_quick_run_checks_its_numbers(tmp_path):
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "RAPTOR_CACHE_DIR": str(tmp_path / "cache")}
     p = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
-    rows = [ln.split() for ln in p.stdout.splitlines() if ln.startswith(("uniform", "normal"))]
-    assert "hawk / jax" in p.stdout and len(rows) == 4 and all(r[-1].endswith("x") for r in rows)
+    names = ("uniform", "normal", "exponential", "bernoulli", "lognormal", "gamma", "poisson", "randint", "truncated_normal")
+    rows = [ln.split() for ln in p.stdout.splitlines() if ln.split() and ln.split()[0] in names]
+    assert "hawk / jax" in p.stdout and len(rows) == 2 * len(names) and all(r[-1].endswith("x") for r in rows)
 
 
 @hawk.kernel(steps=60)

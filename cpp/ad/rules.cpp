@@ -116,6 +116,8 @@ bool has_partials(Op op) {
     case Op::Copysign:
     case Op::Fdim:
     case Op::Fma:
+    case Op::RandTruncNormal:
+    case Op::RandGamma:
       return true;
     default:
       return false;
@@ -250,6 +252,34 @@ std::vector<Partial> partials(Builder& b, int v, const std::function<bool(int)>&
       if (n0) {
         const double k = (val.op == Op::Erf ? 2.0 : -2.0) / 1.7724538509055160273;  // sqrt(pi)
         mul(0, op(Op::Mul, {c(k), op(Op::Exp, {op(Op::Neg, {sq(x)})})}));
+      }
+      break;
+    case Op::RandGamma:
+      // jax's implicit reparameterization: d x / d a = random_gamma_grad(a, x).
+      if (n1) mul(1, op(Op::RandGammaGrad, {y, v}));
+      break;
+    case Op::RandTruncNormal:
+      // out = sqrt2 erfinv(A + f (B - A)), A = erf(lo / sqrt2), B = erf(hi / sqrt2), f the
+      // draw's uniform (the same subkey: a RandUniformAt of this draw's index), as jax
+      // differentiates truncated_normal: d out / d lo = exp((out^2 - lo^2) / 2) (1 - f),
+      // d out / d hi = exp((out^2 - hi^2) / 2) f. The draw itself carries none.
+      if (n1 || n2) {
+        ir::Value u;
+        u.op = Op::RandUniformAt;
+        u.type = ir::Type::F;
+        u.slot = val.slot;
+        u.comp = val.comp;
+        u.iimm = val.iimm;
+        u.args[0] = x;
+        u.pred = p;
+        u.loc = val.loc;
+        const int f = b.copy(u);
+        const int out2 = sq(v);
+        auto weight = [&](int bound) {
+          return op(Op::Exp, {op(Op::Mul, {c(0.5), op(Op::Sub, {out2, sq(bound)})})});
+        };
+        if (n1) mul(1, op(Op::Mul, {weight(y), op(Op::Sub, {c(1.0), f})}));
+        if (n2) mul(2, op(Op::Mul, {weight(val.args[2]), f}));
       }
       break;
     case Op::Exp2:

@@ -109,8 +109,7 @@ ir::Kernel unroll(const ir::Kernel& k) {
         default: {
           Value c = v;
           // A draw keeps its numbering: step `step` of the launch becomes a step offset.
-          if (v.op == Op::RandUniform || v.op == Op::RandNormal || v.op == Op::RandUniformAt ||
-              v.op == Op::RandNormalAt)
+          if (ir::is_draw(v.op))
             c.iimm += step;
           for (int a = 0; a < ir::op_arity(v.op); ++a) c.args[a] = map[v.args[a]];
           // A loop's markers and carries keep no predicate of their own.

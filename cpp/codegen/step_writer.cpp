@@ -360,7 +360,8 @@ std::string StepWriter::expr(int i) const {
   const Value& v = k_.values[i];
   auto a = [&](int j) { return var(v.args[j]); };
   if (v.type == Type::I && v.op != Op::Const && v.op != Op::Select && v.op != Op::ToIndex &&
-      v.op != Op::LoadParam && v.op != Op::LoadPlane && v.op != Op::LoadState)
+      v.op != Op::LoadParam && v.op != Op::LoadPlane && v.op != Op::LoadState &&
+      v.op != Op::RandPoisson && v.op != Op::RandInt)
     return int_expr(v.op, a(0), op_arity(v.op) > 1 ? a(1) : "");
   switch (v.op) {
     case Op::Const:
@@ -461,6 +462,39 @@ std::string StepWriter::expr(int i) const {
              "(rp_subkey(key_" + nm + ", " + step + ", static_cast<uint32_t>(base_" + nm +
              " + s), " + j + "))";
     }
+    case Op::RandGamma:
+    case Op::RandPoisson:
+    case Op::RandInt:
+    case Op::RandTruncNormal:
+    case Op::RandNormalVec: {
+      // jax.random's distribution on draw j's subkey (runtime/random.h); j = args[0] + comp,
+      // args[0] a constant outside loop regions.
+      const std::string nm = name(v.slot);
+      const std::string step =
+          v.iimm == 0 ? step_index() : step_index() + " + " + std::to_string(v.iimm) + "u";
+      const ir::Value& base = k_.values[v.args[0]];
+      const std::string j =
+          base.op == Op::Const
+              ? std::to_string(base.iimm + v.comp) + "u"
+              : "static_cast<uint32_t>(" + a(0) + " + " + std::to_string(v.comp) + ")";
+      const std::string key = "rp_subkey(key_" + nm + ", " + step + ", static_cast<uint32_t>(base_" +
+                              nm + " + s), " + j + ")";
+      switch (v.op) {
+        case Op::RandGamma:
+          return "rp_gamma<T>(" + key + ", " + a(1) + ")";
+        case Op::RandPoisson:
+          return "rp_poisson(" + key + ", static_cast<float>(" + a(1) + "))";
+        case Op::RandInt:
+          return "rp_randint_i32(" + key + ", " + a(1) + ", " + a(2) + ")";
+        case Op::RandTruncNormal:
+          return "rp_truncated_normal<T>(" + key + ", " + a(1) + ", " + a(2) + ")";
+        default:
+          return std::string("rp_normal_ctr_") + dtype_suffix(dtype_) + "(" + key + ", " +
+                 std::to_string(static_cast<int64_t>(v.imm)) + "u)";
+      }
+    }
+    case Op::RandGammaGrad:  // runtime/random.h: jax's lax.random_gamma_grad
+      return "rp_gamma_grad<T>(" + a(0) + ", " + a(1) + ")";
     case Op::StopGrad:
     case Op::CustomJvp:  // derivatives only: the value is args[0]
       return a(0);

@@ -318,6 +318,44 @@ class SampleRunner {
           f_[i] = b_.float32 ? rp_normal_f32(key) : rp_normal_f64(key);
         return;
       }
+      case Op::RandGamma:
+      case Op::RandPoisson:
+      case Op::RandInt:
+      case Op::RandTruncNormal:
+      case Op::RandNormalVec: {
+        const int64_t j = v.comp + i_[v.args[0]];
+        const rp_key key =
+            rp_subkey(rp_key{b_.rng_key[0], b_.rng_key[1]}, static_cast<uint32_t>(step + v.iimm),
+                      static_cast<uint32_t>(b_.sample_base + n), static_cast<uint32_t>(j));
+        const bool f32 = b_.float32;
+        switch (v.op) {
+          case Op::RandGamma:
+            f_[i] = f32 ? rp_gamma<float>(key, static_cast<float>(f_[v.args[1]]))
+                        : rp_gamma<double>(key, f_[v.args[1]]);
+            break;
+          case Op::RandPoisson:
+            i_[i] = rp_poisson(key, static_cast<float>(f_[v.args[1]]));
+            break;
+          case Op::RandInt:
+            i_[i] = rp_randint_i32(key, i_[v.args[1]], i_[v.args[2]]);
+            break;
+          case Op::RandTruncNormal:
+            f_[i] = f32 ? rp_truncated_normal<float>(key, static_cast<float>(f_[v.args[1]]),
+                                                     static_cast<float>(f_[v.args[2]]))
+                        : rp_truncated_normal<double>(key, f_[v.args[1]], f_[v.args[2]]);
+            break;
+          default:  // RandNormalVec
+            f_[i] = f32 ? rp_normal_ctr_f32(key, static_cast<uint32_t>(v.imm))
+                        : rp_normal_ctr_f64(key, static_cast<uint32_t>(v.imm));
+            break;
+        }
+        return;
+      }
+      case Op::RandGammaGrad:
+        f_[i] = b_.float32 ? rp_gamma_grad<float>(static_cast<float>(f_[v.args[0]]),
+                                                  static_cast<float>(f_[v.args[1]]))
+                           : rp_gamma_grad<double>(f_[v.args[0]], f_[v.args[1]]);
+        return;
       case Op::ToIndex:
         i_[i] = b_.float32 ? passes::to_index_f32(static_cast<float>(f_[v.args[0]]))
                            : passes::to_index(f_[v.args[0]]);

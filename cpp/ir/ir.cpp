@@ -3,6 +3,7 @@
 #include "ir/ir.hpp"
 #include "ir/math_fns.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -126,6 +127,18 @@ OpInfo info(Op op) {
       return {"rand_uniform_at", 1};
     case Op::RandNormalAt:
       return {"rand_normal_at", 1};
+    case Op::RandGamma:
+      return {"rand_gamma", 2};
+    case Op::RandPoisson:
+      return {"rand_poisson", 2};
+    case Op::RandInt:
+      return {"rand_int", 3};
+    case Op::RandTruncNormal:
+      return {"rand_truncated_normal", 3};
+    case Op::RandNormalVec:
+      return {"rand_normal_vec", 1};
+    case Op::RandGammaGrad:
+      return {"random_gamma_grad", 2};
     default:
       break;
   }
@@ -155,7 +168,13 @@ Type operand_type(Op op, int i, Type result) {
     case Op::ToFloat:
     case Op::RandUniformAt:
     case Op::RandNormalAt:
-      return Type::I;
+    case Op::RandNormalVec:
+    case Op::RandInt:
+      return Type::I;  // the draw index; a RandInt's bounds
+    case Op::RandGamma:
+    case Op::RandPoisson:
+    case Op::RandTruncNormal:
+      return i == 0 ? Type::I : Type::F;
     case Op::ToInt:
       return Type::F;
     case Op::Add:
@@ -256,6 +275,23 @@ bool is_loop_op(Op op) {
          op == Op::LoopEnd || op == Op::LoopResult;
 }
 
+bool is_draw(Op op) {
+  switch (op) {
+    case Op::RandUniform:
+    case Op::RandNormal:
+    case Op::RandUniformAt:
+    case Op::RandNormalAt:
+    case Op::RandGamma:
+    case Op::RandPoisson:
+    case Op::RandInt:
+    case Op::RandTruncNormal:
+    case Op::RandNormalVec:
+      return true;
+    default:
+      return false;
+  }
+}
+
 Type result_type(Op op, Type declared) {
   switch (op) {
     case Op::LoopCarry:
@@ -278,6 +314,8 @@ Type result_type(Op op, Type declared) {
     case Op::FloorDiv:
     case Op::Mod:
     case Op::ToInt:
+    case Op::RandPoisson:
+    case Op::RandInt:
       return Type::I;
     case Op::LoadMask:
       return Type::B;
@@ -462,6 +500,14 @@ void verify(const Kernel& k) {
       case Op::RandNormal:
       case Op::RandUniformAt:
       case Op::RandNormalAt:
+      case Op::RandGamma:
+      case Op::RandPoisson:
+      case Op::RandInt:
+      case Op::RandTruncNormal:
+      case Op::RandNormalVec:
+        if (v.op == Op::RandNormalVec &&
+            !(v.imm >= 0 && v.imm < 4294967296.0 && v.imm == std::floor(v.imm)))
+          fail(k, i, "a vector draw's element is not an integer in uint32");
         if (v.slot < 0 || v.slot >= ns || k.slots[v.slot].kind != SlotKind::Random)
           fail(k, i, "a draw from a slot that is not Random");
         if (v.comp < 0) fail(k, i, "a negative draw index");
@@ -543,6 +589,12 @@ void print_value(std::ostringstream& os, const Kernel& k, int i, bool with_names
     case Op::RandNormalAt:
     case Op::RandUniform:
     case Op::RandNormal:
+    case Op::RandGamma:
+    case Op::RandPoisson:
+    case Op::RandInt:
+    case Op::RandTruncNormal:
+    case Op::RandNormalVec:
+      if (v.op == Op::RandNormalVec) os << " element " << number(v.imm);
       os << " " << (with_names ? k.slots[v.slot].name : "$" + std::to_string(v.slot)) << " draw "
          << v.comp << " step+" << v.iimm;
       break;

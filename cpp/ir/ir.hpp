@@ -156,6 +156,20 @@ enum class Op : uint8_t {
   Fdim,
   // F, F, F -> F: C's fma, a * b + c rounded once
   Fma,
+  // The other jax.random distributions of a Random slot (docs/language.md "Random numbers";
+  // runtime/random.h): draw j = args[0] (I, the run-time part: a Const 0 outside loop
+  // regions, as RandUniformAt's inside) + comp of `slot` in step (the driver's step + iimm),
+  // on that draw's subkey. The draw carries no derivative in its parameters except where
+  // rules.cpp says (truncated_normal's bounds).
+  RandGamma,        // F: jax.random.gamma(subkey, args[1])
+  RandPoisson,      // I: jax.random.poisson(subkey, args[1] (F, as float32))
+  RandInt,          // I: jax.random.randint(subkey, (), args[1], args[2], int32) (I bounds)
+  RandTruncNormal,  // F: jax.random.truncated_normal(subkey, args[1], args[2])
+  RandNormalVec,    // F: element `imm` (an integer >= 0) of jax.random.normal(subkey, (n,))
+  // F, F -> F: d x / d a of a gamma sample x = args[1] of shape a = args[0] (jax's
+  // lax.random_gamma_grad, runtime/random.h rp_gamma_grad): RandGamma's derivative in a.
+  // Its own derivative is not defined (a second derivative in a treats it as a constant).
+  RandGammaGrad,
 };
 
 // The element type of a slot's buffer. Float slots have the build's dtype (float32 or
@@ -172,6 +186,8 @@ const char* op_name(Op op);
 int op_arity(Op op);
 // LoopBegin .. LoopResult.
 bool is_loop_op(Op op);
+// A draw from a Random slot (RandUniform .. RandNormalVec): numbered by (slot, comp, iimm).
+bool is_draw(Op op);
 // The type of an `op` value; `declared` is the type of a Const, or of a Select's choices.
 Type result_type(Op op, Type declared);
 
@@ -204,7 +220,7 @@ enum class SlotKind : uint8_t {
   TableSum,    // derived kernels: M x width floats summed over samples (a Table's cotangent),
                //  the same M as table slot `table_of`
   Random,      // `rng: Random`: a key (uint32[2]) and the launch's sample base; read by
-               //  RandUniform / RandNormal only; carries no derivative
+               //  the Rand* ops only; carries no derivative
 };
 
 // "param", "plane", "mutable", "terminated", "table", "param_sum", "table_sum" or "random".

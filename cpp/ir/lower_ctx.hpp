@@ -192,8 +192,12 @@ class Lowerer {
   std::optional<TV> call_numpy_math(const std::string& name, const std::vector<TV>& args,
                                     parse::Loc loc);
   TV call_helper(int helper, std::vector<TV> args, parse::Loc loc);
-  // rng.uniform() / rng.normal(): the next draw of Random slot `slot`.
-  TV draw(int slot, const std::string& method, size_t nargs, parse::Loc loc);
+  // rng.uniform(), rng.normal(), rng.gamma(a), ...: the next draw of Random slot `slot`
+  // (docs/language.md "Random numbers"), with the call's arguments.
+  TV draw(int slot, const std::string& method, const std::vector<TV>& args, parse::Loc loc);
+  // A Rand* value (RandGamma .. RandNormalVec) of the next draw: args[0] its run-time index
+  // part, then `args`; `imm` RandNormalVec's element.
+  int draw_value(Op op, Type t, int slot, std::initializer_list<int> args, double imm = 0.0);
   // Matrices and quaternions (lower_matrix.cpp): `a @ b`, and the hawk.math functions on them;
   // nullopt when `name` is not one of them.
   TV matmul(const TV& a, const TV& b, parse::Loc loc);

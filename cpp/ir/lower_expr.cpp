@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 
 #include "ir/lower.hpp"
 #include "ir/lower_ctx.hpp"
@@ -503,8 +504,11 @@ TV Lowerer::expr(const Expr& e) {
               "keyword arguments are not supported in kernel calls; pass arguments by position");
       if (callee.kind == ExprKind::Attribute) {
         const TV base = expr(*callee.args[0]);
-        if (base.kind == TV::Kind::Random)
-          return draw(base.slot, callee.name, e.args.size() - 1, e.loc);
+        if (base.kind == TV::Kind::Random) {
+          std::vector<TV> dargs;
+          for (size_t a = 1; a < e.args.size(); ++a) dargs.push_back(expr(*e.args[a]));
+          return draw(base.slot, callee.name, dargs, e.loc);
+        }
         if (base.kind == TV::Kind::Table) {
           if (callee.name != "at")
             error(callee.loc,
@@ -626,32 +630,138 @@ int Lowerer::draw_base() {
   return draw_base_ = base;
 }
 
-TV Lowerer::draw(int slot, const std::string& method, size_t nargs, parse::Loc loc) {
+namespace {
+
+// rng.<method>'s arguments, for messages: "rng.gamma(a)".
+const std::map<std::string, std::string>& draw_signatures() {
+  static const std::map<std::string, std::string> sigs = {
+      {"uniform", "()"},          {"normal", "()"},
+      {"exponential", "()"},      {"bernoulli", "(p=0.5)"},
+      {"lognormal", "(sigma=1)"}, {"randint", "(lo, hi)"},
+      {"poisson", "(lam)"},       {"gamma", "(a)"},
+      {"truncated_normal", "(lo, hi)"}, {"multivariate_normal", "(mean, L)"}};
+  return sigs;
+}
+
+}  // namespace
+
+int Lowerer::draw_value(Op op, Type t, int slot, std::initializer_list<int> args, double imm) {
+  Value v;
+  v.op = op;
+  v.type = t;
+  v.slot = slot;
+  v.loc = cur_loc_;
+  v.imm = imm;
+  // j = args[0] + comp: the run-time part inside loop regions (as RandUniformAt), else 0.
+  v.args[0] = real_loops_ > 0 ? draw_base() : kint(0);
+  int a = 1;
+  for (const int x : args) v.args[a++] = x;
+  v.comp = static_cast<int32_t>(draws_);
+  return k.add(v);
+}
+
+TV Lowerer::draw(int slot, const std::string& method, const std::vector<TV>& args,
+                 parse::Loc loc) {
   const std::string& nm = k.slots[slot].name;
-  if (method != "uniform" && method != "normal")
-    error(loc, "a Random parameter has the methods uniform() and normal(); '" + nm + "." + method +
-                   "' is not one (scale and shift the draw instead: lo + (hi - lo) * " + nm +
-                   ".uniform(), mu + sigma * " + nm + ".normal())");
-  if (nargs != 0)
-    error(loc, nm + "." + method +
-                   "() takes no arguments (it draws one number of the kernel's "
-                   "dtype; scale and shift it: mu + sigma * " +
-                   nm + ".normal())");
+  const auto& sigs = draw_signatures();
+  const auto sig = sigs.find(method);
+  if (sig == sigs.end())
+    error(loc, "a Random parameter has the methods uniform, normal, exponential, bernoulli, "
+                   "lognormal, randint, poisson, gamma, truncated_normal and "
+                   "multivariate_normal (as jax.random names them); '" +
+                   nm + "." + method + "' is not one");
+  const std::string call = nm + "." + method + sig->second;
+  size_t min_args = 0, max_args = 0;
+  if (method == "bernoulli" || method == "lognormal") max_args = 1;
+  if (method == "poisson" || method == "gamma") min_args = max_args = 1;
+  if (method == "randint" || method == "truncated_normal" || method == "multivariate_normal")
+    min_args = max_args = 2;
+  if (args.size() < min_args || args.size() > max_args) {
+    if (max_args == 0)
+      error(loc, nm + "." + method +
+                     "() takes no arguments (it draws one number of the kernel's "
+                     "dtype; scale and shift it: mu + sigma * " +
+                     nm + ".normal())");
+    error(loc, call + " takes " + std::to_string(min_args) +
+                   (min_args == max_args ? "" : " or " + std::to_string(max_args)) + " argument" +
+                   (max_args == 1 ? "" : "s") + ", got " + std::to_string(args.size()));
+  }
   if (draws_ > std::numeric_limits<int32_t>::max())
     error(loc, nm + "." + method + "() is draw " + std::to_string(draws_) +
                    " of a step, and a step numbers at most 2^31 draws; draw fewer per step, or "
                    "step the kernel (@hawk.kernel(steps=k)): every step numbers its draws anew");
-  Value v;
-  v.op = method == "uniform" ? Op::RandUniform : Op::RandNormal;
-  v.type = Type::F;
-  v.slot = slot;
-  v.loc = cur_loc_;
-  if (real_loops_ > 0) {  // j = index * stride + the draws before the loop, + this one's place
-    v.op = method == "uniform" ? Op::RandUniformAt : Op::RandNormalAt;
-    v.args[0] = draw_base();
+  const auto scalar = [&](size_t a, const char* what) {
+    if (args[a].kind == TV::Kind::Vector || args[a].kind == TV::Kind::Matrix)
+      error(loc, call + ": " + what + " must be a Scalar (one draw per call), got " +
+                     describe(args[a]));
+    return to_float(args[a], loc, (call + ": " + what).c_str());
+  };
+  const auto uniform_or_normal = [&](bool uniform) {
+    Value v;
+    v.op = uniform ? Op::RandUniform : Op::RandNormal;
+    v.type = Type::F;
+    v.slot = slot;
+    v.loc = cur_loc_;
+    if (real_loops_ > 0) {  // j = index * stride + the draws before the loop, + this one's place
+      v.op = uniform ? Op::RandUniformAt : Op::RandNormalAt;
+      v.args[0] = draw_base();
+    }
+    v.comp = static_cast<int32_t>(draws_);
+    return k.add(v);
+  };
+  TV out;
+  if (method == "uniform" || method == "normal") {
+    out = TV::f(uniform_or_normal(method == "uniform"));
+  } else if (method == "exponential") {  // jax: -log1p(-u)
+    const int u = uniform_or_normal(true);
+    out = TV::f(emit(Op::Neg, Type::F, emit(Op::Log1p, Type::F, emit(Op::Neg, Type::F, u))));
+  } else if (method == "bernoulli") {  // jax: u < p, u in p's dtype
+    const int p = args.empty() ? konst(0.5) : scalar(0, "p");
+    out = TV::b(emit(Op::Lt, Type::B, uniform_or_normal(true), p));
+  } else if (method == "lognormal") {  // jax: exp(z * sigma)
+    const int sigma = args.empty() ? konst(1.0) : scalar(0, "sigma");
+    out = TV::f(emit(Op::Exp, Type::F, emit(Op::Mul, Type::F, uniform_or_normal(false), sigma)));
+  } else if (method == "gamma") {
+    out = TV::f(draw_value(Op::RandGamma, Type::F, slot, {scalar(0, "a")}));
+  } else if (method == "poisson") {
+    out = TV::iv(draw_value(Op::RandPoisson, Type::I, slot, {scalar(0, "lam")}));
+  } else if (method == "truncated_normal") {
+    const int lo = scalar(0, "lo"), hi = scalar(1, "hi");
+    out = TV::f(draw_value(Op::RandTruncNormal, Type::F, slot, {lo, hi}));
+  } else if (method == "randint") {
+    int b[2];
+    for (int a = 0; a < 2; ++a) {
+      const TV& x = args[a];
+      if (x.kind != TV::Kind::Int && x.kind != TV::Kind::IntVal)
+        error(loc, call + ": " + (a == 0 ? "lo" : "hi") + " must be an integer (a Python int or an "
+                       "integer plane's value), got " + describe(x) +
+                       "; jax.random.randint draws int32 in [lo, hi): convert with int(x)");
+      b[a] = to_int_value(x, loc, a == 0 ? "randint's lo" : "randint's hi");
+    }
+    out = TV::iv(draw_value(Op::RandInt, Type::I, slot, {b[0], b[1]}));
+  } else {  // multivariate_normal: mean + L @ z, z = jax.random.normal(subkey, (n,))
+    const TV& mean = args[0];
+    const TV& l = args[1];
+    if (mean.kind != TV::Kind::Vector)
+      error(loc, call + ": mean must be a Vector[n], got " + describe(mean));
+    const int n = static_cast<int>(mean.comps.size());
+    if (l.kind != TV::Kind::Matrix || l.rows != n || static_cast<int>(l.comps.size()) != n * n)
+      error(loc, call + ": L must be a Matrix[" + std::to_string(n) + ", " + std::to_string(n) +
+                     "] (the Cholesky factor of the covariance, lower triangular) for a Vector[" +
+                     std::to_string(n) + "] mean, got " + describe(l));
+    std::vector<int> z(n);
+    for (int c = 0; c < n; ++c) z[c] = draw_value(Op::RandNormalVec, Type::F, slot, {}, c);
+    std::vector<int> comps(n);
+    for (int r = 0; r < n; ++r) {
+      int acc = emit(Op::Mul, Type::F, l.comps[r * n], z[0]);
+      for (int c = 1; c < n; ++c)
+        acc = emit(Op::Add, Type::F, acc, emit(Op::Mul, Type::F, l.comps[r * n + c], z[c]));
+      comps[r] = emit(Op::Add, Type::F, mean.comps[r], acc);
+    }
+    out = TV::vec(comps);
   }
-  v.comp = static_cast<int32_t>(draws_++);
-  return TV::f(k.add(v));
+  ++draws_;
+  return out;
 }
 
 }  // namespace raptor::ir::front

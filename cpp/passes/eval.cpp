@@ -253,6 +253,12 @@ bool foldable(Op op) {
     case Op::RandNormal:
     case Op::RandUniformAt:
     case Op::RandNormalAt:
+    case Op::RandGamma:
+    case Op::RandPoisson:
+    case Op::RandInt:
+    case Op::RandTruncNormal:
+    case Op::RandNormalVec:
+    case Op::RandGammaGrad:  // runtime/random.h's, not folded (derived kernels only)
     case Op::LoopBegin:
     case Op::LoopCarry:
     case Op::LoopIndex:

@@ -118,7 +118,7 @@ void expect_refused(const std::string& body, const std::string& words,
 
 TEST(RandomLower, MisuseIsRefusedWithTheFix) {
   expect_refused("y = rng * 2.0", "the Random parameter");
-  expect_refused("y = rng.gauss()", "uniform() and normal()");
+  expect_refused("y = rng.gauss()", "the methods uniform, normal, exponential");
   expect_refused("y = rng.uniform(1.0)", "takes no arguments");
   expect_refused("rng = 1.0", "cannot assign to Random");
   expect_refused("y = rng.normal", "call normal()");

@@ -183,6 +183,7 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "remainder": _remainder,
     "copysign": jnp.copysign,
     "fdim": _fdim,
+    "random_gamma_grad": jax.lax.random_gamma_grad,  # RandGamma's derivative in a (derived kernels)
 }
 
 _TERNARY: dict[str, Callable[[Any, Any, Any], Any]] = {
@@ -192,6 +193,7 @@ _TERNARY: dict[str, Callable[[Any, Any, Any], Any]] = {
 # Evaluated in `_step` itself (they read slots, indices or the immediate).
 _SPECIAL = frozenset({"const", "load_param", "load_plane", "load_state", "load_mask", "load_table", "select", "to_index", "powi",
                       "stop_grad", "custom_jvp", "rand_uniform", "rand_normal", "rand_uniform_at", "rand_normal_at", "to_float",
+                      "rand_gamma", "rand_poisson", "rand_int", "rand_truncated_normal", "rand_normal_vec",
                       "floordiv", "mod", "to_int"})
 # The int ops that fail at run time (a zero divisor; int(x) of NaN, an infinity or beyond int64).
 _FAILING = frozenset({"floordiv", "mod", "to_int"})
@@ -201,6 +203,10 @@ _LOOP = frozenset({"loop_begin", "loop_carry", "loop_index", "loop_next", "loop_
 # float32, where its integers are floats of the dtype.
 _MAX_LOOP = 2**31 - 1
 _MAX_LOOP_F32 = 2**24
+
+# The other jax.random distributions (ir.hpp's RandGamma .. RandNormalVec): operand 0 is the
+# run-time part of the draw index (a const 0 outside loops), then the distribution's own.
+_DISTS = frozenset({"rand_gamma", "rand_poisson", "rand_int", "rand_truncated_normal", "rand_normal_vec"})
 
 _SLOT_KINDS = frozenset({"param", "plane", "mutable", "terminated", "table", "param_sum", "table_sum", "random"})
 
@@ -235,8 +241,10 @@ class OpList:
             for i, v in enumerate(self.values):
                 if v[0] == "loop_begin" and v[6] > _MAX_LOOP_F32:
                     return f"a loop of {v[6]} iterations (value %{i}) in float32, where its integers are exact up to 2^24 only"
-                if v[0] in ("rand_uniform_at", "rand_normal_at"):
+                if v[0] in ("rand_uniform_at", "rand_normal_at") or (v[0] in _DISTS and self.values[v[2][0]][0] != "const"):
                     return f"a draw inside a loop (value %{i}) in float32, where its index is exact up to 2^24 only"
+                if v[0] == "rand_int":
+                    return f"rng.randint (value %{i}) in float32, where its int32 results are exact up to 2^24 only"
         return ""
 
     def _first_unsupported(self) -> str:
@@ -377,6 +385,34 @@ class _Run:
 
         return jax.vmap(one)(samples, js)
 
+    def dist(self, op: str, slot: int, step: Any, draw: Any, params: Sequence[Any], element: int) -> Any:
+        """Draw `draw` of every sample in `step` of the jax.random distribution of IR op `op`
+        (one of _DISTS) with per-sample `params`, on the same subkeys as `draws`; integer
+        results come back as floats of the dtype (this path's I values)."""
+        block = self.arg[slot]
+        key = jax.random.wrap_key_data(block[:2], impl="threefry2x32")
+        samples = block[2] + jnp.arange(self.n, dtype=jnp.uint32)
+        fold = jax.random.fold_in
+        at = fold(key, jnp.asarray(step, jnp.uint32))
+        js = jnp.broadcast_to(jnp.asarray(draw).astype(jnp.uint32), (self.n,))
+        ps = [jnp.broadcast_to(jnp.asarray(p, self.dtype), (self.n,)) for p in params]
+        dt = self.dtype
+        int_t = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
+
+        def one(i: Any, j: Any, *p: Any) -> Any:
+            k = fold(fold(at, i), j)
+            if op == "rand_gamma":
+                return jax.random.gamma(k, p[0], (), dt)
+            if op == "rand_poisson":
+                return jax.random.poisson(k, p[0], ()).astype(dt)
+            if op == "rand_int":
+                return jax.random.randint(k, (), p[0].astype(int_t), p[1].astype(int_t), jnp.int32).astype(dt)
+            if op == "rand_truncated_normal":
+                return jax.random.truncated_normal(k, p[0], p[1], (), dt)
+            return jax.random.normal(k, (element + 1,), dt)[element]  # rand_normal_vec
+
+        return jax.vmap(one)(samples, js, *ps)
+
     def plane(self, slot: int, comp: int) -> Any:
         a = self.arg[slot]
         return a if a.ndim == 1 else a[comp]
@@ -454,6 +490,8 @@ def _eval_range(run: _Run, state: dict[int, Any], step: Any, vals: list[Any], lo
             x = run.draws(slot, step + int(iimm), int(comp), op == "rand_normal")
         elif op in ("rand_uniform_at", "rand_normal_at"):  # the index: comp + a run-time integer
             x = run.draws(slot, step + int(iimm), a[0] + float(comp), op == "rand_normal_at")
+        elif op in _DISTS:  # operand 0: the run-time part of the index
+            x = run.dist(op, slot, step + int(iimm), a[0] + float(comp), a[1:], int(imm))
         elif op == "to_float":  # I values are floats of the dtype already
             x = jnp.asarray(a[0], dt)
         elif op in _FAILING:
