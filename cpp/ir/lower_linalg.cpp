@@ -264,7 +264,8 @@ std::optional<TV> Lowerer::call_linalg(const std::string& name, const std::vecto
   };
   const auto matrix_arg = [&](const TV& v, const char* what) {
     if (v.kind != TV::Kind::Matrix)
-      error(loc, name + "() takes " + what + " a Matrix, got " + describe(v) +
+      error(loc, name + "() takes " + (*what ? std::string(what) + " " : std::string()) +
+                     "a Matrix, got " + describe(v) +
                      (v.kind == TV::Kind::Vector ? "; build one with mat(row, row, ...)" : ""));
     return v;
   };
