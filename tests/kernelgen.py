@@ -104,6 +104,12 @@ writes exactly the kernels of the generator before all of them and ``features=("
   2.0)``); the C library's ones count as library functions for the LIBM_ULPS / XLA_ULPS
   bounds (the interpreter perturbs them, cpp/ir/math_fns.hpp's ``Libm`` kind).
 
+- "linalg" (a fifth of the kernels, drawn from a stream of its own, ``r5``, likewise): the
+  per-sample linear algebra of hawk.math (``solve``, ``inv``, ``lu``/``lu_solve``,
+  ``cholesky``/``cho_solve``, ``lstsq``, ``eigh``, ``eye``, ``diag``, ``diagonal``, ``tril``,
+  ``triu``, and ``info`` as a float) on 2x2 to 4x4 well-conditioned or SPD matrices, reading
+  only values continuous in the inputs (``_Gen.linalg_scal``).
+
 ``features_of(seed)`` says which of the per-kernel features a seed's kernel was drawn to have.
 
 A failure is a ``Mismatch`` holding the seed, the check, what differed and the kernel source.
@@ -213,6 +219,10 @@ class _Gen:
         # drawn to have them is the kernel of the generator before them
         self.r4 = random.Random(seed * 130363 + 47)
         self.npf = "numpy" in features and self.r4.random() < 0.3
+        # per-sample linear algebra (solve, inv, lu, cholesky, lstsq, eigh, ...) from a fifth
+        # stream, r5, likewise
+        self.r5 = random.Random(seed * 155921 + 53)
+        self.la = "linalg" in features and self.r5.random() < 0.2
         self.mtable: tuple[str, int] | None = None  # a Table[Matrix[mn, mn]]
         self.drew = False  # a draw was written
         self.in_mat = False  # writing a matrix or quaternion expression: none nested in its scalars
@@ -248,6 +258,8 @@ class _Gen:
             return self.nested(self.mat_scal, sc, d)
         if self.npf and self.r4.random() < 0.15:
             return self.numpy_fn(sc, d)
+        if self.la and not self.in_mat and not sc.get("in_loop") and self.r5.random() < 0.06:
+            return self.nested(self.linalg_scal, sc, d)
         c = r.randrange(26)
         if c < 6:
             return f"({a()} {r.choice(['+', '-', '*'])} {a()})"
@@ -981,6 +993,54 @@ class _Gen:
             return f"det({self.well(sc, min(d - 1, 1), n)})"
         return f"inverse({self.well(sc, min(d - 1, 1), n)})[{r.randrange(n)}, {r.randrange(n)}]"
 
+    def linalg_scal(self, sc: dict, d: int) -> str:
+        """A Scalar from per-sample linear algebra (feature "linalg", docs/language.md "Linear
+        algebra") of n x n matrices, n in 2..4: only of well-conditioned matrices (``well``:
+        the identity plus a small perturbation, plus 0.1 T^T T, or a rotation) and SPD ones
+        (the identity plus 0.1 T^T T), eigh only of matrices whose eigenvalues are at least 0.4
+        apart (``spaced``: equal eigenvalues have no eigenvector derivative, and the rotations'
+        derivatives there are noise), and only values continuous in the inputs, so rounding
+        never moves a result across a pivot choice or an eigenvalue crossing: solutions,
+        inverses, Cholesky factors, eigenvalues and V diag(w) V^T, never the packed LU factor
+        or single eigenvectors (whose order and sign follow comparisons)."""
+        r = self.r5
+        n = r.choice([2, 2, 3, 3, 4])
+        dm = min(d - 1, 1)
+        i, j = r.randrange(n), r.randrange(n)
+        W = lambda: self.well(sc, dm, n)  # noqa: E731
+        v = lambda: self.vecn(sc, dm, n)  # noqa: E731
+
+        def spd() -> str:
+            t = f"tanh({self.mexpr(sc, dm, r.choice([2, 3]), n)})"
+            return f"(hm.eye({n}) + 0.1 * (transpose({t}) @ {t}))"
+
+        def spaced() -> str:  # eigenvalues within 0.2 n < 1 of 2, 4, ..: at least 0.4 apart
+            diag = ", ".join(f"{2.0 * (k + 1)}" for k in range(n))
+            return f"(hm.diag(vec({diag})) + 0.2 * tanh({self.mexpr(sc, dm, n, n)}))"
+
+        c = r.randrange(10)
+        if c == 0:
+            return f"hm.solve({W()}, {v()})[0][{i}]"
+        if c == 1:
+            return f"hm.inv({W()})[0][{i}, {j}]"
+        if c == 2:
+            return f"hm.lu_solve(hm.lu({W()})[0], {v()})[{i}]"
+        if c == 3:
+            return f"hm.cholesky({spd()})[0][{i}, {j}]"
+        if c == 4:
+            return f"hm.cho_solve(hm.cholesky({spd()})[0], {v()})[{i}]"
+        if c == 5:
+            return f"hm.lstsq({W()}, {v()})[0][{i}]"
+        if c == 6:
+            return f"hm.eigh({spaced()})[0][{i}]"
+        if c == 7:
+            a = spaced()
+            return f"(hm.eigh({a})[1] @ hm.diag(hm.eigh({a})[0]) @ transpose(hm.eigh({a})[1]))[{i}, {j}]"
+        if c == 8:
+            m = self.mexpr(sc, dm, n, n)
+            return r.choice([f"hm.trace(hm.tril({m}) - hm.triu({m}, 1))", f"(hm.diagonal({m}) @ hm.diag({v()}) @ hm.diagonal({m}))"])
+        return f"(float(hm.solve({W()}, {v()})[1] + hm.cholesky({spd()})[1]) + hm.eye({n})[{i}, {j}])"
+
     def mat_vec(self, sc: dict, d: int) -> str:
         """A width-k vector from matrices or quaternions."""
         r = self.r
@@ -1250,12 +1310,12 @@ class _Gen:
                 lines.append(f"        done = {c}")
             else:
                 lines.append(f"    done = {c}")
-        header = HEADER + (FEATURE_HEADER if self.ints or self.mats or self.rand else "")
+        header = HEADER + (FEATURE_HEADER if self.ints or self.mats or self.rand or self.la else "")
         source = header + f"\nM = {self.m}\n\n" + "\n".join(helpers) + "\n" + "\n".join(lines) + "\n"
         return GenKernel(self.seed, name, source, self.m, r.choice([1, 7, 37, 70]))
 
 
-FEATURES = ("exits", "stop_gradient", "int", "matrix", "random", "long_loops", "numpy")  # the newer constructs generate writes by default
+FEATURES = ("exits", "stop_gradient", "int", "matrix", "random", "long_loops", "numpy", "linalg")  # the newer constructs generate writes by default
 
 
 def generate(seed: int, features: tuple[str, ...] = FEATURES) -> GenKernel:
@@ -1275,7 +1335,7 @@ def features_of(seed: int, features: tuple[str, ...] = FEATURES) -> set[str]:
     statement instead)."""
     g = _Gen(seed, features)
     drawn = {"int": g.ints, "matrix": g.mats, "random": g.rand, "stop_gradient": g.sg, "long_loops": g.longl,
-             "numpy": g.npf}
+             "numpy": g.npf, "linalg": g.la}
     return {f for f, on in drawn.items() if on}
 
 

@@ -298,7 +298,7 @@ def test_kernels_with_each_newer_feature_pass_every_check_compiled(tmp_path, unr
     exactly, draws bitwise with the same key), tangents against differences, the adjoint
     identity, and the xla lowering, which refuses the integer kernels (counted)."""
     seeds = sorted(set(_with("int", 3) + _with("matrix", 3) + _with("random", 3) + _with("long_loops", 2)
-                       + _with("numpy", 3)))
+                       + _with("numpy", 3) + _with("linalg", 3)))
     st = kernelgen.check_batch(seeds, str(tmp_path / "c"), checks=("interp", "tangent", "adjoint", "xla"))
     assert not st.mismatches, _fail_text(st)
     assert st.kernels == len(seeds) >= 7
@@ -309,7 +309,7 @@ def test_kernels_with_each_newer_feature_pass_every_check_compiled(tmp_path, unr
     assert ints >= 3 and st.xla_unsupported == unsupported and st.xla_compared >= len(seeds) - unsupported - 1
 
 
-@pytest.mark.parametrize("feature", ["int", "matrix", "random", "long_loops", "numpy"])
+@pytest.mark.parametrize("feature", ["int", "matrix", "random", "long_loops", "numpy", "linalg"])
 def test_derivatives_of_kernels_with_each_newer_feature_on_the_ir(feature, unrecorded):
     """100 kernels with the feature: tangents against differences and the adjoint identity,
     on the IR (interpreted)."""
@@ -318,6 +318,23 @@ def test_derivatives_of_kernels_with_each_newer_feature_on_the_ir(feature, unrec
     assert not st.mismatches, _fail_text(st)
     assert st.kernels == 100 and st.adjoint_checked >= 95
     assert st.fd_elements > 4000 and st.fd_skipped < 0.02 * st.fd_elements
+
+
+def test_kernels_not_drawn_linalg_are_the_generator_before_them():
+    """"linalg" is drawn from a stream of its own (r5): a kernel not drawn to have it is the
+    kernel of the other features alone, byte for byte; one drawn to have it calls the per-sample
+    linear algebra (and over 300 seeds every name appears)."""
+    others = tuple(f for f in kernelgen.FEATURES if f != "linalg")
+    drawn, seen = 0, set()
+    names = ("solve", "inv", "lu", "lu_solve", "cholesky", "cho_solve", "lstsq", "eigh", "eye", "diag", "diagonal", "tril", "triu")
+    for seed in range(300):
+        g = kernelgen.generate(seed)
+        if "linalg" not in kernelgen.features_of(seed):
+            assert g.source == kernelgen.generate(seed, features=others).source, seed
+            continue
+        drawn += 1
+        seen |= {n for n in names if f"hm.{n}(" in g.source}
+    assert 40 <= drawn <= 80 and seen == set(names), (drawn, set(names) - seen)
 
 
 def test_kernels_not_drawn_long_loops_are_the_generator_before_them():

@@ -657,6 +657,8 @@ def test_hawk_math_all_is_pinned():
         "mat", "transpose", "det", "inverse", "outer", "trace", "identity",
         "quat_mul", "quat_conj", "quat_rotate", "quat_to_matrix", "quat_from_axis_angle",
         "stop_gradient",
+        "eye", "diag", "diagonal", "tril", "triu", "inv", "solve", "lu", "lu_solve", "cholesky",
+        "cho_solve", "lstsq", "eigh",
         "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "exp2",
         "expm1", "log1p", "log2", "log10", "cbrt", "hypot", "pow", "power", "ceil", "round", "rint",
         "trunc", "fmod", "remainder", "copysign", "fdim", "fma", "clip", "isnan", "isinf", "isfinite",

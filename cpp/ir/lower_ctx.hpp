@@ -204,6 +204,10 @@ class Lowerer {
   TV matrix_index(const TV& m, const TV& idx, const parse::Expr& at);
   std::optional<TV> call_matrix_math(const std::string& name, const std::vector<TV>& args,
                                      parse::Loc loc);
+  // Per-sample linear algebra (lower_linalg.cpp): eye, diag, diagonal, tril, triu, inv, solve,
+  // lu, lu_solve, cholesky, cho_solve, lstsq, eigh; nullopt for another name.
+  std::optional<TV> call_linalg(const std::string& name, const std::vector<TV>& args,
+                                parse::Loc loc);
   // p0 +- p1 +- ... of float products l * r (plus[k]: the sign of product k + 1; + where
   // `plus` ends), each operation emitted in a statement of its own, left to right.
   int signed_sum(const std::vector<std::pair<int, int>>& products,

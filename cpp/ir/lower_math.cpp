@@ -16,6 +16,9 @@ const std::vector<std::string>& math_function_names() {
       // matrices and quaternions (lower_matrix.cpp)
       "mat", "transpose", "det", "inverse", "outer", "trace", "identity", "quat_mul", "quat_conj",
       "quat_rotate", "quat_to_matrix", "quat_from_axis_angle",
+      // per-sample linear algebra (lower_linalg.cpp)
+      "eye", "diag", "diagonal", "tril", "triu", "inv", "solve", "lu", "lu_solve", "cholesky",
+      "cho_solve", "lstsq", "eigh",
       // custom derivatives
       "stop_gradient",
       // NumPy-named elementwise functions (ir/math_fns.hpp; docs/language.md)

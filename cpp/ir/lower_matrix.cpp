@@ -288,7 +288,7 @@ std::optional<TV> Lowerer::call_matrix_math(const std::string& name, const std::
     out.push_back(emit(Op::Cos, Type::F, half));
     return TV::vec(out);
   }
-  return std::nullopt;
+  return call_linalg(name, args, loc);
 }
 
 }  // namespace raptor::ir::front

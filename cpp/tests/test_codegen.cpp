@@ -247,6 +247,23 @@ def int_counter(x: Scalar, w: Table[Scalar], m: Param[hawk.int32], n: Mutable[Sc
 
 TEST(CodegenGolden, IntCounter) { check_golden("int_counter", int_counter_kernel()); }
 
+// Per-sample linear algebra (docs/language.md "Linear algebra", ir/lower_linalg.cpp): a 2x2
+// solve by LU with partial pivoting (the pivot search and row swap as selects, getrf's int
+// info) and a Cholesky factor of A A^T, all straight-line scalar code.
+ir::Kernel linalg_kernel() {
+  return lowered(R"(@hawk.kernel
+def small_solve(A: Matrix[2, 2], b: Vector[2], x: Mutable[Vector[2]], info: Mutable[Scalar[hawk.int32]],
+                L: Mutable[Matrix[2, 2]]):
+    x, info = solve(A, b)
+    L, _ = cholesky(A @ transpose(A))
+)",
+                 {Matrix("A", 2, 2), Vector("b", 2), MutVector("x", 2),
+                  with_dtype(MutScalar("info"), ir::Dtype::Int32), MutMatrix("L", 2, 2)},
+                 1, "examples/small_solve.py", 20);
+}
+
+TEST(CodegenGolden, SmallSolve) { check_golden("small_solve", linalg_kernel()); }
+
 TEST(CodegenEmit, SymbolNameAndComments) {
   const ir::Kernel k = drag_kernel();
   EXPECT_EQ(codegen::symbol_name(k, DType::F32, kFakeDigest), "raptor_drag_0123456789abcdef_f32");

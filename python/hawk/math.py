@@ -15,6 +15,9 @@ __all__ = [
     "mat", "transpose", "det", "inverse", "outer", "trace", "identity",
     "quat_mul", "quat_conj", "quat_rotate", "quat_to_matrix", "quat_from_axis_angle",
     "stop_gradient",
+    # per-sample linear algebra (docs/language.md "Linear algebra")
+    "eye", "diag", "diagonal", "tril", "triu", "inv", "solve", "lu", "lu_solve", "cholesky",
+    "cho_solve", "lstsq", "eigh",
     # NumPy's names (docs/language.md "NumPy's elementwise functions")
     "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "exp2",
     "expm1", "log1p", "log2", "log10", "cbrt", "hypot", "pow", "power", "ceil", "round", "rint",
@@ -55,6 +58,19 @@ _DOCS = {
     "quat_rotate": "quat_rotate(q, v): Vector[3] v rotated by the unit quaternion q.",
     "quat_to_matrix": "quat_to_matrix(q): the 3x3 rotation Matrix of the unit quaternion q.",
     "quat_from_axis_angle": "quat_from_axis_angle(axis, angle): the unit quaternion turning by angle about axis.",
+    "eye": "eye(n): the n x n identity Matrix (numpy.eye; same as identity).",
+    "diag": "diag(x): a Vector's diagonal Matrix, or a Matrix's diagonal as a Vector (numpy.diag).",
+    "diagonal": "diagonal(m): m[i, i] for i < min(rows, cols), as a Vector (numpy.diagonal).",
+    "tril": "tril(m, k=0): m with the components above diagonal k set to 0 (numpy.tril).",
+    "triu": "triu(m, k=0): m with the components below diagonal k set to 0 (numpy.triu).",
+    "inv": "Ainv, info = inv(A): the inverse of a square Matrix (1x1 to 6x6) by LU with partial pivoting; info is 0, or the first zero pivot (1-based), and then Ainv is zeros.",
+    "solve": "x, info = solve(A, b): A x = b (b a Vector[n] or a Matrix[n, k]) by LU with partial pivoting; info is 0, or the first zero pivot (1-based, LAPACK's getrf), and then x is zeros.",
+    "lu": "(lu, piv), info = lu(A): P A = L U with partial pivoting, scipy.linalg.lu_factor's (lu, piv) and getrf's info.",
+    "lu_solve": "lu_solve((lu, piv), b): A x = b from lu()'s factor (scipy.linalg.lu_solve); zeros when U has a zero diagonal.",
+    "cholesky": "L, info = cholesky(A): the lower triangular L with L L^T = (A + A^T) / 2; info is 0, or the order of the first leading minor that is not positive definite (potrf), and then L is zeros.",
+    "cho_solve": "cho_solve(L, b): L L^T x = b for cholesky()'s L; zeros when L has a zero diagonal.",
+    "lstsq": "x, info = lstsq(J, r): the x minimising |J x - r| (J up to 6 columns) through the normal equations by Cholesky; info > 0 (and x zeros) when J^T J is not positive definite.",
+    "eigh": "w, V, info = eigh(A): the eigenvalues (ascending) and eigenvectors (V's columns, each signed so its largest-magnitude component is positive) of (A + A^T) / 2, by cyclic Jacobi; info is 1 (and w, V zeros) when it did not converge (a NaN or inf in A).",
     "stop_gradient": "stop_gradient(x): x, with derivative 0 (as jax.lax.stop_gradient).",
     "asin": "asin(x): the arc sine, in [-pi/2, pi/2] (NaN outside [-1, 1]; numpy.arcsin).",
     "acos": "acos(x): the arc cosine, in [0, pi] (NaN outside [-1, 1]; numpy.arccos).",
@@ -140,6 +156,19 @@ quat_rotate = _make("quat_rotate")
 quat_to_matrix = _make("quat_to_matrix")
 quat_from_axis_angle = _make("quat_from_axis_angle")
 stop_gradient = _make("stop_gradient")
+eye = _make("eye")
+diag = _make("diag")
+diagonal = _make("diagonal")
+tril = _make("tril")
+triu = _make("triu")
+inv = _make("inv")
+solve = _make("solve")
+lu = _make("lu")
+lu_solve = _make("lu_solve")
+cholesky = _make("cholesky")
+cho_solve = _make("cho_solve")
+lstsq = _make("lstsq")
+eigh = _make("eigh")
 asin = _make("asin")
 acos = _make("acos")
 atan = _make("atan")
