@@ -102,6 +102,8 @@ writes exactly the kernels of the generator before all of them and ``features=("
   implementation loses accuracy with the argument (``exp2(tanh(x) * 3.0)``, ``sinh(tanh(x) *
   2.0)``); the C library's ones count as library functions for the LIBM_ULPS / XLA_ULPS
   bounds (the interpreter perturbs them, cpp/ir/math_fns.hpp's ``Libm`` kind).
+- "numbered" (half the kernels, from a stream of its own, ``r5``; it shows in those with
+  ints): ``hm.sample_index()`` and ``hm.n_samples()`` among the int leaves.
 
 ``features_of(seed)`` says which of the per-kernel features a seed's kernel was drawn to have.
 
@@ -146,6 +148,9 @@ CONSTS = ("0.5", "1.25", "-2.0", "3", "0.75", "-0.5", "2", "1e-3", "(2 ** 3 // 3
 # keeps (_Gen.iexpr): the interpreter's binding holds ints as doubles, exact within 2**53.
 INT_RANGE = {"int32": 50, "int64": 3000, "param": 20}
 IBOUND = 2**40
+# A bound on hawk.math.sample_index() and n_samples() in the fuzzer's launches (a few
+# thousand samples at most).
+NUMBERED_BOUND = 10**5
 
 
 def _new_scope() -> dict[str, list]:
@@ -212,6 +217,10 @@ class _Gen:
         # drawn to have them is the kernel of the generator before them
         self.r4 = random.Random(seed * 130363 + 47)
         self.npf = "numpy" in features and self.r4.random() < 0.3
+        # hawk.math.sample_index() / n_samples() among the int leaves of the kernels with ints,
+        # from a fifth stream, r5, likewise
+        self.r5 = random.Random(seed * 15485863 + 53)
+        self.numbered = "numbered" in features and self.r5.random() < 0.5
         self.mtable: tuple[str, int] | None = None  # a Table[Matrix[mn, mn]]
         self.drew = False  # a draw was written
         self.in_mat = False  # writing a matrix or quaternion expression: none nested in its scalars
@@ -699,6 +708,8 @@ class _Gen:
         r = self.r
         if sc["int"] and r.random() < 0.7:
             return r.choice(sc["int"])
+        if self.numbered and self.r5.random() < 0.2:  # the launch's numbering (own stream)
+            return self.r5.choice(["hm.sample_index()", "hm.n_samples()"]), NUMBERED_BOUND, False
         c = r.randrange(4)
         if c == 0:
             v = r.choice([0, 1, 2, 3, 5, 7, 12, -1, -4])
@@ -1243,7 +1254,7 @@ class _Gen:
         return GenKernel(self.seed, name, source, self.m, r.choice([1, 7, 37, 70]))
 
 
-FEATURES = ("exits", "stop_gradient", "int", "matrix", "random", "long_loops", "numpy")  # the newer constructs generate writes by default
+FEATURES = ("exits", "stop_gradient", "int", "matrix", "random", "long_loops", "numpy", "numbered")  # the newer constructs generate writes by default
 
 
 def generate(seed: int, features: tuple[str, ...] = FEATURES) -> GenKernel:
@@ -1263,7 +1274,7 @@ def features_of(seed: int, features: tuple[str, ...] = FEATURES) -> set[str]:
     statement instead)."""
     g = _Gen(seed, features)
     drawn = {"int": g.ints, "matrix": g.mats, "random": g.rand, "stop_gradient": g.sg, "long_loops": g.longl,
-             "numpy": g.npf}
+             "numpy": g.npf, "numbered": g.numbered}
     return {f for f, on in drawn.items() if on}
 
 

@@ -358,6 +358,21 @@ def test_kernels_not_drawn_numpy_functions_are_the_generator_before_them():
     assert len(names) >= 30, sorted(names)
 
 
+def test_kernels_not_drawn_numbered_are_the_generator_before_them():
+    """"numbered" (hawk.math.sample_index() / n_samples()) is drawn from a stream of its own: a
+    kernel not drawn to have it is the kernel of the other features alone, byte for byte; the
+    kernels drawn to have it (and ints) call both functions."""
+    others = tuple(f for f in kernelgen.FEATURES if f != "numbered")
+    names = set()
+    for seed in range(300):
+        g = kernelgen.generate(seed)
+        if "numbered" not in kernelgen.features_of(seed):
+            assert g.source == kernelgen.generate(seed, features=others).source, seed
+            continue
+        names |= set(re.findall(r"hm\.(sample_index|n_samples)\(\)", g.source))
+    assert names == {"sample_index", "n_samples"}
+
+
 def test_long_loops_are_loop_regions_and_their_table_adjoints_are_left_out(unrecorded):
     """The generated long loops are loop regions of the IR (which the "xla" lowering runs as
     lax.while_loops), and where a Table is read inside one, check_batch's adjoint leaves it out

@@ -156,6 +156,12 @@ enum class Op : uint8_t {
   Fdim,
   // F, F, F -> F: C's fma, a * b + c rounded once
   Fma,
+  // I: hawk.math.sample_index(), the sample's global index (the launch's sample base plus its
+  //    sample: a sharded launch numbers its samples as the whole launch would), and
+  //    hawk.math.n_samples(), the samples of the whole launch (raptor_args::sample_base,
+  //    n_total; docs/language.md "Sample index"). No operands, no derivative.
+  SampleIndex,
+  NSamples,
 };
 
 // The element type of a slot's buffer. Float slots have the build's dtype (float32 or

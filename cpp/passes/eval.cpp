@@ -253,6 +253,8 @@ bool foldable(Op op) {
     case Op::RandNormal:
     case Op::RandUniformAt:
     case Op::RandNormalAt:
+    case Op::SampleIndex:  // per sample and per launch
+    case Op::NSamples:
     case Op::LoopBegin:
     case Op::LoopCarry:
     case Op::LoopIndex:

@@ -186,6 +186,8 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
     a.sums = sum_total > 0 ? sum_ptrs.data() + c * ns : nullptr;
     a.stream = stream;
     a.max_steps = b.max_steps;
+    a.sample_base = b.sample_base;
+    a.n_total = b.n_total;
     e.fn(&a);
     outs[c].finished = a.finished;
     outs[c].steps_run = a.steps_run;

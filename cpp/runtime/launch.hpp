@@ -63,6 +63,10 @@ struct Binding {
   int64_t stream_bytes = -1;
   // The most steps a sample runs in this launch (raptor_args::max_steps); 0: the kernel's.
   int64_t max_steps = 0;
+  // hawk.math.sample_index() / n_samples() (raptor_args::sample_base, n_total): the global
+  // index of sample 0 and the whole launch's samples (0: n), for a shard of a larger launch.
+  int64_t sample_base = 0;
+  int64_t n_total = 0;
 };
 
 struct LaunchResult {
