@@ -1,8 +1,9 @@
 // The host launcher: the one code path that runs a compiled kernel over bound buffers, used
 // by plans, graphs, stepping loops and the XLA FFI handlers alike. Small launches run on the
 // calling thread; large ones are split into 64-sample-aligned chunks across a ThreadPool.
-// Reductions (ParamSum/TableSum) get per-chunk double partials combined in chunk order, so a
-// result is reproducible for a given thread count. Kernel errors come back in LaunchResult.
+// Reductions (ParamSum/TableSum) get per-chunk double partials combined in chunk order; their
+// chunks depend on the launch alone (at most 16 of at least 4096 positions), so a sum has the
+// same bits whatever the thread count and whether the launch runs split. Kernel errors come back in LaunchResult.
 #pragma once
 
 #include <cstdint>
