@@ -34,6 +34,7 @@ ir::SlotKind kind_from(const std::string& s) {
   if (s == "terminated") return ir::SlotKind::Terminated;
   if (s == "table") return ir::SlotKind::Table;
   if (s == "random") return ir::SlotKind::Random;
+  if (s == "param_sum") return ir::SlotKind::ParamSum;  // Mutable[Param]: `out = hawk.sum(x)`
   throw std::invalid_argument("unknown parameter kind '" + s + "'");
 }
 
