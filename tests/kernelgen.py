@@ -104,6 +104,8 @@ writes exactly the kernels of the generator before all of them and ``features=("
   bounds (the interpreter perturbs them, cpp/ir/math_fns.hpp's ``Libm`` kind).
 - "numbered" (half the kernels, from a stream of its own, ``r5``; it shows in those with
   ints): ``hm.sample_index()`` and ``hm.n_samples()`` among the int leaves.
+- "sums" (three in ten kernels of one step, from a stream of its own, ``r6``): one or two
+  ``totj: Mutable[Param]`` outputs, ``totj = hawk.sum(expr)`` or ``hawk.sum(expr, where=c)``.
 
 ``features_of(seed)`` says which of the per-kernel features a seed's kernel was drawn to have.
 
@@ -221,6 +223,9 @@ class _Gen:
         # from a fifth stream, r5, likewise
         self.r5 = random.Random(seed * 15485863 + 53)
         self.numbered = "numbered" in features and self.r5.random() < 0.5
+        # hawk.sum into a Mutable[Param] output (kernels of one step), from a sixth stream, r6
+        self.r6 = random.Random(seed * 32452843 + 59)
+        self.sums = "sums" in features and self.r6.random() < 0.3
         self.mtable: tuple[str, int] | None = None  # a Table[Matrix[mn, mn]]
         self.drew = False  # a draw was written
         self.in_mat = False  # writing a matrix or quaternion expression: none nested in its scalars
@@ -1215,6 +1220,10 @@ class _Gen:
             if winout:
                 sc["vec"].append("w")
         params += new_outs
+        sums = self.sums and steps == 1
+        if sums:  # one or two sums over the samples (docs/language.md "Sums over samples")
+            nsum = 1 if self.r6.random() < 0.6 else 2
+            params += [f"tot{j}: Mutable[Param]" for j in range(nsum)]
         if mask:
             params.append("done: Terminated")
         sc["outs_in_if"] = [o for o in outs[1:]]
@@ -1241,6 +1250,10 @@ class _Gen:
                 lines.append(f"    w = {self.vect(sc, depth - 1)}")
         if state:
             lines.append(f"    s = s + 0.25 * tanh({self.scal(sc, depth - 1)})")
+        if sums:  # (scal draws from r as usual; which form, from r6)
+            for j in range(nsum):
+                where = f", where={self.cond(sc, 1)}" if self.r6.random() < 0.5 else ""
+                lines.append(f"    tot{j} = hawk.sum({self.scal(sc, depth - 1)}{where})")
         self.nested(self.feature_ends, sc, lines, ends, depth)
         if mask:
             c = self.cond(sc, 1) if r.random() < 0.5 else f"(s > {r.choice(['0.5', '1.0', '-0.25'])})" if state else self.cond(sc, 1)
@@ -1254,7 +1267,7 @@ class _Gen:
         return GenKernel(self.seed, name, source, self.m, r.choice([1, 7, 37, 70]))
 
 
-FEATURES = ("exits", "stop_gradient", "int", "matrix", "random", "long_loops", "numpy", "numbered")  # the newer constructs generate writes by default
+FEATURES = ("exits", "stop_gradient", "int", "matrix", "random", "long_loops", "numpy", "numbered", "sums")  # the newer constructs generate writes by default
 
 
 def generate(seed: int, features: tuple[str, ...] = FEATURES) -> GenKernel:
@@ -1274,7 +1287,7 @@ def features_of(seed: int, features: tuple[str, ...] = FEATURES) -> set[str]:
     statement instead)."""
     g = _Gen(seed, features)
     drawn = {"int": g.ints, "matrix": g.mats, "random": g.rand, "stop_gradient": g.sg, "long_loops": g.longl,
-             "numpy": g.npf, "numbered": g.numbered}
+             "numpy": g.npf, "numbered": g.numbered, "sums": g.sums}
     return {f for f, on in drawn.items() if on}
 
 
@@ -1307,9 +1320,10 @@ def float_inputs(kernel: Any) -> list[str]:
 
 
 def outputs_of(kernel: Any) -> list[str]:
-    """The outputs with derivatives: float Mutables (an integer output has no tangent or
-    cotangent; the compiled-vs-interpreter check compares it all the same, exactly)."""
-    return [s.name for s in kernel.slots if s.kind == "mutable" and s.dtype == "float"]
+    """The outputs with derivatives: float Mutables and sums over samples (hawk.sum's
+    Mutable[Param]; an integer output has no tangent or cotangent; the compiled-vs-interpreter
+    check compares it all the same, exactly)."""
+    return [s.name for s in kernel.slots if s.kind in ("mutable", "param_sum") and s.dtype == "float"]
 
 
 def make_values(kernel: Any, n: int, m: int, rng: np.random.Generator) -> dict[str, Any]:
@@ -1879,7 +1893,9 @@ def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks, awrt=None) ->
     values = make_values(k, n, m, rng)
     t = direction(k, values, wrt, rng)
     outs = outputs_of(k)
-    ct = {o: rng.standard_normal(np.shape(values[o]) if o in values else _shape(k.slot(o), n, m)) for o in outs}
+    # (a sum's cotangent is one number: the adjoint's Param)
+    ct = {o: rng.standard_normal(() if k.slot(o).kind == "param_sum" else np.shape(values[o]) if o in values else _shape(k.slot(o), n, m))
+          for o in outs}
     tn, cn = roles(tk, "t"), roles(ak, "c")
     tvals = dict(values)
     for w, tw in t.items():
