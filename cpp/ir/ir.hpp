@@ -206,7 +206,8 @@ enum class SlotKind : uint8_t {
   Mutable,     // written plane; `inout` when the old value is read
   Terminated,  // the bool mask plane (N,)
   Table,       // M entries of `width` components, shared by all samples, layout (M, width)
-  ParamSum,    // derived kernels: a float output summed over samples (a Param's cotangent)
+  ParamSum,    // a float output summed over samples: a Param's cotangent (derived kernels) or
+               //  a user's Mutable[Param] assigned hawk.sum(x, where=c) (its store's pred)
   TableSum,    // derived kernels: M x width floats summed over samples (a Table's cotangent),
                //  the same M as table slot `table_of`
   Random,      // `rng: Random`: a key (uint32[2]) and the launch's sample base; read by
