@@ -103,6 +103,10 @@ writes exactly the kernels of the generator before all of them and ``features=("
   implementation loses accuracy with the argument (``exp2(tanh(x) * 3.0)``, ``sinh(tanh(x) *
   2.0)``); the C library's ones count as library functions for the LIBM_ULPS / XLA_ULPS
   bounds (the interpreter perturbs them, cpp/ir/math_fns.hpp's ``Libm`` kind).
+- "numbered" (half the kernels, from a stream of its own, ``r7``; it shows in those with
+  ints): ``hm.sample_index()`` and ``hm.n_samples()`` among the int leaves.
+- "sums" (three in ten kernels of one step, from a stream of its own, ``r6``): one or two
+  ``totj: Mutable[Param]`` outputs, ``totj = hawk.sum(expr)`` or ``hawk.sum(expr, where=c)``.
 
 - "linalg" (a fifth of the kernels, drawn from a stream of its own, ``r5``, likewise): the
   per-sample linear algebra of hawk.math (``solve``, ``inv``, ``lu``/``lu_solve``,
@@ -153,6 +157,9 @@ CONSTS = ("0.5", "1.25", "-2.0", "3", "0.75", "-0.5", "2", "1e-3", "(2 ** 3 // 3
 # keeps (_Gen.iexpr): the interpreter's binding holds ints as doubles, exact within 2**53.
 INT_RANGE = {"int32": 50, "int64": 3000, "param": 20}
 IBOUND = 2**40
+# A bound on hawk.math.sample_index() and n_samples() in the fuzzer's launches (a few
+# thousand samples at most).
+NUMBERED_BOUND = 10**5
 
 
 def _new_scope() -> dict[str, list]:
@@ -223,6 +230,13 @@ class _Gen:
         # stream, r5, likewise
         self.r5 = random.Random(seed * 155921 + 53)
         self.la = "linalg" in features and self.r5.random() < 0.2
+        # hawk.math.sample_index() / n_samples() among the int leaves of the kernels with ints,
+        # from a sixth stream, r7, likewise (reduce's own, numbered apart from linalg's r5)
+        self.r7 = random.Random(seed * 15485863 + 53)
+        self.numbered = "numbered" in features and self.r7.random() < 0.5
+        # hawk.sum into a Mutable[Param] output (kernels of one step), from a seventh stream, r6
+        self.r6 = random.Random(seed * 32452843 + 59)
+        self.sums = "sums" in features and self.r6.random() < 0.3
         self.mtable: tuple[str, int] | None = None  # a Table[Matrix[mn, mn]]
         self.drew = False  # a draw was written
         self.in_mat = False  # writing a matrix or quaternion expression: none nested in its scalars
@@ -712,6 +726,8 @@ class _Gen:
         r = self.r
         if sc["int"] and r.random() < 0.7:
             return r.choice(sc["int"])
+        if self.numbered and self.r7.random() < 0.2:  # the launch's numbering (own stream)
+            return self.r7.choice(["hm.sample_index()", "hm.n_samples()"]), NUMBERED_BOUND, False
         c = r.randrange(4)
         if c == 0:
             v = r.choice([0, 1, 2, 3, 5, 7, 12, -1, -4])
@@ -1276,6 +1292,10 @@ class _Gen:
             if winout:
                 sc["vec"].append("w")
         params += new_outs
+        sums = self.sums and steps == 1
+        if sums:  # one or two sums over the samples (docs/language.md "Sums over samples")
+            nsum = 1 if self.r6.random() < 0.6 else 2
+            params += [f"tot{j}: Mutable[Param]" for j in range(nsum)]
         if mask:
             params.append("done: Terminated")
         sc["outs_in_if"] = [o for o in outs[1:]]
@@ -1302,6 +1322,10 @@ class _Gen:
                 lines.append(f"    w = {self.vect(sc, depth - 1)}")
         if state:
             lines.append(f"    s = s + 0.25 * tanh({self.scal(sc, depth - 1)})")
+        if sums:  # (scal draws from r as usual; which form, from r6)
+            for j in range(nsum):
+                where = f", where={self.cond(sc, 1)}" if self.r6.random() < 0.5 else ""
+                lines.append(f"    tot{j} = hawk.sum({self.scal(sc, depth - 1)}{where})")
         self.nested(self.feature_ends, sc, lines, ends, depth)
         if mask:
             c = self.cond(sc, 1) if r.random() < 0.5 else f"(s > {r.choice(['0.5', '1.0', '-0.25'])})" if state else self.cond(sc, 1)
@@ -1315,7 +1339,8 @@ class _Gen:
         return GenKernel(self.seed, name, source, self.m, r.choice([1, 7, 37, 70]))
 
 
-FEATURES = ("exits", "stop_gradient", "int", "matrix", "random", "long_loops", "numpy", "linalg")  # the newer constructs generate writes by default
+FEATURES = ("exits", "stop_gradient", "int", "matrix", "random", "long_loops", "numpy", "linalg", "numbered",
+            "sums")  # the newer constructs generate writes by default
 
 
 def generate(seed: int, features: tuple[str, ...] = FEATURES) -> GenKernel:
@@ -1335,7 +1360,7 @@ def features_of(seed: int, features: tuple[str, ...] = FEATURES) -> set[str]:
     statement instead)."""
     g = _Gen(seed, features)
     drawn = {"int": g.ints, "matrix": g.mats, "random": g.rand, "stop_gradient": g.sg, "long_loops": g.longl,
-             "numpy": g.npf, "linalg": g.la}
+             "numpy": g.npf, "linalg": g.la, "numbered": g.numbered, "sums": g.sums}
     return {f for f, on in drawn.items() if on}
 
 
@@ -1368,9 +1393,10 @@ def float_inputs(kernel: Any) -> list[str]:
 
 
 def outputs_of(kernel: Any) -> list[str]:
-    """The outputs with derivatives: float Mutables (an integer output has no tangent or
-    cotangent; the compiled-vs-interpreter check compares it all the same, exactly)."""
-    return [s.name for s in kernel.slots if s.kind == "mutable" and s.dtype == "float"]
+    """The outputs with derivatives: float Mutables and sums over samples (hawk.sum's
+    Mutable[Param]; an integer output has no tangent or cotangent; the compiled-vs-interpreter
+    check compares it all the same, exactly)."""
+    return [s.name for s in kernel.slots if s.kind in ("mutable", "param_sum") and s.dtype == "float"]
 
 
 def make_values(kernel: Any, n: int, m: int, rng: np.random.Generator) -> dict[str, Any]:
@@ -1940,7 +1966,9 @@ def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks, awrt=None) ->
     values = make_values(k, n, m, rng)
     t = direction(k, values, wrt, rng)
     outs = outputs_of(k)
-    ct = {o: rng.standard_normal(np.shape(values[o]) if o in values else _shape(k.slot(o), n, m)) for o in outs}
+    # (a sum's cotangent is one number: the adjoint's Param)
+    ct = {o: rng.standard_normal(() if k.slot(o).kind == "param_sum" else np.shape(values[o]) if o in values else _shape(k.slot(o), n, m))
+          for o in outs}
     tn, cn = roles(tk, "t"), roles(ak, "c")
     tvals = dict(values)
     for w, tw in t.items():

@@ -375,6 +375,38 @@ def test_kernels_not_drawn_numpy_functions_are_the_generator_before_them():
     assert len(names) >= 30, sorted(names)
 
 
+def test_kernels_not_drawn_numbered_are_the_generator_before_them():
+    """"numbered" (hawk.math.sample_index() / n_samples()) is drawn from a stream of its own: a
+    kernel not drawn to have it is the kernel of the other features alone, byte for byte; the
+    kernels drawn to have it (and ints) call both functions."""
+    others = tuple(f for f in kernelgen.FEATURES if f != "numbered")
+    names = set()
+    for seed in range(300):
+        g = kernelgen.generate(seed)
+        if "numbered" not in kernelgen.features_of(seed):
+            assert g.source == kernelgen.generate(seed, features=others).source, seed
+            continue
+        names |= set(re.findall(r"hm\.(sample_index|n_samples)\(\)", g.source))
+    assert names == {"sample_index", "n_samples"}
+
+
+def test_kernels_not_drawn_sums_are_the_generator_before_them():
+    """"sums" (hawk.sum into Mutable[Param] outputs) is drawn from a stream of its own: a kernel
+    not drawn to have it is the kernel of the other features alone, byte for byte; those drawn
+    (of one step) sum, with and without where=, and every one is accepted."""
+    others = tuple(f for f in kernelgen.FEATURES if f != "sums")
+    forms = set()
+    for seed in range(300):
+        g = kernelgen.generate(seed)
+        if "sums" not in kernelgen.features_of(seed):
+            assert g.source == kernelgen.generate(seed, features=others).source, seed
+            continue
+        if "hawk.sum(" in g.source:
+            forms |= {"where" if ", where=" in line else "plain" for line in g.source.splitlines() if "= hawk.sum(" in line}
+            assert any(s.kind == "param_sum" for s in g.build().slots), seed
+    assert forms == {"where", "plain"}
+
+
 def test_long_loops_are_loop_regions_and_their_table_adjoints_are_left_out(unrecorded):
     """The generated long loops are loop regions of the IR (which the "xla" lowering runs as
     lax.while_loops), and where a Table is read inside one, check_batch's adjoint leaves it out
@@ -536,7 +568,9 @@ def _catches_wrong_derivatives(seeds) -> tuple[int, int, int]:
         tdot = {o: tr.outs[tn[o]] for o in outs}
         ct = {o: rng.standard_normal(np.shape(tdot[o])) for o in outs}
         av = dict(values)
-        av.update({cn[o]: c.reshape(kernelgen._shape(k.slot(o), g.n, g.table_size)) for o, c in ct.items()})
+        # (a sum's cotangent is one number: the adjoint's Param)
+        av.update({cn[o]: (float(c[0]) if k.slot(o).kind == "param_sum" else c.reshape(kernelgen._shape(k.slot(o), g.n, g.table_size)))
+                   for o, c in ct.items()})
         ar = kernelgen.interpret(ak, g.n, g.table_size, av)
         bars = {w: ar.outs[cn[w]] for w in wrt}
         if tr.error is not None or ar.error is not None or "stop_gradient(" in g.source:

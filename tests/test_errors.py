@@ -328,14 +328,16 @@ def test_annotation_mutable_without_type():
 
 
 def test_annotation_mutable_of_param():
+    """Mutable[Param] is a sum over samples (`out = hawk.sum(x)`): a per-sample value assigned
+    to it is refused at the assignment."""
     with pytest.raises(hawk.KernelError) as e:
         @hawk.kernel
         def k_mut_p(
             x: Scalar,
-            out: Mutable[Param],  # E:mut_param
+            out: Mutable[Param],
         ):
-            out = x
-    check(e, "k_mut_p", "mut_param", "Scalar or Vector[k]")
+            out = x  # E:mut_param
+    check(e, "k_mut_p", "mut_param", "is a Mutable[Param] output, one value per launch: assign it a sum over the samples, `out = hawk.sum(x)`")
 
 
 def test_vector_zero_size_is_refused():

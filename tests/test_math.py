@@ -761,6 +761,7 @@ def test_every_hawk_math_function_is_exercised():
     src += (here / "test_matrix.py").read_text() + (here / "test_custom_jvp.py").read_text()
     src += (here / "test_math_numpy.py").read_text()  # the NumPy-named functions
     src += (here / "test_linalg.py").read_text()  # per-sample linear algebra
+    src += (here / "test_sample_index.py").read_text()  # sample_index(), n_samples()
     for fname in hm.__all__:
         if callable(getattr(hm, fname)):  # not the constants nan, inf
             assert f"{fname}(" in src, fname

@@ -663,6 +663,7 @@ def test_hawk_math_all_is_pinned():
         "expm1", "log1p", "log2", "log10", "cbrt", "hypot", "pow", "power", "ceil", "round", "rint",
         "trunc", "fmod", "remainder", "copysign", "fdim", "fma", "clip", "isnan", "isinf", "isfinite",
         "rsqrt", "absolute", "nan", "inf",
+        "sample_index", "n_samples",
     ]
     from raptor_core import _core
 

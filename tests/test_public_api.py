@@ -28,9 +28,9 @@ PUBLIC = {
         "cho_solve", "cholesky", "clamp", "clip", "copysign", "cos", "cosh", "cross", "det", "diag",
         "diagonal", "dot", "eigh", "erf", "erfc", "exp", "exp2", "expm1", "eye", "fdim", "floor", "fma",
         "fmod", "hypot", "identity", "inf", "inv", "inverse", "isfinite", "isinf", "isnan", "log", "log10",
-        "log1p", "log2", "lstsq", "lu", "lu_solve", "mat", "maximum", "minimum", "nan", "norm", "normalize",
+        "log1p", "log2", "lstsq", "lu", "lu_solve", "mat", "maximum", "minimum", "n_samples", "nan", "norm", "normalize",
         "outer", "pow", "power", "quat_conj", "quat_from_axis_angle", "quat_mul", "quat_rotate",
-        "quat_to_matrix", "remainder", "rint", "round", "rsqrt", "sign", "sin", "sinh", "solve", "sqrt",
+        "quat_to_matrix", "remainder", "rint", "round", "rsqrt", "sample_index", "sign", "sin", "sinh", "solve", "sqrt",
         "stop_gradient", "tan", "tanh", "trace", "transpose", "tril", "triu", "trunc", "vec", "where",
     ],
     "eagle": [

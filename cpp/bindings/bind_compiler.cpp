@@ -34,6 +34,7 @@ ir::SlotKind kind_from(const std::string& s) {
   if (s == "terminated") return ir::SlotKind::Terminated;
   if (s == "table") return ir::SlotKind::Table;
   if (s == "random") return ir::SlotKind::Random;
+  if (s == "param_sum") return ir::SlotKind::ParamSum;  // Mutable[Param]: `out = hawk.sum(x)`
   throw std::invalid_argument("unknown parameter kind '" + s + "'");
 }
 
@@ -195,9 +196,11 @@ ir::InterpBinding binding_for(const ir::Kernel& k, int64_t n,
 InterpResult interpret(const KernelHandle& h, int64_t n,
                        const std::map<std::string, std::vector<double>>& inputs,
                        const std::vector<uint8_t>& mask, bool zero_finished, bool float32,
-                       int perturb_ulps) {
+                       int perturb_ulps, int64_t sample_base, int64_t n_total) {
   const ir::Kernel& k = *h.kernel;
   ir::InterpBinding b = binding_for(k, n, inputs, mask);
+  if (sample_base != 0) b.sample_base = sample_base;
+  b.n_total = n_total;
   b.zero_finished = zero_finished;
   b.float32 = float32;
   b.perturb_ulps = perturb_ulps;
@@ -403,9 +406,11 @@ void bind_compiler(nb::module_& m) {
           "The same kernel without the Param, plane and Table inputs no value reads.")
       .def("interpret", &interpret, nb::arg("n"), nb::arg("inputs"),
            nb::arg("mask") = std::vector<uint8_t>(), nb::arg("zero_finished") = false,
-           nb::arg("float32") = false, nb::arg("perturb_ulps") = 0,
+           nb::arg("float32") = false, nb::arg("perturb_ulps") = 0, nb::arg("sample_base") = 0,
+           nb::arg("n_total") = -1,
            "Runs the reference interpreter (ir/interp.hpp) on n samples: inputs by slot name, "
-           "flattened in C order (planes (width, n), tables (M, width)); float32: in float "
+           "flattened in C order (planes (width, n), tables (M, width)); sample_base, n_total: "
+           "a shard's hawk.math.sample_index() base and n_samples() (-1: n); float32: in float "
            "arithmetic, as a float32 build; perturb_ulps: move inexact library results (exp, log, "
            "sin, cos, tan, tanh, pow, atan2 and ir/math_fns.hpp's Libm ones: asin .. cbrt, "
            "hypot) by that many ulps. Returns (outputs by name, sums' "

@@ -209,6 +209,13 @@ void StepWriter::header_comment() {
 }
 
 void StepWriter::declare_slots() {
+  // hawk.math.sample_index() / n_samples(): the launch's global numbering (abi.h).
+  bool numbered = false;
+  for (const ir::Value& v : k_.values)
+    numbered = numbered || v.op == Op::SampleIndex || v.op == Op::NSamples;
+  if (numbered)
+    os_ << "  const int64_t rp_sample_base = a->sample_base;\n"
+           "  const int64_t rp_n_total = a->n_total > 0 ? a->n_total : n;\n";
   for (size_t s = 0; s < k_.slots.size(); ++s) {
     const ir::Slot& sl = k_.slots[s];
     const std::string nm = name(s);
@@ -361,7 +368,8 @@ std::string StepWriter::expr(int i) const {
   auto a = [&](int j) { return var(v.args[j]); };
   if (v.type == Type::I && v.op != Op::Const && v.op != Op::Select && v.op != Op::ToIndex &&
       v.op != Op::LoadParam && v.op != Op::LoadPlane && v.op != Op::LoadState &&
-      v.op != Op::RandPoisson && v.op != Op::RandInt)
+      v.op != Op::RandPoisson && v.op != Op::RandInt && v.op != Op::SampleIndex &&
+      v.op != Op::NSamples)
     return int_expr(v.op, a(0), op_arity(v.op) > 1 ? a(1) : "");
   switch (v.op) {
     case Op::Const:
@@ -444,6 +452,10 @@ std::string StepWriter::expr(int i) const {
       return a(0) + " ? " + a(1) + " : " + a(2);
     case Op::ToIndex:
       return "rp_index(" + a(0) + ")";
+    case Op::SampleIndex:  // the sample's global index (a shard's base + its sample)
+      return "rp_sample_base + s";
+    case Op::NSamples:
+      return "rp_n_total";
     case Op::RandUniform:
     case Op::RandNormal:
     case Op::RandUniformAt:

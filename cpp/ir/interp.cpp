@@ -356,6 +356,12 @@ class SampleRunner {
                                                   static_cast<float>(f_[v.args[1]]))
                            : rp_gamma_grad<double>(f_[v.args[0]], f_[v.args[1]]);
         return;
+      case Op::SampleIndex:
+        i_[i] = b_.sample_base + n;
+        return;
+      case Op::NSamples:
+        i_[i] = b_.n_total >= 0 ? b_.n_total : N;
+        return;
       case Op::ToIndex:
         i_[i] = b_.float32 ? passes::to_index_f32(static_cast<float>(f_[v.args[0]]))
                            : passes::to_index(f_[v.args[0]]);

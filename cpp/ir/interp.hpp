@@ -21,6 +21,7 @@
 //   reciprocal; ToIndex is floor (a non-finite or huge value becomes index -1, an error).
 // - RandUniform / RandNormal: runtime/random.h's draw of (rng_key, step + iimm, sample_base + n,
 //   comp), step the step of the launch (0-based); in float32 mode the float32 draw.
+// - SampleIndex is sample_base + n; NSamples is n_total (n when it is -1).
 // - Integer and bool planes (Slot::dtype): I values are int64 (passes::eval_int: wrapping,
 //   Python's floor division and modulo); an int32 store keeps the low 32 bits; a zero divisor
 //   or int() of NaN/inf/beyond int64 is RAPTOR_ERR_INT_DIV_ZERO / RAPTOR_ERR_INT_CONVERSION
@@ -69,7 +70,9 @@ struct InterpBinding {
   bool float32 = false;             // evaluate in float arithmetic (see the header comment)
   int perturb_ulps = 0;             // move inexact library results (see the header comment)
   uint32_t rng_key[2] = {0, 0};     // the Random slot's key (jax.random.key_data)
-  int64_t sample_base = 0;          // the global index of sample 0 (draws use base + n)
+  int64_t sample_base = 0;          // the global index of sample 0 (draws and SampleIndex
+                                    //  use base + n)
+  int64_t n_total = -1;             // NSamples: the whole launch's samples; -1: n
   uint32_t finished = 0;            // out: samples finished by this call (added to)
   int64_t error[4] = {0, 0, 0, 0};  // first error: code, slot, index, sample (runtime/abi.h)
   // Tracing (kernel.trace): when not empty, the results of these values after each step of

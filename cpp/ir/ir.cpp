@@ -95,6 +95,10 @@ OpInfo info(Op op) {
       return {"select", 3};
     case Op::ToIndex:
       return {"to_index", 1};
+    case Op::SampleIndex:
+      return {"sample_index", 0};
+    case Op::NSamples:
+      return {"n_samples", 0};
     case Op::RandUniform:
       return {"rand_uniform", 0};
     case Op::RandNormal:
@@ -331,6 +335,8 @@ Type result_type(Op op, Type declared) {
       return Type::B;
     case Op::ToIndex:
     case Op::LoopIndex:
+    case Op::SampleIndex:
+    case Op::NSamples:
       return Type::I;
     case Op::LoopBegin:
     case Op::LoopEnd:

@@ -170,6 +170,12 @@ enum class Op : uint8_t {
   // lax.random_gamma_grad, runtime/random.h rp_gamma_grad): RandGamma's derivative in a.
   // Its own derivative is not defined (a second derivative in a treats it as a constant).
   RandGammaGrad,
+  // I: hawk.math.sample_index(), the sample's global index (the launch's sample base plus its
+  //    sample: a sharded launch numbers its samples as the whole launch would), and
+  //    hawk.math.n_samples(), the samples of the whole launch (raptor_args::sample_base,
+  //    n_total; docs/language.md "Sample index"). No operands, no derivative.
+  SampleIndex,
+  NSamples,
 };
 
 // The element type of a slot's buffer. Float slots have the build's dtype (float32 or
@@ -216,7 +222,8 @@ enum class SlotKind : uint8_t {
   Mutable,     // written plane; `inout` when the old value is read
   Terminated,  // the bool mask plane (N,)
   Table,       // M entries of `width` components, shared by all samples, layout (M, width)
-  ParamSum,    // derived kernels: a float output summed over samples (a Param's cotangent)
+  ParamSum,    // a float output summed over samples: a Param's cotangent (derived kernels) or
+               //  a user's Mutable[Param] assigned hawk.sum(x, where=c) (its store's pred)
   TableSum,    // derived kernels: M x width floats summed over samples (a Table's cotangent),
                //  the same M as table slot `table_of`
   Random,      // `rng: Random`: a key (uint32[2]) and the launch's sample base; read by

@@ -58,6 +58,8 @@ std::string describe(const TV& v) {
       return "a helper function";
     case TV::Kind::Module:
       return "a module";
+    case TV::Kind::SumOut:
+      return "a Mutable[Param] sum output";
   }
   return "a value";
 }
@@ -150,6 +152,19 @@ Kernel Lowerer::run() {
         t.kind = TV::Kind::Table;
         t.slot = s;
         var.value = t;
+        break;
+      }
+      case SlotKind::ParamSum: {  // Mutable[Param]: `out = hawk.sum(x)` (reduce_stmt)
+        if (spec_.steps > 1)
+          error(p.loc, "parameter '" + p.name +
+                           "': a Mutable[Param] sum output in a kernel of steps=" +
+                           std::to_string(spec_.steps) +
+                           " is not supported; sum over samples in a kernel of one step");
+        TV t;
+        t.kind = TV::Kind::SumOut;
+        t.slot = s;
+        var.value = t;
+        has_output = true;
         break;
       }
       case SlotKind::Random: {
@@ -268,6 +283,10 @@ void Lowerer::stmt(const parse::Stmt& s) {
     case parse::StmtKind::Pass:
       return;
     case parse::StmtKind::Assign: {
+      if (const auto fn = reduction_call(*s.value)) {
+        reduce_stmt(s, *fn);
+        return;
+      }
       const TV value = expr(*s.value);
       for (const auto& t : s.targets) assign(*t, value, t->loc);
       return;
@@ -417,6 +436,11 @@ void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
   if (it != vars.end() && it->second.param_slot >= 0) {
     const Slot& slot = k.slots[it->second.param_slot];
     switch (slot.kind) {
+      case SlotKind::ParamSum:
+        error(loc, "'" + name +
+                       "' is a Mutable[Param] output, one value per launch: assign it a sum "
+                       "over the samples, `" +
+                       name + " = hawk.sum(x)` (per-sample values go to a Mutable[Scalar])");
       case SlotKind::Param:
         error(loc, "cannot assign to Param '" + name +
                        "': it is one value for all samples; use "
@@ -555,6 +579,12 @@ TV Lowerer::read_var(const std::string& name, parse::Loc loc) {
                      std::to_string(var.undefined_line) +
                      "; assign it before the `if` or in "
                      "every branch");
+    if (var.value.kind == TV::Kind::SumOut)
+      error(loc, "'" + name +
+                     "' is a Mutable[Param] sum output: its value (a sum over every sample) "
+                     "is known only when the launch ends, so the body cannot read it (a stage "
+                     "boundary, as in `x - hawk.mean(x)`, is not supported yet); sum in one "
+                     "kernel and pass the result to the next as a Param");
     TV v = var.value;
     if (var.param_slot >= 0)
       for (size_t c = 0; c < v.comps.size(); ++c)
@@ -776,3 +806,79 @@ TracedKernel lower_traced(const KernelSpec& spec) {
 }
 
 }  // namespace raptor::ir
+
+namespace raptor::ir::front {
+
+std::optional<std::string> Lowerer::reduction_call(const parse::Expr& e) {
+  if (e.kind != parse::ExprKind::Call || e.args.empty()) return std::nullopt;
+  const parse::Expr& callee = *e.args[0];
+  if (callee.kind != parse::ExprKind::Attribute || callee.args[0]->kind != parse::ExprKind::Name)
+    return std::nullopt;
+  if (callee.name != "sum" && callee.name != "mean" && callee.name != "min" &&
+      callee.name != "max")
+    return std::nullopt;
+  const std::string& base = callee.args[0]->name;
+  if (frame().vars.count(base) != 0) return std::nullopt;
+  const auto& globals = frame().fn->globals;
+  const auto g = globals.find(base);
+  if (g == globals.end() || g->second.kind != Symbol::Kind::Module || g->second.name != "hawk")
+    return std::nullopt;
+  return callee.name;
+}
+
+void Lowerer::reduce_stmt(const parse::Stmt& s, const std::string& fn) {
+  const parse::Expr& call = *s.value;
+  const std::string what = "hawk." + fn + "()";
+  if (fn != "sum")
+    error(call.loc, what + " is not supported yet; hawk.sum(x, where=c) is (a mean: hawk.sum(x) "
+                           "and hawk.sum(1.0) into two outputs, divided in Python)");
+  const auto& target = s.targets;
+  const auto ref = [&]() -> const Var* {
+    if (target.size() != 1 || target[0]->kind != parse::ExprKind::Name) return nullptr;
+    const auto it = frame().vars.find(target[0]->name);
+    if (it == frame().vars.end() || it->second.value.kind != TV::Kind::SumOut) return nullptr;
+    return &it->second;
+  }();
+  if (ref == nullptr)
+    error(s.loc, what + " is a sum over the samples of the launch: assign it to a kernel "
+                        "parameter declared Mutable[Param] (`total: Mutable[Param]` ... "
+                        "`total = hawk.sum(x)`)");
+  if (frame().helper >= 0 || depth_ != 0)
+    error(s.loc, what + " inside `if`, `for` or a helper is not supported; write it at the top "
+                        "level of the kernel body and leave samples out with where=");
+  const int slot = ref->value.slot;
+  for (const int done : summed_)
+    if (done == slot)
+      error(s.loc, "'" + k.slots[slot].name +
+                       "' is assigned a sum twice; a Mutable[Param] output takes one hawk.sum()");
+  const size_t positional = call.args.size() - 1 - call.keywords.size();
+  if (positional != 1)
+    error(call.loc, what + " takes one value per sample (and where=), got " +
+                        std::to_string(positional) + " positional arguments");
+  const TV x = expr(*call.args[1]);
+  if (x.kind != TV::Kind::Float && x.kind != TV::Kind::Int && x.kind != TV::Kind::IntVal)
+    error(call.args[1]->loc, what + " sums a Scalar per sample, got " + describe(x));
+  const int value = to_float(x, call.args[1]->loc, "the value summed");
+  int where = -1;
+  for (size_t i = 0; i < call.keywords.size(); ++i) {
+    const parse::Expr& arg = *call.args[1 + positional + i];
+    if (call.keywords[i] != "where")
+      error(arg.loc, what + " takes the keyword where= only, not " + call.keywords[i] + "=");
+    where = to_bool(expr(arg), arg.loc, "where=");
+  }
+  const int path = pred();
+  Store st;
+  st.slot = slot;
+  st.comp = 0;
+  st.value = value;
+  st.pred = where < 0 ? path : path < 0 ? where : emit(Op::And, Type::B, path, where);
+  st.loc = cur_loc_;
+  if (const auto cv = st.pred >= 0 ? const_value(st.pred) : std::nullopt) {
+    if (*cv == 0.0) st.value = konst(0.0);
+    st.pred = -1;
+  }
+  k.stores.push_back(st);
+  summed_.push_back(slot);
+}
+
+}  // namespace raptor::ir::front

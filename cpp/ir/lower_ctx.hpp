@@ -34,6 +34,7 @@ struct TV {
     Math,     // a hawk.math function: `name`
     Helper,   // a @hawk.func helper: `helper`
     Module,   // the hawk.math module
+    SumOut,   // a Mutable[Param] output (a ParamSum slot): `slot`; assigned `hawk.sum(...)` only
   };
   Kind kind = Kind::Float;
   std::vector<int> comps;  // IR values; -1 = a Mutable component not yet assigned
@@ -318,6 +319,12 @@ class Lowerer {
   int real_loops_ = 0;                             // real loops (not unrolled) being lowered
   int real_loop_line_ = 0;                         // the innermost one's line
   int depth_ = 0;
+  // `out = hawk.sum(x, where=c)` (docs/language.md "Sums over samples"): the sum outputs
+  // assigned so far; reduce_stmt lowers the statement, reduction_call says whether an
+  // expression is such a call (its name: "sum", "mean", "min", "max").
+  std::vector<int> summed_;
+  std::optional<std::string> reduction_call(const parse::Expr& e);
+  void reduce_stmt(const parse::Stmt& s, const std::string& fn);
   Loc cur_loc_;  // the statement being lowered, stamped on every value emitted
 
   // Registers a function's file and source lines for comments; returns the file's index.

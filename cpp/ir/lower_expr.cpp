@@ -578,6 +578,14 @@ TV Lowerer::expr(const Expr& e) {
         error(e.loc, "'." + e.name + "' of a Random parameter: call " + e.name +
                          "() (a Random has the methods uniform() and normal())");
       if (base.kind == TV::Kind::Module) {
+        if (base.name == "hawk" &&
+            (e.name == "sum" || e.name == "mean" || e.name == "min" || e.name == "max"))
+          error(e.loc, "hawk." + e.name +
+                           "() is a reduction over the samples of the launch: assign it "
+                           "directly to a Mutable[Param] output (`total = hawk.sum(x)`); using "
+                           "its value in the same body (a stage boundary, as in `x - "
+                           "hawk.mean(x)`) is not supported yet: reduce in one kernel and pass "
+                           "the result to the next as a Param");
         if (base.name == "hawk" && e.name == "math") {
           TV m = base;
           m.name = "hawk.math";

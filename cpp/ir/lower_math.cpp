@@ -25,7 +25,9 @@ const std::vector<std::string>& math_function_names() {
       "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "exp2",
       "expm1", "log1p", "log2", "log10", "cbrt", "hypot", "pow", "power", "ceil", "round", "rint",
       "trunc", "fmod", "remainder", "copysign", "fdim", "fma", "clip", "isnan", "isinf",
-      "isfinite", "rsqrt", "absolute"};
+      "isfinite", "rsqrt", "absolute",
+      // the launch's numbering: the sample's global index and the launch's samples
+      "sample_index", "n_samples"};
   return names;
 }
 
@@ -100,6 +102,10 @@ TV Lowerer::call_math(const std::string& name, const std::vector<TV>& args, pars
       {"sqrt", Op::Sqrt},   {"exp", Op::Exp},  {"log", Op::Log},   {"sin", Op::Sin},
       {"cos", Op::Cos},     {"tan", Op::Tan},  {"tanh", Op::Tanh}, {"abs", Op::Abs},
       {"floor", Op::Floor}, {"sign", Op::Sign}};
+  if (name == "sample_index" || name == "n_samples") {  // the launch's numbering (ir.hpp)
+    arity(*this, name, args, 0, loc);
+    return TV::iv(emit(name == "sample_index" ? Op::SampleIndex : Op::NSamples, Type::I));
+  }
   if (name == "int") {  // Python's int(): truncation toward zero (an int stays itself)
     arity(*this, name, args, 1, loc);
     const TV& a = args[0];

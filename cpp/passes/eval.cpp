@@ -259,6 +259,8 @@ bool foldable(Op op) {
     case Op::RandTruncNormal:
     case Op::RandNormalVec:
     case Op::RandGammaGrad:  // runtime/random.h's, not folded (derived kernels only)
+    case Op::SampleIndex:  // per sample and per launch
+    case Op::NSamples:
     case Op::LoopBegin:
     case Op::LoopCarry:
     case Op::LoopIndex:

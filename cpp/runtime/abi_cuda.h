@@ -49,6 +49,8 @@ typedef struct raptor_cuda_args {
                               writes zero sums) */
   unsigned long long* status; /* [0] finished, [1] error code (RAPTOR_ERR_*), [2] slot,
                                  [3] index, [4] sample, [5] most steps a sample ran */
+  int64_t sample_base;     /* the global index of sample 0 (hawk.math.sample_index()) */
+  int64_t n_total;         /* hawk.math.n_samples(); 0 or less: n */
 } raptor_cuda_args;
 
 /* A Random slot's in[slot] is 4 uint32 words in device memory: the key (k0, k1) and the global

@@ -51,6 +51,8 @@ cuda_abi::raptor_cuda_args make_cuda_args(const KernelEntry& e, const Binding& b
   a.mask_in = b.mask_in;
   a.mask_out = b.mask_out;
   a.status = status;
+  a.sample_base = b.sample_base;
+  a.n_total = b.n_total;
   for (size_t s = 0; s < ns; ++s) {
     a.in[s] = b.slots[s].in;
     a.out[s] = b.slots[s].out;

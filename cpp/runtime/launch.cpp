@@ -18,6 +18,9 @@ using ir::SlotKind;
 
 constexpr int64_t kAlign = 64;                 // chunk boundaries, in samples
 constexpr int64_t kParallelCombine = 1 << 16;  // sum elements above which combining is split
+// Launches with sums over samples: their chunking depends on the launch only (see launch()).
+constexpr int64_t kSumChunks = 16;
+constexpr int64_t kSumChunkMin = 4096;
 
 // Trivial on purpose: the launcher's inline array of these is left uninitialized beyond the
 // chunks used (default member initializers would zero all of it on every launch).
@@ -141,7 +144,17 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
   const int64_t work = count > 0 ? count * launch_steps : 0;
   const bool parallel = pool != nullptr && pool->size() > 1 &&
                         (work >= serial_threshold || (looping && work >= serial_threshold / 4));
-  if (parallel) {
+  if (sum_total > 0 && count > 0) {
+    // Sums over samples: the chunks, whose partials are added in chunk order, depend on the
+    // launch alone (its positions and the size of its sums), never on the thread count or
+    // on whether it runs split: the same bits on 1 thread or 64 (docs/runtime.md "Sums over
+    // samples"). At most kSumChunks chunks of at least kSumChunkMin positions, and at least
+    // as many positions as partial elements, so clearing and combining a chunk's partials
+    // never costs more than running it. Serial launches run the same chunks in order.
+    chunk_len = std::max({kSumChunkMin, (count + kSumChunks - 1) / kSumChunks, sum_total});
+    chunk_len = (chunk_len + kAlign - 1) / kAlign * kAlign;
+    n_chunks = (count + chunk_len - 1) / chunk_len;
+  } else if (parallel) {
     // One contiguous chunk per thread: each thread streams one long run, as a static OpenMP
     // (or Numba) loop does; 2 chunks per thread made the drag step at 2^20 1.6x slower (1242
     // us against 769 us, benchmarks/peers.py). A masked kernel of several steps finishes its
@@ -186,13 +199,15 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
     a.sums = sum_total > 0 ? sum_ptrs.data() + c * ns : nullptr;
     a.stream = stream;
     a.max_steps = b.max_steps;
+    a.sample_base = b.sample_base;
+    a.n_total = b.n_total;
     e.fn(&a);
     outs[c].finished = a.finished;
     outs[c].steps_run = a.steps_run;
     std::copy_n(a.error, 4, outs[c].error);
   };
   if (n_chunks == 1 || !parallel) {
-    for (int64_t c = 0; c < n_chunks; ++c) run_chunk(c, 0);
+    for (int64_t c = 0; c < n_chunks; ++c) run_chunk(c, 0);  // (sums: the same chunks)
   } else {
     pool->parallel_for(n_chunks, run_chunk);
   }

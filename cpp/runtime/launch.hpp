@@ -1,8 +1,9 @@
 // The host launcher: the one code path that runs a compiled kernel over bound buffers, used
 // by plans, graphs, stepping loops and the XLA FFI handlers alike. Small launches run on the
 // calling thread; large ones are split into 64-sample-aligned chunks across a ThreadPool.
-// Reductions (ParamSum/TableSum) get per-chunk double partials combined in chunk order, so a
-// result is reproducible for a given thread count. Kernel errors come back in LaunchResult.
+// Reductions (ParamSum/TableSum) get per-chunk double partials combined in chunk order; their
+// chunks depend on the launch alone (at most 16 of at least 4096 positions), so a sum has the
+// same bits whatever the thread count and whether the launch runs split. Kernel errors come back in LaunchResult.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +64,10 @@ struct Binding {
   int64_t stream_bytes = -1;
   // The most steps a sample runs in this launch (raptor_args::max_steps); 0: the kernel's.
   int64_t max_steps = 0;
+  // hawk.math.sample_index() / n_samples() (raptor_args::sample_base, n_total): the global
+  // index of sample 0 and the whole launch's samples (0: n), for a shard of a larger launch.
+  int64_t sample_base = 0;
+  int64_t n_total = 0;
 };
 
 struct LaunchResult {

@@ -219,16 +219,20 @@ TEST_F(RuntimeLaunch, SumsReproducibleAndCorrect) {
     const SumsCase par1 = run_sums(e, pool_.get(), n, m, x, idx);
     const SumsCase par2 = run_sums(e, pool_.get(), n, m, x, idx);
     EXPECT_TRUE(par1.r.ok());
-    // Bitwise reproducible for a given thread count.
+    // Bitwise reproducible, and the same bits serially as split over the pool: the chunks
+    // of a launch with sums depend on the launch alone.
     EXPECT_EQ(par1.ps, par2.ps) << n;
     EXPECT_EQ(par1.ts, par2.ts) << n;
+    EXPECT_EQ(serial.ps, par1.ps) << n;
+    EXPECT_EQ(serial.ts, par1.ts) << n;
+    EXPECT_EQ(serial.r.chunks, par1.r.chunks) << n;
     // And equal to the serial sum up to rounding.
     const double tol = 1e-12 * (1.0 + double(n));
     EXPECT_NEAR(serial.ps[0], want_ps, tol);
     EXPECT_NEAR(par1.ps[0], want_ps, tol);
     for (int64_t i = 0; i < 2 * m; ++i) EXPECT_NEAR(par1.ts[i], want_ts[i], tol) << i;
   }
-  // Launched back to back below the threshold, a kernel with sums still runs in one chunk:
+  // Launched back to back below the threshold, a kernel with sums runs the same chunks:
   // the same bits as a launch after a pause.
   {
     const int64_t n_small = kThreshold / 2;
@@ -238,7 +242,7 @@ TEST_F(RuntimeLaunch, SumsReproducibleAndCorrect) {
     const SumsCase first = run_sums(e, pool_.get(), n_small, m, x, idx);
     for (int i = 0; i < 5; ++i) {
       const SumsCase again = run_sums(e, pool_.get(), n_small, m, x, idx);
-      EXPECT_EQ(again.r.chunks, 1);
+      EXPECT_EQ(again.r.chunks, first.r.chunks);
       EXPECT_EQ(again.ps, first.ps);
       EXPECT_EQ(again.ts, first.ts);
     }
@@ -253,6 +257,25 @@ TEST_F(RuntimeLaunch, SumsReproducibleAndCorrect) {
   const SumsCase f = run_sums(e32, pool_.get(), n, m, x, idx);
   EXPECT_NEAR(f.ps[0], want, 1e-3);
   EXPECT_EQ(f.ps, run_sums(e32, pool_.get(), n, m, x, idx).ps);
+}
+
+// Sums have the same bits whatever the thread count (pools of 1 to 5 threads, no pool): the
+// chunks and the order their partials are added in depend on the launch alone.
+TEST_F(RuntimeLaunch, SumsSameBitsWhateverTheThreadCount) {
+  const KernelEntry e = entry(testing::sums_entry, "sums_f64", 8);
+  const int64_t m = 7;
+  for (const int64_t n : {int64_t{5000}, int64_t{40000}, int64_t{250000}}) {
+    const auto x = random_plane<double>(n, 11);
+    const auto idx = random_plane<double>(n, 12, 0.0, double(m) - 0.01);
+    const SumsCase want = run_sums(e, nullptr, n, m, x, idx);
+    EXPECT_GT(want.r.chunks, 1) << n;
+    for (int threads = 1; threads <= 5; ++threads) {
+      ThreadPool pool(threads);
+      const SumsCase got = run_sums(e, &pool, n, m, x, idx);
+      EXPECT_EQ(got.ps, want.ps) << n << " on " << threads << " threads";
+      EXPECT_EQ(got.ts, want.ts) << n << " on " << threads << " threads";
+    }
+  }
 }
 
 TEST_F(RuntimeLaunch, AccumulateSumsAndLargeTables) {

@@ -23,6 +23,8 @@ __all__ = [
     "expm1", "log1p", "log2", "log10", "cbrt", "hypot", "pow", "power", "ceil", "round", "rint",
     "trunc", "fmod", "remainder", "copysign", "fdim", "fma", "clip", "isnan", "isinf", "isfinite",
     "rsqrt", "absolute", "nan", "inf",
+    # the launch's numbering (docs/language.md "Sample index")
+    "sample_index", "n_samples",
 ]
 
 _DOCS = {
@@ -106,6 +108,9 @@ _DOCS = {
     "isfinite": "isfinite(x): whether x is neither NaN nor infinite (a bool).",
     "rsqrt": "rsqrt(x): 1 / sqrt(x), two operations each rounded (jax.lax.rsqrt up to rounding).",
     "absolute": "absolute(x): abs(x), as numpy.absolute.",
+    "sample_index": "sample_index(): this sample's global index in the launch, an int (0 .. n_samples() - 1; "
+    "a shard of a sharded call numbers its samples as the whole call would).",
+    "n_samples": "n_samples(): the samples of the whole launch, an int (all shards together).",
 }
 
 
@@ -203,6 +208,8 @@ isinf = _make("isinf")
 isfinite = _make("isfinite")
 rsqrt = _make("rsqrt")
 absolute = _make("absolute")
+sample_index = _make("sample_index")
+n_samples = _make("n_samples")
 
 #: NaN, a float constant in kernel bodies (``hawk.math.nan`` or ``from hawk.math import nan``).
 nan: float = float("nan")

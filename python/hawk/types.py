@@ -193,7 +193,7 @@ class Guard:
 
 
 ALLOWED = (
-    "Param, Scalar, Vector[k], Matrix[r, c], Mutable[Scalar], Mutable[Vector[k]], Mutable[Matrix[r, c]], Terminated, "
+    "Param, Scalar, Vector[k], Matrix[r, c], Mutable[Scalar], Mutable[Vector[k]], Mutable[Matrix[r, c]], Mutable[Param], Terminated, "
     "Table[Scalar], Table[Vector[k]], Table[Matrix[r, c]] or Random "
     "(integer and bool planes: Scalar[hawk.int32], Vector[k, hawk.int64], Param[hawk.int32], Scalar[hawk.bool_], ...)"
 )
@@ -211,7 +211,8 @@ def param_kind(annotation: Any) -> tuple[str, int, bool] | tuple[str, int, bool,
     """``(kind, width, is_vector)`` for an annotation, or a message saying what is wrong;
     integer and bool planes add their element type: ``(kind, width, is_vector, "int32")``.
 
-    kind is one of "param", "plane", "mutable", "terminated", "table", "random".
+    kind is one of "param", "plane", "mutable", "terminated", "table", "random", "param_sum"
+    (Mutable[Param]: a sum over the samples, ``out = hawk.sum(x)``).
     """
     if annotation is Param:
         return ("param", 1, False)
@@ -233,6 +234,8 @@ def param_kind(annotation: Any) -> tuple[str, int, bool] | tuple[str, int, bool,
         return ("terminated", 1, False)
     if isinstance(annotation, MutableType):
         inner = annotation.of
+        if inner is Param:  # one value per launch: `out = hawk.sum(x)` (docs/language.md)
+            return ("param_sum", 1, False)
         if inner is Scalar:
             return ("mutable", 1, False)
         if isinstance(inner, ScalarType):
@@ -243,7 +246,7 @@ def param_kind(annotation: Any) -> tuple[str, int, bool] | tuple[str, int, bool,
             return ("mutable", inner.k, True)
         if isinstance(inner, MatrixType):
             return ("mutable", inner.r * inner.c, True)
-        return f"Mutable[...] takes Scalar or Vector[k] (or Matrix[r, c], Scalar[hawk.int32], Vector[k, hawk.int32], ...), got {_name(inner)}"
+        return f"Mutable[...] takes Scalar or Vector[k] (or Matrix[r, c], Scalar[hawk.int32], Vector[k, hawk.int32], ..., or Param for a sum over samples), got {_name(inner)}"
     if isinstance(annotation, TableType):
         inner = annotation.of
         if inner is Scalar:

@@ -155,7 +155,10 @@ def _lowering(ctx: Any, *operands: Any, call: KernelCall, lowering: str = "ffi")
     # Through custom partitioning, so that under jit with inputs sharded along the sample
     # axis every device runs its own shard (no all-gather); on one device it is inlined to
     # the plain custom call (and so survives jax.export).
-    if not _several_devices(ctx):
+    # A kernel that reads hawk.math.sample_index() / n_samples() needs the whole launch's
+    # numbering, which a shard's custom call does not have: XLA runs the plain call on
+    # gathered planes (the same results as one device; docs/jax.md "Sharding").
+    if not _several_devices(ctx) or call.ops().numbered:
         return _ffi_lowering(ctx, *operands, call=call, entry=True)
     return mlir.lower_fun(partitioned(call, kernel_local_p), multiple_results=True)(ctx, *operands)
 

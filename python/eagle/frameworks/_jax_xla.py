@@ -39,6 +39,10 @@ What the language added beside the first lowering:
   time. In float32 the integers are exact up to 2^24 only, so a float32 call of a kernel with a
   loop of more iterations, or with draws in a loop, is refused (``unsupported_for``), and
   "auto" takes "ffi" for it.
+- ``sample_index`` / ``n_samples`` (hawk.math.sample_index(), n_samples()) are an iota over
+  the call's samples and their count: under sharding XLA partitions them itself, so a shard
+  numbers its samples globally. In float32 they are exact up to 2^24 samples; a larger call
+  is refused.
 - ``//``, ``%`` and ``int(x)`` of those integers are Python's (``_int_op``); where they fail
   (a zero divisor; int(x) of NaN, an infinity or beyond int64) the sample's outputs are NaN,
   as for a table index out of range (``OpList.can_fail``).
@@ -194,7 +198,7 @@ _TERNARY: dict[str, Callable[[Any, Any, Any], Any]] = {
 _SPECIAL = frozenset({"const", "load_param", "load_plane", "load_state", "load_mask", "load_table", "select", "to_index", "powi",
                       "stop_grad", "custom_jvp", "rand_uniform", "rand_normal", "rand_uniform_at", "rand_normal_at", "to_float",
                       "rand_gamma", "rand_poisson", "rand_int", "rand_truncated_normal", "rand_normal_vec",
-                      "floordiv", "mod", "to_int"})
+                      "floordiv", "mod", "to_int", "sample_index", "n_samples"})
 # The int ops that fail at run time (a zero divisor; int(x) of NaN, an infinity or beyond int64).
 _FAILING = frozenset({"floordiv", "mod", "to_int"})
 # A loop region's values (ir.hpp's LoopBegin .. LoopResult), evaluated by `_loop`.
@@ -269,6 +273,12 @@ class OpList:
     @property
     def has_mask(self) -> bool:
         return any(kind == "terminated" for _, kind, *_ in self.slots)
+
+    @property
+    def numbered(self) -> bool:
+        """Whether the kernel reads hawk.math.sample_index() or n_samples(): the launch's global
+        numbering (under sharding the FFI path runs such a call whole, docs/jax.md)."""
+        return any(v[0] in ("sample_index", "n_samples") for v in self.values)
 
     @property
     def can_fail(self) -> bool:
@@ -492,6 +502,10 @@ def _eval_range(run: _Run, state: dict[int, Any], step: Any, vals: list[Any], lo
             x = run.draws(slot, step + int(iimm), a[0] + float(comp), op == "rand_normal_at")
         elif op in _DISTS:  # operand 0: the run-time part of the index
             x = run.dist(op, slot, step + int(iimm), a[0] + float(comp), a[1:], int(imm))
+        elif op == "sample_index":  # the global index: XLA partitions the iota itself
+            x = jnp.arange(run.n, dtype=dt)
+        elif op == "n_samples":
+            x = jnp.asarray(float(run.n), dt)
         elif op == "to_float":  # I values are floats of the dtype already
             x = jnp.asarray(a[0], dt)
         elif op in _FAILING:
@@ -680,6 +694,9 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
     operations."""
     _refuse(ops, dtype)
     dt = np.dtype(dtype)
+    if ops.numbered and dt == np.float32 and n > 2**24:
+        raise UnsupportedOp(f"kernel '{ops.name}': hawk.math.sample_index() / n_samples() of {n} samples in float32, "
+                            "where this lowering's integers are exact up to 2^24 only; use lowering='ffi'")
     run = _Run(ops, slot_of_operand, operands, n, dt)
 
     # state: each Mutable slot, (width, N); sums: each sum slot, (entries, width) or (width,)

@@ -1,0 +1,18 @@
+"""hawk.sum: a sum over the samples of a launch, inside a kernel body (docs/language.md "Sums
+over samples"). ``total = hawk.sum(x, where=c)`` with ``total: Mutable[Param]`` adds x of
+every sample where c holds into one value per launch. The compiler gives the name its meaning
+(cpp/ir/lower.cpp, Lowerer::reduce_stmt); called from plain Python it raises. Not in
+``hawk.__all__``: ``from hawk import *`` must not shadow the builtin sum.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def sum(x: Any, *, where: Any = True) -> Any:  # noqa: A001 - the kernel language's hawk.sum
+    """sum(x, where=c): the sum of x over the samples of the launch where c holds (all when
+    where is left out), assigned to a Mutable[Param] output. Deterministic: the same bits on
+    any thread count (docs/runtime.md)."""
+    raise TypeError("hawk.sum can only be used inside a @hawk.kernel body (`total = hawk.sum(x)` with "
+                    "`total: Mutable[Param]`); use numpy.sum in plain Python")
