@@ -16,7 +16,7 @@
 #define RAPTOR_ABI_H
 #include <stdint.h>
 
-#define RAPTOR_ABI_VERSION 4
+#define RAPTOR_ABI_VERSION 5
 
 /* error codes written to raptor_args.error[0] */
 #define RAPTOR_OK 0
@@ -51,6 +51,10 @@ typedef struct raptor_args {
   int64_t max_steps;      /* in: the most steps a sample may run in this call; 0 (or more
                              than the kernel's steps): the kernel's own steps. A stepping
                              loop runs its fused kernel for the launches it has left */
+  int64_t sample_base;    /* in: the global index of sample 0 (hawk.math.sample_index() is
+                             sample_base + sample): a shard's first sample; 0 for a whole launch */
+  int64_t n_total;        /* in: hawk.math.n_samples(), the samples of the whole launch;
+                             0 or less: n */
 } raptor_args;
 
 typedef void (*raptor_kernel_fn)(raptor_args* a);
