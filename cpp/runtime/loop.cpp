@@ -33,6 +33,22 @@ int64_t count_set(const uint8_t* mask, int64_t n) {
   return c;
 }
 
+int64_t count_set(const uint8_t* mask, int64_t n, ThreadPool& pool) {
+  const int threads = pool.size();
+  if (threads <= 1 || n < kParallelCount) return count_set(mask, n);
+  // Parts of whole 8-byte words; the last takes the rest.
+  const int64_t part = (n / threads + 7) / 8 * 8;
+  std::vector<int64_t> counts(static_cast<size_t>(threads), 0);
+  pool.parallel_for(threads, [&](int64_t c, int) {
+    const int64_t b = std::min(n, c * part);
+    const int64_t e = c + 1 == threads ? n : std::min(n, b + part);
+    counts[static_cast<size_t>(c)] = count_set(mask + b, e - b);
+  });
+  int64_t total = 0;
+  for (const int64_t c : counts) total += c;
+  return total;
+}
+
 void run_sequence(const std::vector<std::shared_ptr<BoundLaunch>>& seq, ThreadPool& pool,
                   int64_t times) {
   for (int64_t t = 0; t < times; ++t)
@@ -132,7 +148,7 @@ HostLoop::HostLoop(std::vector<HostStep> steps, const uint8_t* mask, int64_t n, 
   for (const HostStep& s : steps_)
     if (!s.kernel && !s.host)
       throw std::invalid_argument("stepping loop: a step is neither a kernel nor a callback");
-  live_ = n_ - count_set(mask_, n_);
+  live_ = n_ - count_set(mask_, n_, pool_);
 }
 
 int64_t HostLoop::counted(const BoundLaunch& b, const LaunchResult& r) const {
@@ -152,7 +168,7 @@ int64_t HostLoop::run_sequence_once() {
       recount = true;
     }
   }
-  live_ = recount ? n_ - count_set(mask_, n_) : live_ - finished;
+  live_ = recount ? n_ - count_set(mask_, n_, pool_) : live_ - finished;
   return finished;
 }
 
@@ -289,7 +305,7 @@ HostDeviceLoop::HostDeviceLoop(std::vector<std::shared_ptr<BoundLaunch>> steps, 
 }
 
 void HostDeviceLoop::test(bool init) {
-  loop_stop_update(c_, static_cast<uint64_t>(n_ - count_set(mask_, n_)), init);
+  loop_stop_update(c_, static_cast<uint64_t>(n_ - count_set(mask_, n_, pool_)), init);
 }
 
 void HostDeviceLoop::launch_steps() {

@@ -33,6 +33,12 @@ namespace raptor::runtime {
 // Samples whose mask byte is set, of mask[0, n).
 int64_t count_set(const uint8_t* mask, int64_t n);
 
+// The same count split over the pool's threads when the mask is large (>= kParallelCount
+// bytes: one thread reads ~23 GB/s here, so 1e6 bytes took ~45 us, a stepping loop's re-entry
+// cost at N = 1e6); each thread counts a contiguous part, the parts are added.
+inline constexpr int64_t kParallelCount = int64_t{1} << 18;
+int64_t count_set(const uint8_t* mask, int64_t n, ThreadPool& pool);
+
 // Launches every kernel of `seq` in order, `times` times (eagle.Graph.launch).
 void run_sequence(const std::vector<std::shared_ptr<BoundLaunch>>& seq, ThreadPool& pool,
                   int64_t times);

@@ -310,6 +310,24 @@ TEST(LoopPlanner, CountSet) {
   EXPECT_EQ(count_set(all.data(), static_cast<int64_t>(all.size())), static_cast<int64_t>(all.size()));
 }
 
+TEST(LoopPlanner, CountSetOverAPool) {
+  // Split over 1..5 threads (each a contiguous part of whole words, the last the rest) it
+  // counts what one thread counts, below and above the size where it splits, at odd lengths
+  // and offsets.
+  std::vector<uint8_t> big(static_cast<size_t>(kParallelCount) * 3 + 21);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>((i * 2654435761u) >> 29) & 3;
+  for (const int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    for (const size_t off : {0, 5}) {
+      for (const int64_t len : {int64_t{0}, int64_t{9}, kParallelCount - 1, kParallelCount,
+                                kParallelCount * 2 + 13, kParallelCount * 3 + 16}) {
+        const int64_t one = count_set(big.data() + off, len);
+        EXPECT_EQ(count_set(big.data() + off, len, pool), one) << threads << " " << off << " " << len;
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The host executor over compiled kernels
 
