@@ -35,6 +35,8 @@ ir::SlotKind kind_from(const std::string& s) {
   if (s == "table") return ir::SlotKind::Table;
   if (s == "random") return ir::SlotKind::Random;
   if (s == "param_sum") return ir::SlotKind::ParamSum;  // Mutable[Param]: `out = hawk.sum(x)`
+  // Mutable[Table[...]]: `hawk.scatter(t)[i] += v` (an in-out TableSum, its own table)
+  if (s == "table_scatter") return ir::SlotKind::TableSum;
   throw std::invalid_argument("unknown parameter kind '" + s + "'");
 }
 
@@ -172,6 +174,11 @@ ir::InterpBinding binding_for(const ir::Kernel& k, int64_t n,
         b.slots[i].out.assign(w, 0.0);
         break;
       case ir::SlotKind::TableSum: {
+        if (s.inout) {  // a scatter target (Mutable[Table]): its bound values plus the sums
+          b.slots[i].in = input(s);
+          b.slots[i].out = b.slots[i].in;
+          break;
+        }
         const ir::Slot& t = k.slots[static_cast<size_t>(s.table_of)];
         const size_t m = input(t).size() / static_cast<size_t>(t.width);
         b.slots[i].out.assign(m * w, 0.0);
