@@ -6,6 +6,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <cmath>
 #include <set>
 
 #include "ad/adjoint.hpp"
@@ -177,6 +178,10 @@ ir::InterpBinding binding_for(const ir::Kernel& k, int64_t n,
         if (s.inout) {  // a scatter target (Mutable[Table]): its bound values plus the sums
           b.slots[i].in = input(s);
           b.slots[i].out = b.slots[i].in;
+          // the scale of a sum added in another order includes the values added to
+          b.slots[i].sum_abs.resize(b.slots[i].in.size());
+          for (size_t j = 0; j < b.slots[i].in.size(); ++j)
+            b.slots[i].sum_abs[j] = std::fabs(b.slots[i].in[j]);
           break;
         }
         const ir::Slot& t = k.slots[static_cast<size_t>(s.table_of)];

@@ -130,6 +130,8 @@ __device__ __forceinline__ void rp_merge_status(const raptor_cuda_args* a, uint3
 template <class T> __device__ __forceinline__ void rp_finish(const raptor_cuda_args* a, int slot,
                                                              int64_t r, int64_t items,
                                                              bool add) {
+  // A scatter target keeps its bound values after a kernel error (an index out of range).
+  if (add && a->status[1] != 0ull) return;
   const double* const part = a->partials[slot];
   double total = 0.0;
   for (uint32_t b = 0; b < a->grid; ++b) total += part[static_cast<int64_t>(b) * items + r];
