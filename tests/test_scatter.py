@@ -395,3 +395,35 @@ def test_sharded_scatter_is_the_whole_scatter(tmp_path):
     p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "ok" in p.stdout
+
+
+def test_eagle_diff_refuses_a_scatter_kernel(plans):
+    """eagle.diff.reverse names the node and the target (JAX differentiates it instead)."""
+    import eagle
+    import eagle.diff
+
+    x, w, h = np.array([0.5, 2.5]), np.ones(2), np.zeros(7)
+    g = eagle.Graph().add(plans["hist"].bind(x=x, w=w, h=h), name="hg").build(record=True)
+    g.launch(2)
+    a = 2 * (1.0 + np.sin(1.0))  # two launches, each adding w * w + sin(w) at entries 0 and 2
+    np.testing.assert_allclose(h, [a, 0, a, 0, 0, 0, 0], rtol=1e-15)
+    with pytest.raises(ValueError, match=r"eagle\.diff\.reverse: node 'hg' \(kernel 'hist'\) scatters into 'h' \(hawk\.scatter\), "
+                                         r"which this reverse sweep does not differentiate yet"):
+        eagle.diff.reverse(g.record, {"hg.h": np.ones(7)})
+
+
+@pytest.mark.parametrize("lowering", ["xla", "ffi"])
+def test_vmap(lowering):
+    """jax.vmap over the values added (one table per batch entry) and over the table."""
+    rng = np.random.default_rng(14)
+    n, m, b = 50, 5, 3
+    x = jnp.asarray(rng.uniform(0, m, n))
+    w = jnp.asarray(rng.normal(size=(b, n)))
+    h0 = jnp.asarray(rng.normal(size=(b, m)))
+    idx = jnp.floor(x).astype(jnp.int32)
+    f = eagle_jax.function(hist, lowering=lowering)
+    got = jax.vmap(lambda w, h: f(x, w, h))(w, h0)
+    want = jax.vmap(lambda w, h: h.at[idx].add(w * w + jnp.sin(w)))(w, h0)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+    got1 = jax.vmap(lambda w: f(x, w, h0[0]))(w)
+    np.testing.assert_allclose(got1, want - h0 + h0[0], rtol=1e-12, atol=1e-12)
