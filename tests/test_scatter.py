@@ -328,6 +328,26 @@ def test_refusals():
 
     _refused(reads, r"'t' is a Mutable\[Table\] scatter target: the body only adds to it")
 
+    def rebind(x: Scalar, t: Mutable[Table[Scalar]]):
+        t = x
+
+    _refused(rebind, r"cannot assign to 't', a Mutable\[Table\] scatter target: add into its entries with `hawk\.scatter\(t\)\[i\] \+= v`")
+
+    def component(x: Scalar, t: Mutable[Table[Scalar]]):
+        t[0] = x
+
+    _refused(component, r"'t' is a Mutable\[Table\] scatter target; only a Vector's or a Matrix's components can be assigned")
+
+    def two(x: Scalar, t: Mutable[Table[Scalar]]):
+        hawk.scatter(t, t)[x] += 1.0
+
+    _refused(two, r"hawk\.scatter\(t\) takes one argument, a Mutable\[Table\] parameter")
+
+    def of_a_plane(x: Scalar, t: Mutable[Table[Scalar]]):
+        hawk.scatter(x)[x] += 1.0
+
+    _refused(of_a_plane, r"hawk\.scatter\(t\) takes a kernel parameter declared Mutable\[Table\[Scalar\]\] or Mutable\[Table\[Vector\[k\]\]\]")
+
     def value(x: Scalar, t: Mutable[Table[Scalar]], y: Mutable[Scalar]):
         y = hawk.scatter(t)
 

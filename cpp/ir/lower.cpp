@@ -480,6 +480,11 @@ void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
                        "it, or use a local variable");
       case SlotKind::Table:
         error(loc, "cannot assign to Table '" + name + "': tables are read-only in a kernel");
+      case SlotKind::TableSum:
+        error(loc, "cannot assign to '" + name +
+                       "', a Mutable[Table] scatter target: add into its entries with "
+                       "`hawk.scatter(" +
+                       name + ")[i] += v`");
       case SlotKind::Random:
         error(loc, "cannot assign to Random '" + name + "': draw numbers from it with " + name +
                        ".uniform() or " + name + ".normal() and assign those to a local variable");
