@@ -447,3 +447,24 @@ def test_vmap(lowering):
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
     got1 = jax.vmap(lambda w: f(x, w, h0[0]))(w)
     np.testing.assert_allclose(got1, want - h0 + h0[0], rtol=1e-12, atol=1e-12)
+
+
+def test_ffi_aliased_and_donated_targets():
+    """The "ffi" custom call adds into its result buffer: an undonated argument is copied into it
+    first, an intermediate or a donated argument is aliased to it; all give .at[i].add."""
+    rng = np.random.default_rng(15)
+    n, m = 400, 9
+    x = jnp.asarray(rng.uniform(0, m, n))
+    w = jnp.asarray(rng.normal(size=n))
+    h0 = jnp.asarray(rng.normal(size=m))
+    idx = jnp.floor(x).astype(jnp.int32)
+    f = eagle_jax.function(hist, lowering="ffi")
+    add = w * w + jnp.sin(w)
+    want = (2.0 * h0).at[idx].add(add)
+    before = np.asarray(h0).copy()
+    np.testing.assert_allclose(jax.jit(lambda w, h: f(x, w, 2.0 * h))(w, h0), want, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(jax.jit(lambda w, h: f(x, w, h))(w, 2.0 * h0), want, rtol=1e-13, atol=1e-13)
+    donated = jax.jit(lambda w, h: f(x, w, h), donate_argnums=1)(w, jnp.array(2.0 * h0))
+    np.testing.assert_allclose(donated, want, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(jax.jit(lambda w, h: f(x, w, h))(w, h0), h0.at[idx].add(add), rtol=1e-13, atol=1e-13)
+    np.testing.assert_array_equal(np.asarray(h0), before)  # an undonated argument's buffer is not written
