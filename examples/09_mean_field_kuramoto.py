@@ -18,7 +18,10 @@ The script:
   critical coupling K_c = 2 g, and checks the stationary order parameter against the
   Ott-Antonsen value sqrt(1 - K_c / K) (and r small below K_c);
 - runs the same steps in NumPy (np.mean, the same formula) and checks the phases agree;
-- writes r(t) for both couplings and the final phases on the circle to ``kuramoto.png``.
+- writes r(t) for both couplings and the final phases on the circle to ``kuramoto.png``;
+- bins the final phases around the mean phase with a scatter-add into a shared table,
+  ``hawk.scatter(hist)[bin] += 1.0`` (docs/language.md "Scatter-adds"), checks the histogram
+  against ``np.add.at`` and plots it beside them.
 
 Run it from this folder (``bash scripts/demo.sh`` runs every example):
     python 09_mean_field_kuramoto.py
@@ -36,7 +39,7 @@ import matplotlib.pyplot as plt
 import eagle.plan
 import hawk
 import hawk.math as hm
-from hawk import Mutable, Param, Scalar
+from hawk import Mutable, Param, Scalar, Table
 from hawk.math import cos, sin
 
 OUT = os.environ.get("RAPTOR_EXAMPLES_OUT", tempfile.mkdtemp())
@@ -80,6 +83,31 @@ def run_numpy(k: float, theta0: np.ndarray, omega: np.ndarray) -> np.ndarray:
     return theta
 
 
+# ---- a histogram of the phases by scatter-adds (docs/language.md "Scatter-adds")
+BINS = 48
+PI = float(np.pi)
+TWO_PI = 2.0 * PI
+
+
+@hawk.kernel
+def phase_histogram(theta: Scalar, psi: Param, hist: Mutable[Table[Scalar]]):
+    # the phase from the mean phase psi, in [0, 2 pi), binned: many oscillators add into one bin
+    b = min(hm.remainder(theta - psi + PI, TWO_PI) * (BINS / TWO_PI), BINS - 0.5)
+    hawk.scatter(hist)[b] += 1.0
+
+
+def histogram_of(theta: np.ndarray, plan) -> np.ndarray:
+    """The oscillators per bin of phase around the mean phase, checked against np.add.at."""
+    psi = float(np.arctan2(np.mean(np.sin(theta)), np.mean(np.cos(theta))))
+    hist = np.zeros(BINS)
+    plan.bind(theta=theta, psi=psi, hist=hist).launch()
+    b = np.minimum(np.remainder(theta - psi + np.pi, TWO_PI) * (BINS / TWO_PI), BINS - 0.5)
+    want = np.zeros(BINS)
+    np.add.at(want, np.floor(b).astype(np.int64), 1.0)
+    assert np.array_equal(hist, want) and hist.sum() == len(theta), (hist, want)
+    return hist
+
+
 def main() -> None:
     rng = np.random.default_rng(7)
     # deterministic Lorentzian quantiles (a smooth sample: the mean-field theory's limit)
@@ -105,7 +133,11 @@ def main() -> None:
             assert r_end < 0.15, r_end  # incoherent: finite-N fluctuations only
         results[k] = (theta, r)
 
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    (hplan,) = eagle.plan.auto([phase_histogram], targets=("host",))
+    hists = {k: histogram_of(theta, hplan) for k, (theta, _) in results.items()}
+    print(f"phase histograms ({BINS} bins) equal np.add.at; K = 2: {hists[2.0].max():.0f} oscillators in the fullest bin")
+
+    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(15, 4))
     t = DT * np.arange(STEPS)
     for k, (_, r) in results.items():
         a1.plot(t, r, label=f"K = {k}")
@@ -117,6 +149,12 @@ def main() -> None:
     a2.scatter(np.cos(th), np.sin(th), s=2, alpha=0.4, c=omega, cmap="coolwarm", vmin=-2, vmax=2)
     a2.set_aspect("equal")
     a2.set_title("phases at the end, K = 2 (colour: natural frequency)")
+    centers = (np.arange(BINS) + 0.5) * TWO_PI / BINS - np.pi
+    for k, h in hists.items():
+        a3.step(centers, h, where="mid", label=f"K = {k}")
+    a3.set_xlabel("phase - mean phase")
+    a3.set_ylabel("oscillators per bin (hawk.scatter)")
+    a3.legend()
     fig.tight_layout()
     path = os.path.join(OUT, "kuramoto.png")
     fig.savefig(path, dpi=110)

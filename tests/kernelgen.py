@@ -107,6 +107,11 @@ writes exactly the kernels of the generator before all of them and ``features=("
   ints): ``hm.sample_index()`` and ``hm.n_samples()`` among the int leaves.
 - "sums" (three in ten kernels of one step, from a stream of its own, ``r6``): one or two
   ``totj: Mutable[Param]`` outputs, ``totj = hawk.sum(expr)`` or ``hawk.sum(expr, where=c)``.
+- "scatter" (three in ten kernels of one step, from a stream of its own, ``r8``): a
+  ``sct: Mutable[Table[Scalar]]`` (or ``Table[Vector[k]]``) scatter target and one or two
+  ``hawk.scatter(sct)[i] += v`` (``_Gen.scatter_adds``), some under an ``if``; the harness
+  binds its values like a table's and compares it as a sum (its tangent starts at zero, its
+  cotangent is the adjoint's Table).
 
 - "linalg" (a fifth of the kernels, drawn from a stream of its own, ``r5``, likewise): the
   per-sample linear algebra of hawk.math (``solve``, ``inv``, ``lu``/``lu_solve``,
@@ -237,6 +242,10 @@ class _Gen:
         # hawk.sum into a Mutable[Param] output (kernels of one step), from a seventh stream, r6
         self.r6 = random.Random(seed * 32452843 + 59)
         self.sums = "sums" in features and self.r6.random() < 0.3
+        # hawk.scatter(sct)[i] += v into a Mutable[Table] (kernels of one step), from an eighth
+        # stream, r8: kernels not drawn to have it are the generator's before, byte for byte
+        self.r8 = random.Random(seed * 49979687 + 61)
+        self.scatter = "scatter" in features and self.r8.random() < 0.3
         self.mtable: tuple[str, int] | None = None  # a Table[Matrix[mn, mn]]
         self.drew = False  # a draw was written
         self.in_mat = False  # writing a matrix or quaternion expression: none nested in its scalars
@@ -1257,6 +1266,41 @@ class _Gen:
             lines += ["@hawk.func", f"def {self.vhelper}(u, s):", "    return u * s + u / (s * s + 1.0)", ""]
         return lines
 
+    def scatter_adds(self, sc: dict, lines: list[str], sw: int, depth: int) -> None:
+        """One or two ``hawk.scatter(sct)[i] += v``: i a float mapped into [0, M) (rounded
+        down), an int expression % M, or rarely unguarded (out of range for some samples: the
+        table error both sides report); v a Scalar or a Vector[k]; a third under an ``if``."""
+        # These lines draw from r8 (the expression writers read self.r), and the other streams
+        # they touch (a feature's own, as numpy's r4) are put back after them: the rest of the
+        # kernel is the one not drawn to scatter, byte for byte, these lines and the parameter
+        # added.
+        streams = [name for name in ("r", "r2", "r3", "r4", "r5", "r6", "r7") if hasattr(self, name)]
+        saved = {name: getattr(self, name).getstate() for name in streams}
+        main, self.r = self.r, self.r8
+        try:
+            self._scatter_lines(sc, lines, sw, depth)
+        finally:
+            self.r = main
+            for name in streams:
+                getattr(self, name).setstate(saved[name])
+
+    def _scatter_lines(self, sc: dict, lines: list[str], sw: int, depth: int) -> None:
+        r8 = self.r8
+        for _ in range(1 if r8.random() < 0.7 else 2):
+            form = r8.random()
+            if form < 0.04:
+                idx = f"{self.scal(sc, 1)} * 3.0"
+            elif form < 0.4 and sc["int"]:
+                idx = f"({self.iexpr(sc, 2)[0]}) % M"
+            else:
+                idx = f"(tanh({self.scal(sc, depth - 1)}) * 0.499 + 0.5) * M"
+            val = self.scal(sc, depth - 1) if sw == 1 else self.vect(sc, depth - 1)
+            stmt = f"hawk.scatter(sct)[{idx}] += {val}"
+            if r8.random() < 0.3:
+                lines += [f"    if {self.cond(sc, 1)}:", f"        {stmt}"]
+            else:
+                lines.append(f"    {stmt}")
+
     def kernel(self) -> GenKernel:
         r = self.r
         name = f"fz_{self.seed}"
@@ -1296,6 +1340,10 @@ class _Gen:
         if sums:  # one or two sums over the samples (docs/language.md "Sums over samples")
             nsum = 1 if self.r6.random() < 0.6 else 2
             params += [f"tot{j}: Mutable[Param]" for j in range(nsum)]
+        scat = self.scatter and steps == 1
+        if scat:  # a scatter target (docs/language.md "Scatter-adds"): its form from r8
+            sw = 1 if self.r8.random() < 0.6 else self.k
+            params.append(f"sct: Mutable[Table[{'Scalar' if sw == 1 else f'Vector[{sw}]'}]]")
         if mask:
             params.append("done: Terminated")
         sc["outs_in_if"] = [o for o in outs[1:]]
@@ -1326,6 +1374,8 @@ class _Gen:
             for j in range(nsum):
                 where = f", where={self.cond(sc, 1)}" if self.r6.random() < 0.5 else ""
                 lines.append(f"    tot{j} = hawk.sum({self.scal(sc, depth - 1)}{where})")
+        if scat:  # (every draw from r8)
+            self.nested(self.scatter_adds, sc, lines, sw, depth)
         self.nested(self.feature_ends, sc, lines, ends, depth)
         if mask:
             c = self.cond(sc, 1) if r.random() < 0.5 else f"(s > {r.choice(['0.5', '1.0', '-0.25'])})" if state else self.cond(sc, 1)
@@ -1340,7 +1390,7 @@ class _Gen:
 
 
 FEATURES = ("exits", "stop_gradient", "int", "matrix", "random", "long_loops", "numpy", "linalg", "numbered",
-            "sums")  # the newer constructs generate writes by default
+            "sums", "scatter")  # the newer constructs generate writes by default
 
 
 def generate(seed: int, features: tuple[str, ...] = FEATURES) -> GenKernel:
@@ -1360,7 +1410,7 @@ def features_of(seed: int, features: tuple[str, ...] = FEATURES) -> set[str]:
     statement instead)."""
     g = _Gen(seed, features)
     drawn = {"int": g.ints, "matrix": g.mats, "random": g.rand, "stop_gradient": g.sg, "long_loops": g.longl,
-             "numpy": g.npf, "linalg": g.la, "numbered": g.numbered, "sums": g.sums}
+             "numpy": g.npf, "linalg": g.la, "numbered": g.numbered, "sums": g.sums, "scatter": g.scatter}
     return {f for f, on in drawn.items() if on}
 
 
@@ -1396,7 +1446,13 @@ def outputs_of(kernel: Any) -> list[str]:
     """The outputs with derivatives: float Mutables and sums over samples (hawk.sum's
     Mutable[Param]; an integer output has no tangent or cotangent; the compiled-vs-interpreter
     check compares it all the same, exactly)."""
-    return [s.name for s in kernel.slots if s.kind in ("mutable", "param_sum") and s.dtype == "float"]
+    return [s.name for s in kernel.slots if (s.kind in ("mutable", "param_sum") or _scatter(s)) and s.dtype == "float"]
+
+
+def _scatter(slot: Any) -> bool:
+    """A scatter target (Mutable[Table], ``hawk.scatter(t)[i] += v``): bound like a table, an
+    output like a sum; where a derived kernel's is not given (a tangent's), it starts at 0."""
+    return slot.kind == "table_sum" and slot.inout
 
 
 def make_values(kernel: Any, n: int, m: int, rng: np.random.Generator) -> dict[str, Any]:
@@ -1414,7 +1470,7 @@ def make_values(kernel: Any, n: int, m: int, rng: np.random.Generator) -> dict[s
             out[s.name] = rng.integers(-b, b + 1, _shape(s, n, m)).astype(_INT_DTYPES[s.dtype])
         elif (s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout)) and s.dtype == "bool":
             out[s.name] = rng.random(_shape(s, n, m)) < 0.5
-        elif s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout):
+        elif s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout) or _scatter(s):
             out[s.name] = rng.standard_normal(_shape(s, n, m))
         elif s.kind == "terminated":
             out[s.name] = rng.random(n) < 0.2
@@ -1496,6 +1552,11 @@ def interpret(kernel: Any, n: int, m: int, values: dict[str, Any], float32: bool
             if float32 and s.dtype == "float":
                 a = a.astype(np.float32).astype(np.float64)
             ins[s.name] = a.reshape(-1).tolist()
+        elif _scatter(s):  # its bound values (0 where not given: a tangent kernel's)
+            a = np.asarray(values.get(s.name, np.zeros(_shape(s, n, m))), np.float64)
+            if float32:
+                a = a.astype(np.float32).astype(np.float64)
+            ins[s.name] = a.reshape(-1).tolist()
     outs, sum_abs, mask_out, _finished, err = kernel._core.interpret(n, ins, mask, zero_finished, float32, perturb_ulps)
     error = None
     if err[0] == 1:  # RAPTOR_ERR_TABLE_INDEX: the table by name (a TableSum's error is its table's, as the runtime says)
@@ -1509,7 +1570,8 @@ def interpret(kernel: Any, n: int, m: int, values: dict[str, Any], float32: bool
 
 
 def launch(plan: Any, n: int, m: int, values: dict[str, Any], dtype: Any) -> Run:
-    """The compiled plan over copies of `values` in `dtype` (outputs and sums zeroed)."""
+    """The compiled plan over copies of `values` in `dtype` (outputs and sums zeroed; a scatter
+    target not in `values` too)."""
     k = plan.kernel
     arrays: dict[str, Any] = {}
     for s in k.slots:
@@ -1519,7 +1581,7 @@ def launch(plan: Any, n: int, m: int, values: dict[str, Any], dtype: Any) -> Run
             arrays[s.name] = np.array(values[s.name], bool)
         elif s.kind == "random":
             arrays[s.name] = np.array(values[s.name], np.uint32)
-        elif s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout):
+        elif s.kind in ("plane", "table") or (s.kind == "mutable" and s.inout) or (_scatter(s) and s.name in values):
             arrays[s.name] = np.array(values[s.name], _np_dtype(s, dtype))
         else:
             arrays[s.name] = np.zeros(_shape(s, n, m), _np_dtype(s, dtype))

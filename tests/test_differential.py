@@ -408,6 +408,55 @@ def test_kernels_not_drawn_sums_are_the_generator_before_them():
     assert forms == {"where", "plain"}
 
 
+def test_kernels_not_drawn_scatter_are_the_generator_before_them():
+    """"scatter" (hawk.scatter(sct)[i] += v into a Mutable[Table]) is drawn from a stream of its
+    own (r8): a kernel not drawn to have it is the kernel of the other features alone, byte for
+    byte; those drawn (of one step) scatter Scalars and Vectors at float and int indices, some
+    under an `if`, and every one is accepted with its target an in-out table_sum."""
+    others = tuple(f for f in kernelgen.FEATURES if f != "scatter")
+    forms = set()
+    for seed in range(300):
+        g = kernelgen.generate(seed)
+        if "scatter" not in kernelgen.features_of(seed):
+            assert g.source == kernelgen.generate(seed, features=others).source, seed
+            continue
+        if "hawk.scatter(" in g.source:
+            lines = g.source.splitlines()
+            forms.add("vector" if "sct: Mutable[Table[Vector[" in g.source else "scalar")
+            forms |= {"int" if ") % M]" in line else "float" for line in lines if "hawk.scatter(sct)[" in line}
+            forms |= {"if" for a, b in zip(lines, lines[1:]) if a.startswith("    if ") and b.startswith("        hawk.scatter(")}
+            assert any(sl.kind == "table_sum" and sl.inout for sl in g.build().slots), seed
+    assert forms == {"vector", "scalar", "int", "float", "if"}
+
+
+def _scattering(count: int, seeds: range) -> list[int]:
+    out = [s for s in seeds if "hawk.scatter(" in kernelgen.generate(s).source][:count]
+    assert len(out) == count
+    return out
+
+
+def test_scatter_kernels_pass_every_check_compiled(tmp_path, unrecorded):
+    """4 kernels with scatter-adds (one translation unit, x3 with derivatives): compiled in both
+    dtypes against the interpreter (the target compared as a sum, within its reordering
+    bound), tangents against differences, the adjoint identity (the target's cotangent the
+    adjoint's Table), the xla lowering where it applies."""
+    seeds = _scattering(4, FEATURE_SEEDS)
+    st = kernelgen.check_batch(seeds, str(tmp_path / "c"), checks=("interp", "tangent", "adjoint", "xla"))
+    assert not st.mismatches, _fail_text(st)
+    assert st.kernels == 4 and st.runs_compared == 24
+    assert st.adjoint_checked >= 3 and st.fd_elements > 100
+
+
+def test_derivatives_of_scatter_kernels_on_the_ir(unrecorded):
+    """100 kernels with scatter-adds: tangents against differences and the adjoint identity, on
+    the IR (interpreted)."""
+    seeds = _scattering(100, IR_FEATURE_SEEDS)
+    st = kernelgen.check_batch(seeds, None, compiled=False)
+    assert not st.mismatches, _fail_text(st)
+    assert st.kernels == 100 and st.adjoint_checked >= 90
+    assert st.fd_elements > 4000 and st.fd_skipped < 0.02 * st.fd_elements
+
+
 def test_long_loops_are_loop_regions_and_their_table_adjoints_are_left_out(unrecorded):
     """The generated long loops are loop regions of the IR (which the "xla" lowering runs as
     lax.while_loops), and where a Table is read inside one, check_batch's adjoint leaves it out

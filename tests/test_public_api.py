@@ -21,7 +21,7 @@ import api_check  # noqa: E402
 PUBLIC = {
     "hawk": [
         "Guard", "Helper", "Kernel", "KernelError", "Matrix", "Mutable", "Param", "Random", "Scalar", "SlotInfo",
-        "Table", "Terminated", "Vector", "bool_", "func", "int32", "int64", "kernel", "math",
+        "Table", "Terminated", "Vector", "bool_", "func", "int32", "int64", "kernel", "math", "scatter",
     ],
     "hawk.math": [
         "abs", "absolute", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil",

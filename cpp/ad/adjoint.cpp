@@ -51,6 +51,7 @@ AdjointSlots lay_out(const ir::Kernel& k, const std::vector<int>& wrt, ir::Kerne
     } else if (derived) {
       copy.kind = slot.kind == SlotKind::ParamSum ? SlotKind::Param : SlotKind::Table;
       copy.table_of = -1;
+      copy.inout = false;  // a scatter target's cotangent is read like any Table's
     }
     (derived ? m.bar : m.primal)[s] = static_cast<int>(a.slots.size());
     a.slots.push_back(std::move(copy));

@@ -179,7 +179,11 @@ std::vector<int> wrt_slots(const ir::Kernel& k, const std::vector<std::string>& 
           break;
         case SlotKind::ParamSum:
         case SlotKind::TableSum:
-          why = "is a summed output of a derived kernel";
+          why = slot.inout ? "is a scatter target (Mutable[Table]): its result is its bound "
+                             "values plus the adds, so its input's tangent passes to the "
+                             "output and its output's cotangent back to the input unchanged "
+                             "(the JAX bridge does this; name the values added instead)"
+                           : "is a summed output of a derived kernel";
           break;
         case SlotKind::Random:
           why = "is a Random parameter, whose draws carry no derivative";

@@ -73,8 +73,13 @@ TangentSlots lay_out(const ir::Kernel& k, const std::vector<int>& wrt, bool with
     // An integer or bool output has no tangent (float0 in JAX).
     if (!out || m.dot_out[s] != -1 || slot.dtype != ir::Dtype::Float) continue;
     slot.name = unique_name(slot.name, "_dot", taken);
-    slot.inout = false;
-    if (slot.kind == SlotKind::TableSum) slot.table_of = m.primal[slot.table_of];
+    if (slot.kind == SlotKind::TableSum && slot.inout) {
+      // A scatter target's tangent is one too: the input tangent plus the scattered tangents.
+      slot.table_of = static_cast<int>(t.slots.size());
+    } else {
+      slot.inout = false;
+      if (slot.kind == SlotKind::TableSum) slot.table_of = m.primal[slot.table_of];
+    }
     m.dot_out[s] = static_cast<int>(t.slots.size());
     t.slots.push_back(std::move(slot));
   }

@@ -19,7 +19,9 @@ namespace raptor::ad {
 //     (same M), in-out Mutable -> in-out Mutable (in: the input tangent, out: the output
 //     tangent; a finished sample copies in to out, the identity).
 //  c) for each Mutable m of k not in wrt, a pure Mutable "m_dot"; for each ParamSum/TableSum
-//     s of k, "s_dot" of the same kind (a TableSum's table_of renumbered).
+//     s of k, "s_dot" of the same kind (a TableSum's table_of renumbered; a scatter target,
+//     an in-out TableSum, gives an in-out "s_dot" of its own: in the input tangent, out that
+//     plus the scattered tangents).
 // A loop region stays a loop: each of its carries that can have a tangent gets a tangent
 // carry (entering with the entry value's tangent, or 0) beside it.
 // A derived name that is taken gets "_" appended until it is unique. Throws

@@ -6,6 +6,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <cmath>
 #include <set>
 
 #include "ad/adjoint.hpp"
@@ -35,6 +36,8 @@ ir::SlotKind kind_from(const std::string& s) {
   if (s == "table") return ir::SlotKind::Table;
   if (s == "random") return ir::SlotKind::Random;
   if (s == "param_sum") return ir::SlotKind::ParamSum;  // Mutable[Param]: `out = hawk.sum(x)`
+  // Mutable[Table[...]]: `hawk.scatter(t)[i] += v` (an in-out TableSum, its own table)
+  if (s == "table_scatter") return ir::SlotKind::TableSum;
   throw std::invalid_argument("unknown parameter kind '" + s + "'");
 }
 
@@ -172,6 +175,15 @@ ir::InterpBinding binding_for(const ir::Kernel& k, int64_t n,
         b.slots[i].out.assign(w, 0.0);
         break;
       case ir::SlotKind::TableSum: {
+        if (s.inout) {  // a scatter target (Mutable[Table]): its bound values plus the sums
+          b.slots[i].in = input(s);
+          b.slots[i].out = b.slots[i].in;
+          // the scale of a sum added in another order includes the values added to
+          b.slots[i].sum_abs.resize(b.slots[i].in.size());
+          for (size_t j = 0; j < b.slots[i].in.size(); ++j)
+            b.slots[i].sum_abs[j] = std::fabs(b.slots[i].in[j]);
+          break;
+        }
         const ir::Slot& t = k.slots[static_cast<size_t>(s.table_of)];
         const size_t m = input(t).size() / static_cast<size_t>(t.width);
         b.slots[i].out.assign(m * w, 0.0);

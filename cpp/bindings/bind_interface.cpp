@@ -50,6 +50,9 @@ void bind_interface(nb::module_& m) {
       .def_ro("is_vector", &SlotInterface::is_vector)
       .def_ro("rows", &SlotInterface::rows)
       .def_ro("table_of", &SlotInterface::table_of, "a TableSum's Table slot; else -1")
+      .def_ro("inout", &SlotInterface::inout,
+              "a TableSum that is a scatter target (Mutable[Table]): an operand too, its "
+              "result the bound values plus the sums")
       .def_prop_ro(
           "dtype",
           [](const SlotInterface& s) { return std::string(runtime::elem_type_name(s.dtype)); },

@@ -126,13 +126,17 @@ __device__ __forceinline__ void rp_merge_status(const raptor_cuda_args* a, uint3
 }
 // Output r of a sum slot: its block partials (block-major, `items` per block) added in block
 // order, written in the kernel's dtype.
+// `add`: a scatter target (Mutable[Table]), whose bound values the sums are added to.
 template <class T> __device__ __forceinline__ void rp_finish(const raptor_cuda_args* a, int slot,
-                                                             int64_t r, int64_t items) {
+                                                             int64_t r, int64_t items,
+                                                             bool add) {
+  // A scatter target keeps its bound values after a kernel error (an index out of range).
+  if (add && a->status[1] != 0ull) return;
   const double* const part = a->partials[slot];
   double total = 0.0;
   for (uint32_t b = 0; b < a->grid; ++b) total += part[static_cast<int64_t>(b) * items + r];
   T* const out = static_cast<T*>(a->sums[slot]);
-  out[r] = a->accumulate_sums ? static_cast<T>(static_cast<double>(out[r]) + total)
+  out[r] = a->accumulate_sums || add ? static_cast<T>(static_cast<double>(out[r]) + total)
                               : static_cast<T>(total);
 }
 }  // namespace
@@ -319,7 +323,8 @@ class CudaWriter : public detail::StepWriter {
       if (sl.kind != SlotKind::ParamSum && sl.kind != SlotKind::TableSum) continue;
       const std::string items = "items_" + name(s);
       os_ << "    if (r < " << items << ") {\n";
-      os_ << "      rp_finish<T>(a, " << s << ", r, " << items << ");\n";
+      os_ << "      rp_finish<T>(a, " << s << ", r, " << items << ", "
+          << (sl.kind == SlotKind::TableSum && sl.inout ? "true" : "false") << ");\n";
       os_ << "      continue;\n";
       os_ << "    }\n";
       os_ << "    r -= " << items << ";\n";

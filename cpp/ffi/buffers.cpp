@@ -168,7 +168,7 @@ xffi::Error map_buffers(const runtime::KernelEntry& e, xffi::RemainingArgs args,
     if (!buf) return bad(e, "cannot read the operand of " + what(si));
     runtime::SlotBinding& sb = b.slots[s];
     int64_t m = 0;
-    if (si.role == SlotRole::Table) {
+    if (si.role == SlotRole::Table || si.inout) {  // a scatter target is its own table
       const auto dims = buf->dimensions();
       m = sb.table_size = dims.size() == 0 ? -1 : static_cast<int64_t>(dims[0]);
     }
@@ -180,7 +180,7 @@ xffi::Error map_buffers(const runtime::KernelEntry& e, xffi::RemainingArgs args,
       case SlotRole::Mask:
         b.mask_in = static_cast<const uint8_t*>(buf->untyped_data());
         break;
-      default:  // planes, in-out Mutables' old values, tables
+      default:  // planes, in-out Mutables' old values, tables, a scatter target's values
         sb.in = buf->untyped_data();
     }
   }

@@ -2,6 +2,7 @@
 // onto the kernel's slots, checks them, and launches.
 #include "ffi/xla_handler.hpp"
 
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -64,6 +65,15 @@ xffi::Error run_kernel(xffi::RemainingArgs args, xffi::RemainingRets rets,
                                                : *static_cast<const double*>(p);
       }
     }
+  // A scatter target (Mutable[Table]) is added to in its result buffer: start it as the bound
+  // values when XLA gave the result a buffer of its own (no alias).
+  for (size_t s = 0; s < e.num_slots(); ++s) {
+    const runtime::SlotInterface& si = e.iface.slot(s);
+    runtime::SlotBinding& sb = b.slots[s];
+    if (si.inout && sb.in != nullptr && sb.out != nullptr && sb.in != sb.out)
+      std::memcpy(sb.out, sb.in,
+                  static_cast<size_t>(sb.table_size * si.width * e.dtype_size));
+  }
   try {
     const runtime::LaunchResult r = runtime::launch(e, b, &runtime::shared_pool());
     if (!r.ok()) return xffi::Error::Internal(runtime::describe_error(e, b, r));

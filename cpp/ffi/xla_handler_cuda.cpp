@@ -117,6 +117,13 @@ xffi::Error run_kernel_cuda(cuda::CUstream stream, xffi::RemainingArgs args,
   runtime::Binding b;
   std::vector<const void*> params;
   if (xffi::Error err = map_buffers(e, args, rets, b, params); !err.success()) return err;
+  // A scatter target (Mutable[Table]) is added to in place: its operand must be its result's
+  // buffer (an alias); this handler copies no device memory (docs/language.md "Scatter-adds").
+  for (size_t s = 0; s < e.num_slots(); ++s)
+    if (e.iface.slot(s).inout && b.slots[s].in != b.slots[s].out)
+      return bad(e, "the scatter target '" + e.iface.slot(s).name +
+                        "' needs its operand aliased to its result on the GPU; donate it "
+                        "(jax.jit(..., donate_argnums=...)) or use lowering='xla'");
   b.count = b.n;
   b.zero_finished = true;
   try {

@@ -25,7 +25,8 @@ void check_size(const Kernel& k, size_t slot, const char* what, size_t have, siz
                                 " values, expected " + std::to_string(want));
 }
 
-// Entries M of table slot `s` (a Table, or the table of a TableSum).
+// Entries M of table slot `s` (a Table, or the table of a TableSum; a scatter target, an
+// in-out TableSum, is its own table: its `in` holds the bound values).
 int64_t table_entries(const Kernel& k, const InterpBinding& b, int s) {
   const Slot& slot = k.slots[s];
   const int t = slot.kind == SlotKind::TableSum ? slot.table_of : s;
@@ -426,6 +427,7 @@ InterpBinding make_binding(const Kernel& k, int64_t n, int64_t table_entries) {
         b.slots[s].out.assign(w, 0.0);
         break;
       case SlotKind::TableSum:
+        if (slot.inout) b.slots[s].in.assign(w * table_entries, 0.0);  // a scatter target
         b.slots[s].out.assign(w * table_entries, 0.0);
         break;
       case SlotKind::Random:
@@ -466,6 +468,8 @@ void interpret(const Kernel& k, InterpBinding& b) {
         check_size(k, s, "out", d.out.size(), w);
         break;
       case SlotKind::TableSum:
+        if (slot.inout && d.in.size() % w != 0)  // a scatter target reads its bound values
+          check_size(k, s, "in", d.in.size(), (d.in.size() / w + 1) * w);
         check_size(k, s, "out", d.out.size(),
                    static_cast<size_t>(table_entries(k, b, static_cast<int>(s))) * w);
         break;

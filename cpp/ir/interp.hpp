@@ -52,7 +52,9 @@ namespace raptor::ir {
 //   bridge; the runtime passes in == out).
 // - Table: in = M*width values, layout (M, width): entry i component c at i*width + c.
 // - ParamSum: out = width values; TableSum: out = M*width values (M of its table); both are
-//   accumulated (+=), never cleared.
+//   accumulated (+=), never cleared. A scatter target (an in-out TableSum, a user's
+//   Mutable[Table]: `hawk.scatter(t)[i] += v`) is its own table: in = its bound M*width values
+//   (M read from it), out = in plus the contributions (the caller starts out as a copy of in).
 // - Terminated: unused (see InterpBinding::mask). Random: unused (InterpBinding::rng_key).
 // - sum_abs (ParamSum, TableSum): the sum of |contribution|, sized like out: the scale of the
 //   rounding error of a sum added in another order (a build's SIMD and chunked partials).

@@ -553,8 +553,11 @@ void verify(const Kernel& k) {
         if (!stored.count({s, c}))
           fail(k, -1,
                "Mutable '" + slot.name + "' component " + std::to_string(c) + " is never stored");
-    if (slot.kind == SlotKind::TableSum && (slot.table_of < 0 || slot.table_of >= ns ||
-                                            k.slots[slot.table_of].kind != SlotKind::Table))
+    // A scatter target (inout) is its own table; a Table's cotangent names the Table.
+    if (slot.kind == SlotKind::TableSum &&
+        (slot.inout ? slot.table_of != s
+                    : (slot.table_of < 0 || slot.table_of >= ns ||
+                       k.slots[slot.table_of].kind != SlotKind::Table)))
       fail(k, -1, "table_sum '" + slot.name + "' does not name a table");
   }
   if (k.terminate != -1) {

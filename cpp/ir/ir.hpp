@@ -224,8 +224,10 @@ enum class SlotKind : uint8_t {
   Table,       // M entries of `width` components, shared by all samples, layout (M, width)
   ParamSum,    // a float output summed over samples: a Param's cotangent (derived kernels) or
                //  a user's Mutable[Param] assigned hawk.sum(x, where=c) (its store's pred)
-  TableSum,    // derived kernels: M x width floats summed over samples (a Table's cotangent),
-               //  the same M as table slot `table_of`
+  TableSum,    // M x width floats summed over samples, the same M as table slot `table_of`:
+               //  a Table's cotangent (derived kernels), or a user's scatter target
+               //  `t: Mutable[Table[...]]` written `hawk.scatter(t)[i] += v`: then `inout`,
+               //  `table_of` is the slot itself and the result is the bound values plus the sums
   Random,      // `rng: Random`: a key (uint32[2]) and the launch's sample base; read by
                //  the Rand* ops only; carries no derivative
 };
@@ -240,7 +242,8 @@ struct Slot {
   bool is_vector = false;      // written as Vector[k] (a (k, N) plane) rather than Scalar
   int rows = 0;                // Matrix[rows, width / rows] (a (r, c, N) plane, row-major
                                //  components comp = i * c + j); 0: not a matrix
-  bool inout = false;          // Mutable: the kernel reads its old value
+  bool inout = false;          // Mutable: the kernel reads its old value; TableSum: a scatter
+                               //  target, its bound values are added to (table_of = itself)
   int table_of = -1;           // TableSum: the Table slot whose size it has
   Dtype dtype = Dtype::Float;  // Param, Plane, Mutable: integer and bool planes
   // Derived kernels (ad/): what this slot is relative to the kernel it was derived from:

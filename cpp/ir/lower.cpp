@@ -60,6 +60,8 @@ std::string describe(const TV& v) {
       return "a module";
     case TV::Kind::SumOut:
       return "a Mutable[Param] sum output";
+    case TV::Kind::Scatter:
+      return "a Mutable[Table] scatter target";
   }
   return "a value";
 }
@@ -162,6 +164,25 @@ Kernel Lowerer::run() {
                            " is not supported; sum over samples in a kernel of one step");
         TV t;
         t.kind = TV::Kind::SumOut;
+        t.slot = s;
+        var.value = t;
+        has_output = true;
+        break;
+      }
+      case SlotKind::TableSum: {  // Mutable[Table[...]]: `hawk.scatter(t)[i] += v`
+        if (spec_.steps > 1)
+          error(p.loc, "parameter '" + p.name +
+                           "': a Mutable[Table] scatter target in a kernel of steps=" +
+                           std::to_string(spec_.steps) +
+                           " is not supported; scatter in a kernel of one step");
+        if (ps.rows > 0)
+          error(p.loc, "parameter '" + p.name +
+                           "': a Mutable[Table[Matrix[r, c]]] scatter target is not supported; "
+                           "use Mutable[Table[Scalar]] or Mutable[Table[Vector[k]]]");
+        k.slots[s].inout = true;  // the bound values are added to
+        k.slots[s].table_of = s;  // its own table: M is its bound array's
+        TV t;
+        t.kind = TV::Kind::Scatter;
         t.slot = s;
         var.value = t;
         has_output = true;
@@ -283,6 +304,10 @@ void Lowerer::stmt(const parse::Stmt& s) {
     case parse::StmtKind::Pass:
       return;
     case parse::StmtKind::Assign: {
+      for (const auto& t : s.targets)
+        if (scatter_target(*t))
+          error(t->loc, "`hawk.scatter(t)[i] = v` is not supported: a scatter adds, write "
+                        "`hawk.scatter(t)[i] += v`");
       if (const auto fn = reduction_call(*s.value)) {
         reduce_stmt(s, *fn);
         return;
@@ -292,6 +317,10 @@ void Lowerer::stmt(const parse::Stmt& s) {
       return;
     }
     case parse::StmtKind::AugAssign: {
+      if (scatter_target(*s.target)) {
+        scatter_stmt(s);
+        return;
+      }
       const TV old = expr(*s.target);
       const TV rhs = expr(*s.value);
       assign(*s.target, arith(s.op, old, rhs, s.loc), s.loc);
@@ -451,6 +480,11 @@ void Lowerer::assign_name(const std::string& name, TV value, parse::Loc loc) {
                        "it, or use a local variable");
       case SlotKind::Table:
         error(loc, "cannot assign to Table '" + name + "': tables are read-only in a kernel");
+      case SlotKind::TableSum:
+        error(loc, "cannot assign to '" + name +
+                       "', a Mutable[Table] scatter target: add into its entries with "
+                       "`hawk.scatter(" +
+                       name + ")[i] += v`");
       case SlotKind::Random:
         error(loc, "cannot assign to Random '" + name + "': draw numbers from it with " + name +
                        ".uniform() or " + name + ".normal() and assign those to a local variable");
@@ -579,6 +613,13 @@ TV Lowerer::read_var(const std::string& name, parse::Loc loc) {
                      std::to_string(var.undefined_line) +
                      "; assign it before the `if` or in "
                      "every branch");
+    if (var.value.kind == TV::Kind::Scatter)
+      error(loc, "'" + name +
+                     "' is a Mutable[Table] scatter target: the body only adds to it, "
+                     "`hawk.scatter(" + name +
+                     ")[i] += v`; its entries (the bound values plus every sample's adds) "
+                     "are known only when the launch ends: read them in the next kernel as a "
+                     "Table");
     if (var.value.kind == TV::Kind::SumOut)
       error(loc, "'" + name +
                      "' is a Mutable[Param] sum output: its value (a sum over every sample) "
@@ -879,6 +920,107 @@ void Lowerer::reduce_stmt(const parse::Stmt& s, const std::string& fn) {
   }
   k.stores.push_back(st);
   summed_.push_back(slot);
+}
+
+}  // namespace raptor::ir::front
+
+namespace raptor::ir::front {
+
+// `hawk.scatter(...)[...]`: a Subscript of a call of the hawk module's `scatter`.
+bool Lowerer::scatter_target(const parse::Expr& e) {
+  if (e.kind != parse::ExprKind::Subscript) return false;
+  const parse::Expr& call = *e.args[0];
+  if (call.kind != parse::ExprKind::Call || call.args.empty()) return false;
+  const parse::Expr& callee = *call.args[0];
+  if (callee.kind != parse::ExprKind::Attribute || callee.name != "scatter" ||
+      callee.args[0]->kind != parse::ExprKind::Name)
+    return false;
+  const std::string& base = callee.args[0]->name;
+  if (frame().vars.count(base) != 0) return false;
+  const auto& globals = frame().fn->globals;
+  const auto g = globals.find(base);
+  return g != globals.end() && g->second.kind == Symbol::Kind::Module && g->second.name == "hawk";
+}
+
+// `hawk.scatter(t)[i] += v`: one TableSum store per component of t's entry i, under the path's
+// condition (inside `if`, only the samples taking the branch add). The launcher adds the
+// samples' contributions in chunk partials combined in a fixed order onto the bound values.
+void Lowerer::scatter_stmt(const parse::Stmt& s) {
+  const parse::Expr& sub = *s.target;
+  const parse::Expr& call = *sub.args[0];
+  if (s.op != "+")
+    error(s.loc, "`hawk.scatter(t)[i] " + s.op +
+                     "= v` is not supported: a scatter adds, write `hawk.scatter(t)[i] += v`" +
+                     (s.op == "-" ? " (here: `+= -v`)" : ""));
+  if (frame().helper >= 0)
+    error(s.loc, "hawk.scatter inside a @hawk.func helper is not supported; scatter in the "
+                 "kernel body");
+  if (real_loops_ > 0)
+    error(s.loc, "hawk.scatter inside a `for` loop of more than the unrolled iterations (the "
+                 "loop at line " +
+                     std::to_string(real_loop_line_) +
+                     ") is not supported; scatter after the loop, or in a loop the compiler "
+                     "unrolls");
+  if (call.args.size() != 2 || !call.keywords.empty())
+    error(call.loc, "hawk.scatter(t) takes one argument, a Mutable[Table] parameter");
+  const parse::Expr& target = *call.args[1];
+  const auto it = target.kind == parse::ExprKind::Name ? frame().vars.find(target.name)
+                                                       : frame().vars.end();
+  if (it == frame().vars.end() || it->second.value.kind != TV::Kind::Scatter) {
+    const bool table = it != frame().vars.end() && it->second.value.kind == TV::Kind::Table;
+    error(target.loc,
+          table ? "hawk.scatter('" + target.name +
+                      "'): the table is declared Table[...], which a kernel only reads; "
+                      "declare it Mutable[Table[Scalar]] (or Mutable[Table[Vector[k]]]) to add "
+                      "into it"
+                : "hawk.scatter(t) takes a kernel parameter declared Mutable[Table[Scalar]] "
+                  "or Mutable[Table[Vector[k]]]");
+  }
+  const int slot = it->second.value.slot;
+  const Slot& sl = k.slots[slot];
+  const TV idx = expr(*sub.args[1]);
+  int index = -1;
+  if (idx.kind == TV::Kind::Int) {
+    index = kint(const_int(idx, sub.args[1]->loc, "a table index"));
+  } else if (idx.kind == TV::Kind::IntVal) {
+    index = idx.comps[0];  // an integer value, as it is
+  } else if (idx.kind == TV::Kind::Float) {
+    index = emit(Op::ToIndex, Type::I, idx.comps[0]);  // rounded down, as w.at(i) reads
+  } else {
+    error(sub.args[1]->loc,
+          "hawk.scatter(" + sl.name + ")[i]: the index must be an integer or a Scalar (rounded "
+          "down), got " + describe(idx));
+  }
+  const TV v = expr(*s.value);
+  std::vector<int> comps;
+  if (!sl.is_vector) {
+    if (v.kind != TV::Kind::Float && v.kind != TV::Kind::Int && v.kind != TV::Kind::IntVal)
+      error(s.value->loc, "hawk.scatter(" + sl.name + ")[i] += v: '" + sl.name +
+                              "' holds Scalars, so v must be a Scalar, got " + describe(v));
+    comps.push_back(to_float(v, s.value->loc, "the value added"));
+  } else {
+    if (v.kind != TV::Kind::Vector || static_cast<int>(v.comps.size()) != sl.width)
+      error(s.value->loc, "hawk.scatter(" + sl.name + ")[i] += v: '" + sl.name +
+                              "' holds Vector[" + std::to_string(sl.width) +
+                              "] entries, so v must be a Vector[" + std::to_string(sl.width) +
+                              "], got " + describe(v));
+    comps = v.comps;
+  }
+  const int path = pred();
+  for (int c = 0; c < sl.width; ++c) {
+    Store st;
+    st.slot = slot;
+    st.comp = c;
+    st.value = comps[c];
+    st.index = index;
+    st.pred = path;
+    st.loc = cur_loc_;
+    if (const auto cv = st.pred >= 0 ? const_value(st.pred) : std::nullopt) {
+      if (*cv == 0.0) continue;  // a branch no sample takes adds nothing
+      st.pred = -1;
+    }
+    k.stores.push_back(st);
+  }
 }
 
 }  // namespace raptor::ir::front

@@ -35,6 +35,8 @@ struct TV {
     Helper,   // a @hawk.func helper: `helper`
     Module,   // the hawk.math module
     SumOut,   // a Mutable[Param] output (a ParamSum slot): `slot`; assigned `hawk.sum(...)` only
+    Scatter,  // a Mutable[Table[...]] (an in-out TableSum slot): `slot`; written only as
+              //  `hawk.scatter(t)[i] += v` (scatter_stmt)
   };
   Kind kind = Kind::Float;
   std::vector<int> comps;  // IR values; -1 = a Mutable component not yet assigned
@@ -325,6 +327,10 @@ class Lowerer {
   std::vector<int> summed_;
   std::optional<std::string> reduction_call(const parse::Expr& e);
   void reduce_stmt(const parse::Stmt& s, const std::string& fn);
+  // `hawk.scatter(t)[i] += v` (docs/language.md "Scatter-adds"): whether an assignment
+  // target is `hawk.scatter(...)[...]`, and the statement's lowering to TableSum stores.
+  bool scatter_target(const parse::Expr& e);
+  void scatter_stmt(const parse::Stmt& s);
   Loc cur_loc_;  // the statement being lowered, stamped on every value emitted
 
   // Registers a function's file and source lines for comments; returns the file's index.

@@ -586,6 +586,10 @@ TV Lowerer::expr(const Expr& e) {
                            "its value in the same body (a stage boundary, as in `x - "
                            "hawk.mean(x)`) is not supported yet: reduce in one kernel and pass "
                            "the result to the next as a Param");
+        if (base.name == "hawk" && e.name == "scatter")
+          error(e.loc,
+                "hawk.scatter(t) is only the target of an add, `hawk.scatter(t)[i] += v` (t a "
+                "Mutable[Table] parameter); it has no value to read");
         if (base.name == "hawk" && e.name == "math") {
           TV m = base;
           m.name = "hawk.math";

@@ -105,12 +105,16 @@ KernelInterface::KernelInterface(std::string name, std::string digest, ElemType 
       if (random_ >= 0) throw bad("has two Random parameters");
       random_ = static_cast<int>(s);
     }
+    // A scatter target is the TableSum that is its own table (manifests keep table_of only).
+    si.inout = si.role == SlotRole::TableSum && si.table_of == static_cast<int>(s);
     if (si.role == SlotRole::TableSum &&
-        (si.table_of < 0 || static_cast<size_t>(si.table_of) >= slots_.size() ||
-         slots_[si.table_of].role != SlotRole::Table))
+        (si.inout ? si.table_of != static_cast<int>(s)
+                  : (si.table_of < 0 || static_cast<size_t>(si.table_of) >= slots_.size() ||
+                     slots_[si.table_of].role != SlotRole::Table)))
       throw bad("sum '" + si.name + "' does not name a Table");
     if (si.role != SlotRole::TableSum) si.table_of = -1;
-    if (is_operand_role(si.role)) {
+    // A scatter target's bound values are an operand, aliased to its result (as an InOut's).
+    if (is_operand_role(si.role) || si.inout) {
       si.operand = static_cast<int>(operands_.size());
       operands_.push_back(static_cast<int>(s));
       if (n_operand_ < 0 && si.sized_by_n()) n_operand_ = static_cast<int>(s);

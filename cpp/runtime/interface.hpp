@@ -83,6 +83,9 @@ struct SlotInterface {
   int rows = 0;            // declared Matrix[rows, width / rows]: (r, c, N) plane, (M, r, c)
                            //  table; 0: not a matrix
   int table_of = -1;       // TableSum: the Table slot whose M it has; else -1
+  bool inout = false;      // TableSum: a scatter target (Mutable[Table]; set by the
+                           //  constructor where table_of is the slot itself): an operand
+                           //  too, its result the bound values plus the sums
   ElemType dtype = ElemType::F64;
   int operand = -1;  // position among the JAX operands; -1: not an operand
   int result = -1;   // position among the JAX results; -1: not a result

@@ -232,6 +232,10 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
         if (sum_offset[s] < 0) continue;
         const SlotInterface& si = e.iface.slot(s);
         const int64_t size = (si.role == SlotRole::TableSum ? table_size[s] : 1) * si.width;
+        // A scatter target (Mutable[Table]) takes its bound values plus the sums, and after a
+        // kernel error (an index out of range) keeps them: the caller's array is unchanged.
+        if (si.inout && r.error != RAPTOR_OK) continue;
+        const bool add = b.accumulate_sums || si.inout;
         const int64_t first = std::max<int64_t>(lo, sum_offset[s]);
         const int64_t last = std::min<int64_t>(hi, sum_offset[s] + size);
         for (int64_t g = first; g < last; ++g) {
@@ -240,10 +244,10 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
           const int64_t i = g - sum_offset[s];
           if (e.dtype_size == 8) {
             double* dst = static_cast<double*>(b.slots[s].out) + i;
-            *dst = b.accumulate_sums ? *dst + acc : acc;
+            *dst = add ? *dst + acc : acc;
           } else {
             float* dst = static_cast<float*>(b.slots[s].out) + i;
-            *dst = static_cast<float>(b.accumulate_sums ? static_cast<double>(*dst) + acc : acc);
+            *dst = static_cast<float>(add ? static_cast<double>(*dst) + acc : acc);
           }
         }
       }

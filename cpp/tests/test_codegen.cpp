@@ -264,6 +264,29 @@ def small_solve(A: Matrix[2, 2], b: Vector[2], x: Mutable[Vector[2]], info: Muta
 
 TEST(CodegenGolden, SmallSolve) { check_golden("small_solve", linalg_kernel()); }
 
+// Scatter-adds (docs/language.md "Scatter-adds"): each Mutable[Table] an in-out TableSum sized
+// by itself; each add a bounds-checked store into the chunk's double partial table (the
+// launcher adds the partials onto the bound values), the second under its `if`.
+ir::Kernel scatter_kernel() {
+  SpecOptions opt;
+  opt.file = "examples/hist.py";
+  opt.first_line = 10;
+  ir::ParamSpec h = TableScalar("h");
+  h.kind = ir::SlotKind::TableSum;
+  ir::ParamSpec f = TableVector("f", 2);
+  f.kind = ir::SlotKind::TableSum;
+  return optimized(lower_source(R"(@hawk.kernel
+def hist(x: Scalar, w: Scalar, v: Vector[2], h: Mutable[Table[Scalar]], f: Mutable[Table[Vector[2]]]):
+    hawk.scatter(h)[x] += w * w
+    if w > 0.0:
+        hawk.scatter(f)[x] += w * v
+)",
+                                {Scalar("x"), Scalar("w"), Vector("v", 2), h, f},
+                                with_math({{"hawk", module("hawk")}}), opt));
+}
+
+TEST(CodegenGolden, Scatter) { check_golden("scatter", scatter_kernel()); }
+
 TEST(CodegenEmit, SymbolNameAndComments) {
   const ir::Kernel k = drag_kernel();
   EXPECT_EQ(codegen::symbol_name(k, DType::F32, kFakeDigest), "raptor_drag_0123456789abcdef_f32");

@@ -188,7 +188,9 @@ class Emulated {
         std::copy(cell.begin(), cell.end(), params[s].begin());
         a.params[s] = params[s].data();
       }
-      if (sl.kind == ir::SlotKind::Table) sizes[s] = table_entries;
+      // (a scatter target, an in-out TableSum, is its own table)
+      if (sl.kind == ir::SlotKind::Table || (sl.kind == ir::SlotKind::TableSum && sl.inout))
+        sizes[s] = table_entries;
       a.table_size[s] = sizes[s];
       if (sl.kind == ir::SlotKind::ParamSum || sl.kind == ir::SlotKind::TableSum)
         a.sums[s] = out[s].data();
@@ -364,6 +366,58 @@ void check_table_sum(runtime::Compiler& compiler, double tol) {
 TEST_F(CudaEmulated, TableSumMatchesTheInterpreterAndIsTheSameBitsEachRun) {
   check_table_sum<double>(compiler_, 1e-12);
   check_table_sum<float>(compiler_, 1e-5);
+}
+
+// hawk.scatter(h)[i] += v (docs/language.md "Scatter-adds"): per-block partial tables added in
+// block order onto the bound values by _finish; a Vector target under an `if`.
+ir::Kernel scatter_hist() {
+  ir::ParamSpec h = TableScalar("h");
+  h.kind = ir::SlotKind::TableSum;
+  ir::ParamSpec f = TableVector("f", 2);
+  f.kind = ir::SlotKind::TableSum;
+  return optimized(lower_source(R"(def hist(x: Scalar, w: Scalar, h: Mutable[Table[Scalar]], f: Mutable[Table[Vector[2]]]):
+    hawk.scatter(h)[x] += w * w + sin(w)
+    if w > 0.0:
+        hawk.scatter(f)[x] += vec(w, 2.0 * x)
+)",
+                                {Scalar("x"), Scalar("w"), h, f},
+                                with_math({{"hawk", module("hawk")}}), SpecOptions{}));
+}
+
+template <class T>
+void check_scatter(runtime::Compiler& compiler, double tol) {
+  const ir::Kernel k = scatter_hist();
+  Emulated<T> emu(k, compiler);
+  const int64_t m = 23, n = 7000;  // entries hit by many samples, in many blocks
+  ir::InterpBinding want = random_binding(k, n, m, 5);
+  uint64_t seed = 9;
+  for (double& i : want.slots[0].in) i = uniform(seed, 0.0, m);  // x: rounded down to 0..m-1
+  for (const size_t s : {size_t{2}, size_t{3}}) want.slots[s].out = want.slots[s].in;  // bound values
+  ir::InterpBinding got = want, again = want;
+  ir::interpret(k, want);
+  const auto status = emu.run(got, m);
+  emu.run(again, m);
+  EXPECT_EQ(status[1], 0u) << "no error";
+  for (const size_t s : {size_t{2}, size_t{3}}) {
+    expect_close(got.slots[s].out, want.slots[s].out, tol * 1e2, k.slots[s].name);
+    EXPECT_EQ(got.slots[s].out, again.slots[s].out) << "not the same bits run to run";
+  }
+  // An index out of range: the error names the target, the index and the sample.
+  ir::InterpBinding bad = want;
+  bad.slots[0].in[4321] = 23.5;
+  std::vector<double> before = bad.slots[2].out;
+  for (double& x : before) x = static_cast<double>(static_cast<T>(x));  // as bound in T
+  const auto err = emu.run(bad, m);
+  EXPECT_EQ(bad.slots[2].out, before) << "a scatter target is unchanged after an error";
+  EXPECT_EQ(err[1], static_cast<unsigned long long>(RAPTOR_ERR_TABLE_INDEX));
+  EXPECT_EQ(err[2], 2u);
+  EXPECT_EQ(err[3], 23u);
+  EXPECT_EQ(err[4], 4321u);
+}
+
+TEST_F(CudaEmulated, ScatterMatchesTheInterpreterAndIsTheSameBitsEachRun) {
+  check_scatter<double>(compiler_, 1e-12);
+  check_scatter<float>(compiler_, 1e-5);
 }
 
 TEST_F(CudaEmulated, SteppedMaskedKernelsMatchTheInterpreter) {

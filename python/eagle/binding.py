@@ -168,7 +168,7 @@ class Bound:
         """The planes and tables this launch reads (in-out Mutables and the mask included)."""
         out = {}
         for s in self.kernel.slots:
-            if s.kind in ("plane", "table", "terminated") or (s.kind == "mutable" and s.inout):
+            if s.kind in ("plane", "table", "terminated") or (s.kind in ("mutable", "table_sum") and s.inout):
                 out[s.name] = self.arrays[s.name]
         return out
 
@@ -320,8 +320,8 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> B
             mask_ptr = ptr
         elif s.kind in ("plane", "table"):
             ins[i] = ptr
-        elif s.kind == "mutable":
-            outs[i] = ptr
+        elif s.kind == "mutable" or (s.kind == "table_sum" and s.inout):
+            outs[i] = ptr  # a scatter target (Mutable[Table]): its values plus the launch's adds
             if s.inout:
                 ins[i] = ptr
         else:

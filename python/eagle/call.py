@@ -66,7 +66,8 @@ _MAY_FAIL: "weakref.WeakKeyDictionary[Kernel, bool]" = weakref.WeakKeyDictionary
 def _may_fail(kernel: Kernel) -> bool:
     hit = _MAY_FAIL.get(kernel)
     if hit is None:
-        hit = _MAY_FAIL[kernel] = _FAILING_OPS.search(kernel.ir) is not None
+        hit = _MAY_FAIL[kernel] = _FAILING_OPS.search(kernel.ir) is not None or any(
+            s.kind == "table_sum" and s.inout for s in kernel.slots)  # a scatter's index
     return hit
 
 
@@ -106,7 +107,8 @@ class Resolved:
 
 def _match(kernel: Kernel, args: Sequence[Any], kwargs: Mapping[str, Any], who: str, skip: Sequence[str]) -> dict[str, Any]:
     """Python's call binding over the kernel's parameters (those in ``skip`` not positional)."""
-    names = [s.name for s in kernel.slots if s.kind not in ("param_sum", "table_sum")]
+    names = [s.name for s in kernel.slots  # sums are results; a scatter target's values are given
+             if s.kind not in ("param_sum", "table_sum") or (s.kind == "table_sum" and s.inout)]
     positional = [n for n in names if n not in skip]
     if len(args) > len(positional):
         raise TypeError(f"{who}: takes {len(positional)} positional argument{'s' if len(positional) != 1 else ''} "
@@ -161,7 +163,7 @@ def resolve(kernels: Sequence[Kernel], given: Mapping[str, Any], who: str, *, ma
     values: dict[str, Any] = {}
     allocated: set[str] = set()
     for name, s in slots.items():
-        if s.kind in ("param_sum", "table_sum"):
+        if not s.is_input and s.kind in ("param_sum", "table_sum"):
             continue
         if s.kind == "terminated" and mask == "refuse" and name in given:
             raise TypeError(f"{who}: '{name}' is the Terminated mask: every sample starts live and the loop drives it "
@@ -227,7 +229,7 @@ def call(kernel: Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
     xp = for_target(r.target)
     # Sums over samples (derived kernels' Param and Table cotangents): allocated when left out.
     for s in kernel.slots:
-        if s.kind in ("param_sum", "table_sum") and s.name not in given:
+        if s.kind in ("param_sum", "table_sum") and not s.is_input and s.name not in given:
             if s.kind == "param_sum":
                 shape: tuple[int, ...] = (s.width,)
             else:

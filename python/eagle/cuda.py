@@ -362,7 +362,7 @@ def layout(kernel: Any, values: Mapping[str, Any]) -> Layout:
             mask = arr.ptr
         elif s.kind in ("plane", "table"):
             ins[i] = arr.ptr
-        elif s.kind == "mutable":
+        elif s.kind == "mutable" or (s.kind == "table_sum" and s.inout):  # (a scatter target: in place)
             outs[i] = arr.ptr
             if s.inout:
                 ins[i] = arr.ptr

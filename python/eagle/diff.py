@@ -85,6 +85,11 @@ def reverse(record: Record, seeds: Mapping[str, Any], vjps: Mapping[str, Callabl
     for name, node in record.nodes:
         if not isinstance(node, Bound) and name not in vjps and any(name == nl.node for launch in record.launches for nl in launch):
             raise ValueError(f"eagle.diff.reverse: foreign node '{name}' has no VJP; pass vjps={{'{name}': fn}} with fn(primals, cotangents) -> cotangents of its reads")
+        if isinstance(node, Bound) and any(s.kind == "table_sum" and s.inout for s in node.kernel.slots):
+            target = next(s.name for s in node.kernel.slots if s.kind == "table_sum" and s.inout)
+            raise ValueError(f"eagle.diff.reverse: node '{name}' (kernel '{node.kernel.name}') scatters into '{target}' "
+                             "(hawk.scatter), which this reverse sweep does not differentiate yet; differentiate it through "
+                             "eagle.frameworks.jax (jax.grad / jax.vjp), which does")
     targets: list[tuple[str, Any]] = []
     for target in seeds:
         if "." not in target:  # a plane's own name: the plane of that name any node binds

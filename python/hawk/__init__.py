@@ -10,6 +10,7 @@ from hawk import math
 from hawk.errors import KernelError
 from hawk.kernel import Helper, Kernel, SlotInfo, func, kernel
 from hawk.reduce import sum  # noqa: A004 - hawk.sum, a kernel's sum over samples (not in __all__)
+from hawk.scatter import scatter
 from hawk.types import Guard, Matrix, Mutable, Param, Random, Scalar, Table, Terminated, Vector, bool_, int32, int64
 
 __version__ = "0.6.0"
@@ -17,4 +18,5 @@ __version__ = "0.6.0"
 __all__ = [
     "Guard", "Helper", "Kernel", "KernelError", "Matrix", "Mutable", "Param", "Random", "Scalar", "SlotInfo",
     "Table", "Terminated", "Vector", "bool_", "func", "int32", "int64", "kernel", "math",
+    "scatter",
 ]

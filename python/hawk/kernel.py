@@ -44,6 +44,8 @@ class SlotInfo:
     kind: "param", "plane", "mutable", "terminated", "table", "param_sum", "table_sum" or "random".
     role: the interface's role ("inout" for an in-out Mutable, "mask" for the Terminated plane,
     else the kind).
+    inout: an in-out Mutable, or a scatter target (a "table_sum" declared Mutable[Table[...]],
+    ``hawk.scatter(t)[i] += v``: its bound values are read and added to; table_of is itself).
     dtype: "float" for the slots that take the build's float dtype, else the slot's own element
     type: "int32", "int64" or "bool" (integer and bool planes, and the mask).
     """
@@ -62,7 +64,8 @@ class SlotInfo:
     def of(cls, s: Any) -> "SlotInfo":
         """The SlotInfo of one ``_core.SlotInterface``."""
         dtype = "float" if s.dtype in ("float32", "float64") else s.dtype
-        return cls(s.name, _KIND_OF_ROLE[s.role], s.width, s.is_vector, s.role == "inout", s.table_of, s.role, s.rows, dtype)
+        inout = s.role == "inout" or (s.role == "table_sum" and s.inout)  # an in-out plane, a scatter target
+        return cls(s.name, _KIND_OF_ROLE[s.role], s.width, s.is_vector, inout, s.table_of, s.role, s.rows, dtype)
 
     @property
     def is_float(self) -> bool:
@@ -72,9 +75,9 @@ class SlotInfo:
     @property
     def is_input(self) -> bool:
         """Whether a caller supplies it: everything but pure outputs and sums."""
-        if self.kind == "mutable":
+        if self.kind in ("mutable", "table_sum"):  # a scatter target's bound values are an input
             return self.inout
-        return self.kind not in ("param_sum", "table_sum")
+        return self.kind != "param_sum"
 
     @property
     def is_output(self) -> bool:
@@ -98,7 +101,7 @@ class SlotInfo:
             "terminated": "Terminated",
             "table": f"Table[{inner}]",
             "param_sum": "ParamSum",
-            "table_sum": f"TableSum[{inner}]",
+            "table_sum": f"Mutable[Table[{inner}]]" if self.inout else f"TableSum[{inner}]",
             "random": "Random",
         }[self.kind]
 

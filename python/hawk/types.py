@@ -193,7 +193,8 @@ class Guard:
 
 
 ALLOWED = (
-    "Param, Scalar, Vector[k], Matrix[r, c], Mutable[Scalar], Mutable[Vector[k]], Mutable[Matrix[r, c]], Mutable[Param], Terminated, "
+    "Param, Scalar, Vector[k], Matrix[r, c], Mutable[Scalar], Mutable[Vector[k]], Mutable[Matrix[r, c]], Mutable[Param], "
+    "Mutable[Table[Scalar]], Mutable[Table[Vector[k]]], Terminated, "
     "Table[Scalar], Table[Vector[k]], Table[Matrix[r, c]] or Random "
     "(integer and bool planes: Scalar[hawk.int32], Vector[k, hawk.int64], Param[hawk.int32], Scalar[hawk.bool_], ...)"
 )
@@ -212,7 +213,8 @@ def param_kind(annotation: Any) -> tuple[str, int, bool] | tuple[str, int, bool,
     integer and bool planes add their element type: ``(kind, width, is_vector, "int32")``.
 
     kind is one of "param", "plane", "mutable", "terminated", "table", "random", "param_sum"
-    (Mutable[Param]: a sum over the samples, ``out = hawk.sum(x)``).
+    (Mutable[Param]: a sum over the samples, ``out = hawk.sum(x)``), "table_scatter"
+    (Mutable[Table[Scalar]] / Mutable[Table[Vector[k]]]: ``hawk.scatter(t)[i] += v``).
     """
     if annotation is Param:
         return ("param", 1, False)
@@ -236,6 +238,14 @@ def param_kind(annotation: Any) -> tuple[str, int, bool] | tuple[str, int, bool,
         inner = annotation.of
         if inner is Param:  # one value per launch: `out = hawk.sum(x)` (docs/language.md)
             return ("param_sum", 1, False)
+        if isinstance(inner, TableType):  # a scatter target: `hawk.scatter(t)[i] += v`
+            entry = inner.of
+            if entry is Scalar:
+                return ("table_scatter", 1, False)
+            if isinstance(entry, VectorType) and entry.dtype is None:
+                return ("table_scatter", entry.k, True)
+            return (f"Mutable[Table[...]] (a scatter target, hawk.scatter(t)[i] += v) takes Table[Scalar] or "
+                    f"Table[Vector[k]], got Mutable[{_name(inner)}]")
         if inner is Scalar:
             return ("mutable", 1, False)
         if isinstance(inner, ScalarType):

@@ -100,7 +100,8 @@ class KernelCall:
         n = self.sample_count(shapes)
         sizes = [0] * len(self.kernel.slots)
         for slot, shape in zip(self.input_slots, shapes):
-            if self.kernel.slots[slot].kind == "table":
+            k = self.kernel.slots[slot]
+            if k.kind == "table" or (k.kind == "table_sum" and k.inout):  # a scatter target is its own table
                 sizes[slot] = int(shape[0]) if shape else -1
         return [self.interface.expected_shape(slot, n, sizes, True) for slot in self.output_slots]
 

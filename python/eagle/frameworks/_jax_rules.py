@@ -225,6 +225,10 @@ def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall, l
           if type(t) is not ad.Zero and call.inputs[i].kind not in ("terminated", "random") and call.inputs[i].is_float]
     by_name_primal = {s.name: p for s, p in zip(call.inputs, primals)}
     by_name_tangent = {call.inputs[i].name: tangents[i] for i in nz}
+    # A scatter target (Mutable[Table]) is no wrt entry: its input tangent passes to its output
+    # tangent, the tangent kernel's in-out "t_dot" adds the scattered tangents to it.
+    scatter = {s.name for s in call.inputs if _is_scatter(s)}
+    nz = [i for i in nz if call.inputs[i].name not in scatter]
     split = _split_for(call, [call.inputs[i].name for i in nz], primals, lowering) if nz else None
     if split is not None:
         # XLA's own operations: the primal computes each value once and hands the tangent
@@ -243,10 +247,16 @@ def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall, l
         tcall = call.tangent([call.inputs[i].name for i in nz]) if nz else None
     zeros = [ad.Zero(jax.typeof(o).to_tangent_aval()) for o in outs]
     if tcall is None:
+        for name in scatter:  # nothing else varies: a scatter target's tangent passes through
+            if name in by_name_tangent:
+                zeros[call.output_index(name)] = by_name_tangent[name]
         return outs, zeros
     t_args = []
     for s in tcall.inputs:
         role, primal = tcall.role(s)
+        if role == "t" and primal in scatter and primal not in by_name_tangent:
+            t_args.append(jnp.zeros(jnp.shape(by_name_primal[primal]), call.dtype))
+            continue
         t_args.append(by_name_tangent[primal] if role == "t" else by_name_primal[primal])
     t_outs = kernel_p.bind(*t_args, call=tcall, lowering=lowering)
     out_tangents = list(zeros)
@@ -280,8 +290,8 @@ def _split_for(call: KernelCall, wrt: Sequence[str], primals: Sequence[Any],
     one loop body, and XLA's compile time grows with the operations (a 5-step kernel with a
     loop inside went from 116 values to 610 and 148 residuals; its order-2 check_grads took
     twice as long). A split with more than MAX_RESIDUALS residuals is not taken either."""
-    if call.ops().steps != 1:
-        return None
+    if call.ops().steps != 1 or any(_is_scatter(s) for s in call.inputs):
+        return None  # (a scatter target's tangent is an in-out of the tangent kernel)
     lowering = _traced_lowering(call, lowering, [tuple(jnp.shape(p)) for p in primals])
     if lowering != "xla" or call.ops().loop_end:  # OpList.loop_end: the loop regions
         return None  # a loop region's values are one per iteration: no residual planes for them
@@ -299,8 +309,26 @@ def _zeros(aval: Any) -> Any:
     return jnp.zeros(aval.shape, aval.dtype)
 
 
+def _is_scatter(s: Any) -> bool:
+    """Whether a slot is a scatter target (Mutable[Table], ``hawk.scatter(t)[i] += v``): its
+    result is its bound values plus the adds, linear in both with coefficient one."""
+    return s.kind == "table_sum" and s.inout
+
+
 def _transpose(cts: Sequence[Any], *args: Any, call: KernelCall, lowering: str = "ffi") -> list[Any]:
     undefined = [i for i, a in enumerate(args) if ad.is_undefined_primal(a)]
+    # A scatter target's input cotangent is its output's (the adjoint gathers the rest).
+    passed = {}
+    for i in undefined:
+        if _is_scatter(call.inputs[i]):
+            ct = cts[call.output_index(call.inputs[i].name)]
+            passed[i] = ad.Zero(args[i].aval) if type(ct) is ad.Zero else ct
+    undefined = [i for i in undefined if i not in passed]
+    if not undefined:
+        result = [None] * len(args)
+        for i, ct in passed.items():
+            result[i] = ct
+        return result
     acall = call.adjoint([call.inputs[i].name for i in undefined])
     values = {}
     for s, a in zip(call.inputs, args):
@@ -336,6 +364,8 @@ def _transpose(cts: Sequence[Any], *args: Any, call: KernelCall, lowering: str =
     for i in undefined:
         if result[i] is None:
             result[i] = ad.Zero(args[i].aval)
+    for i, ct in passed.items():
+        result[i] = ct
     return result
 
 

@@ -15,6 +15,7 @@ import functools
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import NamedSharding, PartitionSpec as P
 
@@ -32,7 +33,8 @@ def _dims(slot: Any, shape: tuple, tag: str) -> str:
 
 def _rule(call: Any, in_avals: list[Any], out_avals: list[Any]) -> str:
     ins = [_dims(s, a.shape, f"i{j}_") for j, (s, a) in enumerate(zip(call.inputs, in_avals))]
-    tables = {s.name: ins[j] for j, s in enumerate(call.inputs) if s.kind == "table"}
+    # (a scatter target, an in-out table_sum, is its own table)
+    tables = {s.name: ins[j] for j, s in enumerate(call.inputs) if s.kind == "table" or (s.kind == "table_sum" and s.inout)}
     outs = []
     for j, (s, a) in enumerate(zip(call.outputs, out_avals)):
         if s.kind == "table_sum":
@@ -95,6 +97,11 @@ def _make(call: Any, local_p: Any, in_shapes: tuple, out_shapes: tuple) -> Any:
             for i, s in enumerate(call.inputs):
                 if s.kind == "random" and axes is not None:
                     args[i] = _with_sample_base(args[i], axes, _local_n(call, args))
+                if s.kind == "table_sum" and s.inout and axes is not None:
+                    # A scatter target's bound values enter once: the first shard adds its
+                    # samples to them, the others to zeros, and the psum below adds the shards.
+                    first = jax.lax.axis_index(axes) == 0
+                    args[i] = jnp.where(first, args[i], jnp.zeros_like(args[i]))
             results = list(local_p.bind(*args, call=call))
             if axes is not None:
                 for i, s in enumerate(call.outputs):

@@ -371,7 +371,7 @@ class _Run:
         self.table_size: dict[int, int] = {}
         for s, a in self.arg.items():
             kind, width = ops.slots[s][1], ops.slots[s][2]
-            if kind == "table":
+            if kind == "table" or (kind == "table_sum" and ops.slots[s][3]):  # also a scatter target's bound values
                 self.table_size[s] = int(a.shape[0])
                 if a.ndim > 2:  # a Table[Matrix[r, c]]: (M, r, c) -> (M, r * c)
                     self.arg[s] = a.reshape(a.shape[0], width)
@@ -707,6 +707,8 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
             state[s] = jnp.asarray(run.arg[s], dt).reshape(width, n) if inout else jnp.zeros((width, n), dt)
         elif kind == "param_sum":
             sums[s] = jnp.zeros((width,), dt)
+        elif kind == "table_sum" and inout:  # a scatter target: its bound values, added to
+            sums[s] = jnp.asarray(run.arg[s], dt).reshape(run.entries(s), width)
         elif kind == "table_sum":
             sums[s] = jnp.zeros((run.entries(s), width), dt)
     mask_slot = next((s for s, sl in enumerate(ops.slots) if sl[1] == "terminated"), -1)

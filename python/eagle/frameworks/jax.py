@@ -198,7 +198,7 @@ class KernelFunction:
                 break
         sizes = [0] * len(self.kernel.slots)
         for slot, s, (a, _) in zip(self._input_slots, slots, arrays):
-            if s.kind == "table":
+            if s.kind == "table" or (s.kind == "table_sum" and s.inout):  # a scatter target is its own table
                 sizes[slot] = int(np.shape(a)[0]) if np.ndim(a) else -1
         out = []
         for slot, s, (a, weak) in zip(self._input_slots, slots, arrays):
@@ -222,7 +222,7 @@ class KernelFunction:
             elif s.is_float:
                 a = jnp.asarray(a, dtype=dtype)
             want = self._interface.expected_shape(slot, n if n is not None else -1, sizes, True)
-            if s.kind != "table" and n is None:
+            if s.kind not in ("table", "table_sum") and n is None:
                 want = want[:-1] + (None,)
             if tuple(np.shape(a)) != tuple(want):
                 raise ValueError(f"eagle.frameworks.jax: {name}: input '{s.name}' must have shape {tuple(want)} for n={n}, got {tuple(np.shape(a))}")
