@@ -537,8 +537,12 @@ class HostWriter : public detail::StepWriter {
   // sample, so a lane steps samples one after another instead of idling until the slowest
   // sample of a fixed block is done. A sample enters a lane at a multiple of R; live_[j] is
   // the number of steps lane j may run in the current period (R, fewer in the last period of
-  // a budget that is not a multiple of R, 0 once its sample finished), so every sample runs
-  // exactly the steps a plain loop would give it, whatever the budget. Only for kernels whose samples can stop (a Terminated value) and whose step order
+  // a budget that is not a multiple of R), so every sample runs exactly the steps a plain loop
+  // would give it, whatever the budget. A sample that finishes in step r of a period leaves
+  // ~r = -(r + 1) there: negative, so it steps no more, and minus the steps it ran in the
+  // period. (A per-lane counter of those steps, a load and a store per lane and step, kept
+  // GCC's -frename-registers from overlapping the lanes' iterations: without it the dense
+  // cell of the performance card took 217-219 ms of CPU against 227-233 ms.) Only for kernels whose samples can stop (a Terminated value) and whose step order
   // across samples does not matter: no sums over samples (their order of additions), no
   // draws (a draw's step index is the launch's step). 0: use blocked_body.
   int refill_period() const {
@@ -571,7 +575,7 @@ class HostWriter : public detail::StepWriter {
     // bytes they made GCC take 32 lanes per vector iteration (the bytes' vector width), 8
     // vectors of doubles per operation, spilled to the stack: 2x slower on AVX2.
     os_ << "  using M = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;\n";
-    os_ << "  M live_[W], ran_[W];\n";
+    os_ << "  M live_[W];\n";
     os_ << "  uint8_t due_[W];\n";
     // Two copies of the state: the steps alternate between them (st_ -> pp_ -> st_), so that
     // each store is a whole vector; `x = live ? new : x` in place becomes a masked store that
@@ -631,10 +635,7 @@ class HostWriter : public detail::StepWriter {
     take_lane_invariants("    ");
     os_ << "    ++occupied;\n";
     os_ << "  };\n";
-    os_ << "  for (int j = 0; j < W; ++j) {\n";
-    os_ << "    ran_[j] = 0;\n";
-    os_ << "    take(j);\n";
-    os_ << "  }\n";
+    os_ << "  for (int j = 0; j < W; ++j) take(j);\n";
     // w: the lanes the step loops run over. When the chunk has no sample left to give and
     // at most half of them are occupied, the occupied lanes move to the front and w halves
     // (down to 8): the chunk's last, longest samples no longer step 64 lanes each (the
@@ -668,12 +669,12 @@ class HostWriter : public detail::StepWriter {
       });
       refill_ = false;
       flipped_ = false;
-      os_ << ind << "ran_[j] = static_cast<M>(ran_[j] + (live ? 1 : 0));\n";
-      // A sample that finishes in this step leaves 0; one whose allowance ran out keeps it
-      // (nonzero: not finished) until its period ends.
-      // A mask, no select: GCC leaves `(live && t) ? 0 : live_[j]` scalar.
-      os_ << ind << "live_[j] = static_cast<M>(live_[j] & (M{0} - static_cast<M>(!(live && "
-          << var(k_.terminate) << "))));\n";
+      // A sample that finishes in this step leaves ~r (-(steps it ran in the period)); one
+      // whose allowance ran out keeps it (positive: not finished) until its period ends.
+      // A mask, no select: GCC leaves `(live && t) ? ~r : live_[j]` scalar.
+      os_ << ind << "const M fin = M{0} - static_cast<M>(live && " << var(k_.terminate) << ");\n";
+      os_ << ind << "live_[j] = static_cast<M>(live_[j] ^ ((live_[j] ^ ~" << (flipped ? "r1" : "r0")
+          << ") & fin));\n";
       os_ << "      }\n";
     }
     os_ << "    }\n";
@@ -681,7 +682,7 @@ class HostWriter : public detail::StepWriter {
     // The lanes due: finished, or at the end of their budget of steps. Flags in bytes (one
     // vectorized pass), then read 8 at a time.
     os_ << "    for (int j = 0; j < w; ++j)\n";
-    os_ << "      due_[j] = static_cast<uint8_t>((sample_[j] >= 0) & ((live_[j] == 0) | (step - "
+    os_ << "      due_[j] = static_cast<uint8_t>((sample_[j] >= 0) & ((live_[j] < 0) | (step - "
            "start_[j] >= budget)));\n";
     os_ << "    for (int k = 0; k < w; k += 8) {\n";
     os_ << "      uint64_t due;\n";
@@ -690,24 +691,24 @@ class HostWriter : public detail::StepWriter {
     os_ << "        const int j = k + (__builtin_ctzll(due) >> 3);\n";
     os_ << "        due &= due - 1;  // bytes are 0 or 1: clears lane j's\n";
     os_ << "        const int64_t s = sample_[j];\n";
-    os_ << "        const int64_t ran = step - R - start_[j] + ran_[j];\n";
+    // The steps it ran in this period: its allowance, or -live_ when it finished.
+    os_ << "        const int64_t ran = step - R - start_[j] + (live_[j] < 0 ? -live_[j] : live_[j]);\n";
     os_ << "        steps_run = ran > steps_run ? static_cast<int>(ran) : steps_run;\n";
     for_each_mutable([&](size_t s, int c) {
       os_ << "        " << plane("out_", s, c) << " = " << lane_state(s, c, false) << ";\n";
     });
-    os_ << "        const bool done = live_[j] == 0;\n";
+    os_ << "        const bool done = live_[j] < 0;\n";
     os_ << "        mask_out[s] = done ? 1 : 0;\n";
     os_ << "        finished += done ? 1u : 0u;\n";
     os_ << "        --occupied;\n";
     os_ << "        take(j);\n";
     os_ << "      }\n";
     os_ << "    }\n";
-    os_ << "    for (int j = 0; j < w; ++j) ran_[j] = 0;\n";
     // The next period's allowance of the lanes that kept their samples (a lane that took one
     // got it in take): R, or what is left of the budget.
     os_ << "    for (int j = 0; j < w; ++j) {\n";
     os_ << "      const int64_t left = budget - (step - start_[j]);\n";
-    os_ << "      if (sample_[j] >= 0 && live_[j] != 0)\n";
+    os_ << "      if (sample_[j] >= 0 && live_[j] > 0)\n";
     os_ << "        live_[j] = static_cast<M>(left < R ? left : R);\n";
     os_ << "    }\n";
     compact_lanes();

@@ -185,7 +185,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
   const int64_t begin = a->begin, end = a->end;
   int64_t sample_[W], start_[W];
   using M = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;
-  M live_[W], ran_[W];
+  M live_[W];
   uint8_t due_[W];
   T st_x_0[W], pp_x_0[W];
   T st_v_0[W], pp_v_0[W];
@@ -229,10 +229,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
     iv_v4[j] = v4;
     ++occupied;
   };
-  for (int j = 0; j < W; ++j) {
-    ran_[j] = 0;
-    take(j);
-  }
+  for (int j = 0; j < W; ++j) take(j);
   int w = W;
   while (occupied > 0) {
     for (int r = 0; r < R; r += 2) {
@@ -270,8 +267,8 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
         pp_x_0[j] = live ? v13_x : st_x_0[j];
         pp_v_0[j] = live ? v11_vn : st_v_0[j];
         pp_t_0[j] = live ? v15_t : st_t_0[j];
-        ran_[j] = static_cast<M>(ran_[j] + (live ? 1 : 0));
-        live_[j] = static_cast<M>(live_[j] & (M{0} - static_cast<M>(!(live && v17))));
+        const M fin = M{0} - static_cast<M>(live && v17);
+        live_[j] = static_cast<M>(live_[j] ^ ((live_[j] ^ ~r0) & fin));
       }
       // step r + 1: pp_ -> st_
 #pragma GCC ivdep
@@ -306,13 +303,13 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
         st_x_0[j] = live ? v13_x : pp_x_0[j];
         st_v_0[j] = live ? v11_vn : pp_v_0[j];
         st_t_0[j] = live ? v15_t : pp_t_0[j];
-        ran_[j] = static_cast<M>(ran_[j] + (live ? 1 : 0));
-        live_[j] = static_cast<M>(live_[j] & (M{0} - static_cast<M>(!(live && v17))));
+        const M fin = M{0} - static_cast<M>(live && v17);
+        live_[j] = static_cast<M>(live_[j] ^ ((live_[j] ^ ~r1) & fin));
       }
     }
     step += R;
     for (int j = 0; j < w; ++j)
-      due_[j] = static_cast<uint8_t>((sample_[j] >= 0) & ((live_[j] == 0) | (step - start_[j] >= budget)));
+      due_[j] = static_cast<uint8_t>((sample_[j] >= 0) & ((live_[j] < 0) | (step - start_[j] >= budget)));
     for (int k = 0; k < w; k += 8) {
       uint64_t due;
       __builtin_memcpy(&due, due_ + k, 8);
@@ -320,22 +317,21 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
         const int j = k + (__builtin_ctzll(due) >> 3);
         due &= due - 1;  // bytes are 0 or 1: clears lane j's
         const int64_t s = sample_[j];
-        const int64_t ran = step - R - start_[j] + ran_[j];
+        const int64_t ran = step - R - start_[j] + (live_[j] < 0 ? -live_[j] : live_[j]);
         steps_run = ran > steps_run ? static_cast<int>(ran) : steps_run;
         out_x[s] = st_x_0[j];
         out_v[s] = st_v_0[j];
         out_t[s] = st_t_0[j];
-        const bool done = live_[j] == 0;
+        const bool done = live_[j] < 0;
         mask_out[s] = done ? 1 : 0;
         finished += done ? 1u : 0u;
         --occupied;
         take(j);
       }
     }
-    for (int j = 0; j < w; ++j) ran_[j] = 0;
     for (int j = 0; j < w; ++j) {
       const int64_t left = budget - (step - start_[j]);
-      if (sample_[j] >= 0 && live_[j] != 0)
+      if (sample_[j] >= 0 && live_[j] > 0)
         live_[j] = static_cast<M>(left < R ? left : R);
     }
     // No sample left to take: the occupied lanes to the front, fewer lanes stepped.
