@@ -106,7 +106,9 @@ writes exactly the kernels of the generator before all of them and ``features=("
 - "numbered" (half the kernels, from a stream of its own, ``r7``; it shows in those with
   ints): ``hm.sample_index()`` and ``hm.n_samples()`` among the int leaves.
 - "sums" (three in ten kernels of one step, from a stream of its own, ``r6``): one or two
-  ``totj: Mutable[Param]`` outputs, ``totj = hawk.sum(expr)`` or ``hawk.sum(expr, where=c)``.
+  ``totj: Mutable[Param]`` outputs, ``totj = hawk.sum(expr)``, ``hawk.sum(expr, where=c)`` or
+  (a quarter, in kernels without a Terminated mask) ``hawk.mean(expr)``; the same r6 draws as
+  before means were added, so a kernel not drawn "sums" is unchanged.
 
 - "linalg" (a fifth of the kernels, drawn from a stream of its own, ``r5``, likewise): the
   per-sample linear algebra of hawk.math (``solve``, ``inv``, ``lu``/``lu_solve``,
@@ -1323,9 +1325,11 @@ class _Gen:
         if state:
             lines.append(f"    s = s + 0.25 * tanh({self.scal(sc, depth - 1)})")
         if sums:  # (scal draws from r as usual; which form, from r6)
-            for j in range(nsum):
-                where = f", where={self.cond(sc, 1)}" if self.r6.random() < 0.5 else ""
-                lines.append(f"    tot{j} = hawk.sum({self.scal(sc, depth - 1)}{where})")
+            for j in range(nsum):  # one r6 draw per sum: where= below 0.5, a mean from 0.75 (no mask)
+                u = self.r6.random()
+                where = f", where={self.cond(sc, 1)}" if u < 0.5 else ""
+                fn = "mean" if u >= 0.75 and not mask else "sum"
+                lines.append(f"    tot{j} = hawk.{fn}({self.scal(sc, depth - 1)}{where})")
         self.nested(self.feature_ends, sc, lines, ends, depth)
         if mask:
             c = self.cond(sc, 1) if r.random() < 0.5 else f"(s > {r.choice(['0.5', '1.0', '-0.25'])})" if state else self.cond(sc, 1)
