@@ -24,7 +24,7 @@ import pytest
 
 import hawk
 import hawk.math as hm
-from hawk import Mutable, Param, Scalar, Terminated
+from hawk import Mutable, Param, Scalar, Terminated, Vector
 
 from conftest import nvrtc_missing, plan_kernels
 
@@ -189,6 +189,11 @@ def test_refusals():
         exec(src, scope)  # noqa: S102
         with pytest.raises(hawk.KernelError, match=rf"hawk\.{name}\(\) is not supported yet; hawk\.sum\(x, where=c\) and hawk\.mean\(x\) are"):
             hawk.kernel(scope["red"])._core
+
+    def vector(x: Vector[3], m: Mutable[Param]):
+        m = hawk.mean(x)
+
+    _refused(vector, r"hawk\.mean\(\) takes a Scalar per sample, got a Vector")
 
     def boundary(x: Scalar, y: Mutable[Scalar]):
         y = x - hawk.mean(x)

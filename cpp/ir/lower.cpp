@@ -858,7 +858,7 @@ void Lowerer::reduce_stmt(const parse::Stmt& s, const std::string& fn) {
                         std::to_string(positional) + " positional arguments");
   const TV x = expr(*call.args[1]);
   if (x.kind != TV::Kind::Float && x.kind != TV::Kind::Int && x.kind != TV::Kind::IntVal)
-    error(call.args[1]->loc, what + " sums a Scalar per sample, got " + describe(x));
+    error(call.args[1]->loc, what + " takes a Scalar per sample, got " + describe(x));
   int value = to_float(x, call.args[1]->loc, "the value summed");
   int where = -1;
   for (size_t i = 0; i < call.keywords.size(); ++i) {
