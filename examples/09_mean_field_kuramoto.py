@@ -6,10 +6,10 @@ r exp(i psi) = mean_j exp(i theta_j):
 
     dtheta_i / dt = omega_i + K r sin(psi - theta_i) = omega_i + K (S cos theta_i - C sin theta_i),
 
-with C = mean cos theta, S = mean sin theta. The mean is a sum over the samples of the launch,
-written in a kernel as ``C = hawk.sum(cos(theta) / float(hm.n_samples()))`` into a
-``Mutable[Param]`` output (docs/language.md "Sums over samples"): one value per launch, the same
-bits whatever the thread count. A second kernel takes C and S as Params and steps the phases
+with C = mean cos theta, S = mean sin theta. The mean is a reduction over the samples of the
+launch, written in a kernel as ``C = hawk.mean(cos(theta))`` into a ``Mutable[Param]`` output
+(docs/language.md "Sums over samples"): one value per launch, the same bits whatever the thread
+count. A second kernel takes C and S as Params and steps the phases
 (reading a sum in the same body, a stage boundary, is not supported yet: two kernels it is).
 
 The script:
@@ -53,9 +53,9 @@ STEPS = 600
 
 @hawk.kernel
 def order(theta: Scalar, c: Mutable[Param], s: Mutable[Param]):
-    # the ensemble means of cos and sin: sums over the samples of the launch
-    c = hawk.sum(cos(theta) / float(hm.n_samples()))
-    s = hawk.sum(sin(theta) / float(hm.n_samples()))
+    # the ensemble means of cos and sin over the samples of the launch
+    c = hawk.mean(cos(theta))
+    s = hawk.mean(sin(theta))
 
 
 @hawk.kernel

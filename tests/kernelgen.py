@@ -106,7 +106,9 @@ writes exactly the kernels of the generator before all of them and ``features=("
 - "numbered" (half the kernels, from a stream of its own, ``r7``; it shows in those with
   ints): ``hm.sample_index()`` and ``hm.n_samples()`` among the int leaves.
 - "sums" (three in ten kernels of one step, from a stream of its own, ``r6``): one or two
-  ``totj: Mutable[Param]`` outputs, ``totj = hawk.sum(expr)`` or ``hawk.sum(expr, where=c)``.
+  ``totj: Mutable[Param]`` outputs, ``totj = hawk.sum(expr)``, ``hawk.sum(expr, where=c)`` or
+  (a quarter, in kernels without a Terminated mask) ``hawk.mean(expr)``; the same r6 draws as
+  before means were added, so a kernel not drawn "sums" is unchanged.
 - "scatter" (three in ten kernels of one step, from a stream of its own, ``r8``): a
   ``sct: Mutable[Table[Scalar]]`` (or ``Table[Vector[k]]``) scatter target and one or two
   ``hawk.scatter(sct)[i] += v`` (``_Gen.scatter_adds``), some under an ``if``; the harness
@@ -1371,9 +1373,11 @@ class _Gen:
         if state:
             lines.append(f"    s = s + 0.25 * tanh({self.scal(sc, depth - 1)})")
         if sums:  # (scal draws from r as usual; which form, from r6)
-            for j in range(nsum):
-                where = f", where={self.cond(sc, 1)}" if self.r6.random() < 0.5 else ""
-                lines.append(f"    tot{j} = hawk.sum({self.scal(sc, depth - 1)}{where})")
+            for j in range(nsum):  # one r6 draw per sum: where= below 0.5, a mean from 0.75 (no mask)
+                u = self.r6.random()
+                where = f", where={self.cond(sc, 1)}" if u < 0.5 else ""
+                fn = "mean" if u >= 0.75 and not mask else "sum"
+                lines.append(f"    tot{j} = hawk.{fn}({self.scal(sc, depth - 1)}{where})")
         if scat:  # (every draw from r8)
             self.nested(self.scatter_adds, sc, lines, sw, depth)
         self.nested(self.feature_ends, sc, lines, ends, depth)

@@ -394,7 +394,7 @@ def test_kernels_not_drawn_numbered_are_the_generator_before_them():
 def test_kernels_not_drawn_sums_are_the_generator_before_them():
     """"sums" (hawk.sum into Mutable[Param] outputs) is drawn from a stream of its own: a kernel
     not drawn to have it is the kernel of the other features alone, byte for byte; those drawn
-    (of one step) sum, with and without where=, and every one is accepted."""
+    (of one step) sum, with and without where=, or take a mean, and every one is accepted."""
     others = tuple(f for f in kernelgen.FEATURES if f != "sums")
     forms = set()
     for seed in range(300):
@@ -402,10 +402,11 @@ def test_kernels_not_drawn_sums_are_the_generator_before_them():
         if "sums" not in kernelgen.features_of(seed):
             assert g.source == kernelgen.generate(seed, features=others).source, seed
             continue
-        if "hawk.sum(" in g.source:
-            forms |= {"where" if ", where=" in line else "plain" for line in g.source.splitlines() if "= hawk.sum(" in line}
+        if "hawk.sum(" in g.source or "hawk.mean(" in g.source:
+            forms |= {"mean" if "hawk.mean(" in line else "where" if ", where=" in line else "plain"
+                      for line in g.source.splitlines() if "= hawk.sum(" in line or "= hawk.mean(" in line}
             assert any(s.kind == "param_sum" for s in g.build().slots), seed
-    assert forms == {"where", "plain"}
+    assert forms == {"where", "plain", "mean"}
 
 
 def test_kernels_not_drawn_scatter_are_the_generator_before_them():

@@ -870,9 +870,10 @@ std::optional<std::string> Lowerer::reduction_call(const parse::Expr& e) {
 void Lowerer::reduce_stmt(const parse::Stmt& s, const std::string& fn) {
   const parse::Expr& call = *s.value;
   const std::string what = "hawk." + fn + "()";
-  if (fn != "sum")
-    error(call.loc, what + " is not supported yet; hawk.sum(x, where=c) is (a mean: hawk.sum(x) "
-                           "and hawk.sum(1.0) into two outputs, divided in Python)");
+  if (fn != "sum" && fn != "mean")
+    error(call.loc, what + " is not supported yet; hawk.sum(x, where=c) and hawk.mean(x) are (a "
+                           "minimum or maximum over samples: reduce per sample into a "
+                           "Mutable[Scalar] and take numpy's min/max of it)");
   const auto& target = s.targets;
   const auto ref = [&]() -> const Var* {
     if (target.size() != 1 || target[0]->kind != parse::ExprKind::Name) return nullptr;
@@ -898,14 +899,32 @@ void Lowerer::reduce_stmt(const parse::Stmt& s, const std::string& fn) {
                         std::to_string(positional) + " positional arguments");
   const TV x = expr(*call.args[1]);
   if (x.kind != TV::Kind::Float && x.kind != TV::Kind::Int && x.kind != TV::Kind::IntVal)
-    error(call.args[1]->loc, what + " sums a Scalar per sample, got " + describe(x));
-  const int value = to_float(x, call.args[1]->loc, "the value summed");
+    error(call.args[1]->loc, what + " takes a Scalar per sample, got " + describe(x));
+  int value = to_float(x, call.args[1]->loc, "the value summed");
   int where = -1;
   for (size_t i = 0; i < call.keywords.size(); ++i) {
     const parse::Expr& arg = *call.args[1 + positional + i];
     if (call.keywords[i] != "where")
       error(arg.loc, what + " takes the keyword where= only, not " + call.keywords[i] + "=");
+    if (fn == "mean")
+      error(arg.loc, "hawk.mean(x, where=c) is not supported yet (how many samples c selects "
+                     "is known only when the launch ends); hawk.mean(x) over every sample is, "
+                     "or hawk.sum(x, where=c) and hawk.sum(1.0, where=c) into two outputs, "
+                     "divided in Python");
     where = to_bool(expr(arg), arg.loc, "where=");
+  }
+  // hawk.mean(x) over every sample: the sum of x / n_samples() (the whole launch's count, so
+  // a sharded launch means as the whole one would). Each term is rounded once more than in
+  // the sum; the sum's machinery (deterministic partials, psum, broadcast adjoint) does the
+  // rest, and the adjoint is the broadcast divided by the count.
+  if (fn == "mean") {
+    if (k.has_mask() || k.active_set)
+      error(call.loc, "hawk.mean() in kernel '" + k.name +
+                          "', which has a Terminated parameter, is not supported: finished "
+                          "samples add nothing, so the count is not the launch's; sum the "
+                          "live samples with hawk.sum(x) and hawk.sum(1.0) into two outputs");
+    const int n = emit(Op::ToFloat, Type::F, emit(Op::NSamples, Type::I));
+    value = emit(Op::Div, Type::F, value, n);
   }
   const int path = pred();
   Store st;

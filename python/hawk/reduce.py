@@ -1,8 +1,10 @@
-"""hawk.sum: a sum over the samples of a launch, inside a kernel body (docs/language.md "Sums
-over samples"). ``total = hawk.sum(x, where=c)`` with ``total: Mutable[Param]`` adds x of
-every sample where c holds into one value per launch. The compiler gives the name its meaning
+"""hawk.sum and hawk.mean: a sum (a mean) over the samples of a launch, inside a kernel body
+(docs/language.md "Sums over samples"). ``total = hawk.sum(x, where=c)`` with
+``total: Mutable[Param]`` adds x of every sample where c holds into one value per launch;
+``m = hawk.mean(x)`` is the mean of x over every sample of the launch. The compiler gives the name its meaning
 (cpp/ir/lower.cpp, Lowerer::reduce_stmt); called from plain Python it raises. Not in
-``hawk.__all__``: ``from hawk import *`` must not shadow the builtin sum.
+``hawk.__all__``: ``from hawk import *`` must not shadow the builtin sum (nor bring in a
+``mean`` users did not ask for).
 """
 
 from __future__ import annotations
@@ -16,3 +18,11 @@ def sum(x: Any, *, where: Any = True) -> Any:  # noqa: A001 - the kernel languag
     any thread count (docs/runtime.md)."""
     raise TypeError("hawk.sum can only be used inside a @hawk.kernel body (`total = hawk.sum(x)` with "
                     "`total: Mutable[Param]`); use numpy.sum in plain Python")
+
+
+def mean(x: Any) -> Any:
+    """mean(x): the mean of x over every sample of the launch (the sum of x / n_samples()),
+    assigned to a Mutable[Param] output. Deterministic as hawk.sum; 0 for a launch of no
+    samples. where= is not supported yet (the count it selects is known only at the end)."""
+    raise TypeError("hawk.mean can only be used inside a @hawk.kernel body (`m = hawk.mean(x)` with "
+                    "`m: Mutable[Param]`); use numpy.mean in plain Python")
