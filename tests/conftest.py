@@ -13,7 +13,10 @@ import contextlib
 import io
 import linecache
 import os
+import pathlib
 import re
+import subprocess
+import sys
 import textwrap
 from typing import Any, Callable
 
@@ -85,6 +88,20 @@ def run_kernel(cache_dir) -> Callable[..., Any]:
         return bound
 
     return run
+
+
+def run_on_host_devices(tmp_path: pathlib.Path, source: str, devices: int = 4, timeout: int = 300) -> str:
+    """Runs ``source`` as a script file (hawk reads a kernel's source from its file) in a fresh
+    Python with JAX on the CPU split into ``devices`` host devices and float64 enabled (the
+    sharding tests); asserts that it exits 0 having printed "ok" and returns its stdout."""
+    path = tmp_path / "shard.py"
+    path.write_text(source)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1",
+           "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=timeout)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "ok" in p.stdout, p.stdout[-3000:]
+    return p.stdout
 
 
 def nvrtc_missing() -> bool:

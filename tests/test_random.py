@@ -19,7 +19,7 @@ import hawk
 from eagle.frameworks import jax as ejax
 from hawk import Guard, Mutable, Param, Random, Scalar, Terminated
 from raptor_core import _core
-from conftest import nvrtc_missing  # noqa: E402
+from conftest import nvrtc_missing, run_on_host_devices  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -434,16 +434,7 @@ print("ok")
 def test_sharded_jit_numbers_samples_globally(tmp_path):
     """Under jit with the planes sharded over 4 host devices, each shard draws with its global
     sample indices: the result equals the unsharded call, bit for bit, with no gather."""
-    import os
-    import subprocess
-    import sys
-
-    path = tmp_path / "shard.py"
-    path.write_text(SHARD_SRC)
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1", "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "ok" in p.stdout
+    run_on_host_devices(tmp_path, SHARD_SRC)
 
 
 @hawk.kernel

@@ -26,7 +26,7 @@ import hawk
 import hawk.math as hm
 from hawk import Mutable, Param, Scalar, Terminated, Vector
 
-from conftest import nvrtc_missing, plan_kernels
+from conftest import nvrtc_missing, plan_kernels, run_on_host_devices
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -232,9 +232,4 @@ print("ok")
 def test_sharded_mean_is_the_whole_mean(tmp_path):
     """Under jit with the plane sharded over 4 host devices, both lowerings give the whole call's
     mean (each shard divides by the whole launch's n_samples()) and the adjoint cotangent / n."""
-    path = tmp_path / "shard.py"
-    path.write_text(SHARD_SRC)
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1", "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "ok" in p.stdout
+    run_on_host_devices(tmp_path, SHARD_SRC)

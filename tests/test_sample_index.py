@@ -12,10 +12,6 @@ length, through every path:
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -23,7 +19,7 @@ import hawk
 import hawk.math as hm
 from hawk import Mutable, Param, Scalar, Terminated
 
-from conftest import nvrtc_missing, plan_kernels
+from conftest import nvrtc_missing, plan_kernels, run_on_host_devices
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -146,12 +142,7 @@ print("ok")
 def test_sharded_equals_unsharded(tmp_path):
     """Under jit with the plane sharded over 4 host devices, both lowerings give every sample its
     global index and the whole call's n (the "ffi" path runs such a call whole, docs/jax.md)."""
-    path = tmp_path / "shard.py"
-    path.write_text(SHARD_SRC)
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1", "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "ok" in p.stdout
+    run_on_host_devices(tmp_path, SHARD_SRC)
 
 
 @pytest.mark.skipif(nvrtc_missing(), reason="NVRTC not found")

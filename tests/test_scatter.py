@@ -31,7 +31,7 @@ from jax.test_util import check_grads
 import eagle.frameworks.jax as eagle_jax
 import hawk
 import hawk.math as hm
-from conftest import nvrtc_missing, plan_kernels
+from conftest import nvrtc_missing, plan_kernels, run_on_host_devices
 from hawk import Matrix, Mutable, Scalar, Table, Vector, int32
 
 jax.config.update("jax_enable_x64", True)
@@ -409,12 +409,7 @@ print("ok")
 def test_sharded_scatter_is_the_whole_scatter(tmp_path):
     """Under jit with the planes sharded over 4 host devices, both lowerings give the whole
     call's table: the bound values enter once (the first shard's), the shards' adds psum'ed."""
-    path = tmp_path / "shard.py"
-    path.write_text(SHARD_SRC)
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1", "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "ok" in p.stdout
+    run_on_host_devices(tmp_path, SHARD_SRC)
 
 
 def test_eagle_diff_refuses_a_scatter_kernel(plans):
