@@ -163,13 +163,24 @@ std::string Compiler::resolve_flags(const CompileOptions& options) {
          (blank ? std::string(kDefaultHostFlags) : *options.flags);
 }
 
+CompilerIdentities& CompilerIdentities::process() {
+  static CompilerIdentities table;
+  return table;
+}
+
 const std::string& Compiler::identity(const std::string& compiler, const std::string& flags) {
+  return CompilerIdentities::process().get(compiler, flags);
+}
+
+const std::string& CompilerIdentities::get(const std::string& compiler, const std::string& flags) {
   // -march=native hides the ISA in the flags: then the predefined macros (__AVX2__, ...) that
   // the flags produce are part of the identity, so a cache shared between machines stays right.
   const bool native = flags_use_native(flags);
-  const std::string map_key = native ? compiler + '\0' + flags : compiler;
+  const char* path = std::getenv("PATH");
+  const std::string map_key =
+      compiler + '\0' + (path ? path : "") + (native ? '\0' + flags : std::string());
   const std::lock_guard lock(mu_);
-  if (const auto it = identity_.find(map_key); it != identity_.end()) return it->second;
+  if (const auto it = ids_.find(map_key); it != ids_.end()) return it->second;
   const std::string fix = "Install it, or set RAPTOR_CXX to a C++ compiler";
   const ProcessResult version = run_process({compiler, "--version"}, fix);
   if (version.exit_status != 0) {
@@ -186,7 +197,7 @@ const std::string& Compiler::identity(const std::string& compiler, const std::st
     const ProcessResult macros = run_process(argv, fix);
     id += "\nmacros:\n" + macros.out;
   }
-  return identity_.emplace(map_key, std::move(id)).first->second;
+  return ids_.emplace(map_key, std::move(id)).first->second;
 }
 
 std::string Compiler::key(const std::string& source, const CompileOptions& options) {

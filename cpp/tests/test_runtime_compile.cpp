@@ -79,7 +79,7 @@ TEST(RuntimeCompile, CompileRunAndCacheHit) {
   const CompileResult hit2 = c2.compile(src);  // compiler identity now known
   EXPECT_TRUE(hit2.cache_hit);
   std::printf(
-      "[ measure ] cache hit: %.2f ms with a new Compiler (runs '--version' etc.), "
+      "[ measure ] cache hit: %.2f ms with a new Compiler (the process knows the compiler), "
       "%.3f ms with a warm one\n",
       cold * 1e3, hit2.total_seconds * 1e3);
   EXPECT_EQ(testing::count_temp_files(tmp.path()), 0);
@@ -87,6 +87,42 @@ TEST(RuntimeCompile, CompileRunAndCacheHit) {
   CompileOptions o;
   o.flags = "-O1 -fPIC -shared -std=c++17 -fvisibility=hidden";
   EXPECT_NE(c2.key(src, o), hit.key);
+}
+
+TEST(RuntimeCompile, ACompilersIdentityIsAskedOncePerProcess) {
+  // A stand-in compiler that logs each run: two Compilers (as two eagle.plan.auto calls make)
+  // ask it once for its version; -march=native flags add one run for their macros, once per
+  // distinct flags.
+  TempDir tmp;
+  const fs::path log = tmp.path() / "runs.txt";
+  const fs::path cxx = tmp.path() / "fake-cxx";
+  {
+    std::ofstream script(cxx);
+    script << "#!/bin/sh\necho \"$*\" >> '" << log.string() << "'\n"
+           << "case \"$*\" in --version) echo 'fake c++ 1.0';; *) echo '#define __FAKE__ 1';; esac\n";
+  }
+  fs::permissions(cxx, fs::perms::owner_all);
+  const auto runs = [&] {
+    std::ifstream in(log);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  };
+  CompileOptions plain;
+  plain.compiler = cxx.string();
+  plain.flags = "-O2";
+  Compiler a(open_cache_dir((tmp.path() / "c1").string()));
+  Compiler b(open_cache_dir((tmp.path() / "c2").string()));
+  const std::string ka = a.key("int f();", plain);
+  EXPECT_EQ(runs(), 1);
+  EXPECT_EQ(b.key("int f();", plain), ka);
+  EXPECT_EQ(runs(), 1);
+  CompileOptions native = plain;
+  native.flags = "-O2 -march=native";
+  EXPECT_NE(a.key("int f();", native), ka);
+  EXPECT_EQ(runs(), 3);  // --version again (another key) and the macros
+  b.key("int f();", native);
+  EXPECT_EQ(runs(), 3);
 }
 
 TEST(RuntimeCompile, CorruptSharedObjectIsRebuilt) {
