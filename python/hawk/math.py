@@ -71,7 +71,7 @@ _DOCS = {
     "lu_solve": "lu_solve((lu, piv), b): A x = b from lu()'s factor (scipy.linalg.lu_solve); zeros when U has a zero diagonal.",
     "cholesky": "L, info = cholesky(A): the lower triangular L with L L^T = (A + A^T) / 2; info is 0, or the order of the first leading minor that is not positive definite (potrf), and then L is zeros.",
     "cho_solve": "cho_solve(L, b): L L^T x = b for cholesky()'s L; zeros when L has a zero diagonal.",
-    "lstsq": "x, info = lstsq(J, r): the x minimising |J x - r| (J up to 6 columns) through the normal equations by Cholesky; info > 0 (and x zeros) when J^T J is not positive definite.",
+    "lstsq": "x, info = lstsq(J, r): the x minimising norm(J x - r) (J up to 6 columns) through the normal equations by Cholesky; info > 0 (and x zeros) when J^T J is not positive definite.",
     "eigh": "w, V, info = eigh(A): the eigenvalues (ascending) and eigenvectors (V's columns, each signed so its largest-magnitude component is positive) of (A + A^T) / 2, by cyclic Jacobi; info is 1 (and w, V zeros) when it did not converge (a NaN or inf in A).",
     "stop_gradient": "stop_gradient(x): x, with derivative 0 (as jax.lax.stop_gradient).",
     "asin": "asin(x): the arc sine, in [-pi/2, pi/2] (NaN outside [-1, 1]; numpy.arcsin).",
