@@ -7,9 +7,9 @@ output (docs/language.md "Sums over samples"), against math.fsum and NumPy:
      a launch split over the pool or run serially) and run to run;
   3. the JAX bridge on both lowerings: a 0-d result, jax.grad (a sum's adjoint is a broadcast)
      and jax.jvp against jax.numpy, check_grads at order 2;
-  4. the reference interpreter, NVRTC compilation, and the refusals pinned (hawk.min /
-     max, a stage boundary, a second assignment, steps > 1, inside `if`); hawk.mean has
-     tests/test_reductions_mean.py.
+  4. the reference interpreter, NVRTC compilation, and the refusals pinned (a stage
+     boundary, also of hawk.max, a second assignment, steps > 1, inside `if`); hawk.mean has
+     tests/test_reductions_mean.py, hawk.min / hawk.max tests/test_reductions_minmax.py.
 """
 
 from __future__ import annotations
@@ -206,10 +206,15 @@ def _refused(src_fn, match: str) -> None:
 
 
 def test_refusals():
-    def minimum(x: Scalar, m: Mutable[Param]):
+    def minimum(x: Scalar, m: Mutable[Param]):  # supported now (tests/test_reductions_minmax.py)
         m = hawk.min(x)
 
-    _refused(minimum, r"hawk\.min\(\) is not supported yet; hawk\.sum\(x, where=c\) and hawk\.mean\(x\) are")
+    assert "param_sum m width=1 min" in hawk.kernel(minimum).ir
+
+    def min_boundary(x: Scalar, y: Mutable[Scalar]):  # a stage boundary stays refused
+        y = x - hawk.max(x)
+
+    _refused(min_boundary, r"hawk\.max\(\) is a reduction over the samples of the launch: assign it directly to a Mutable\[Param\] output")
 
     def boundary(x: Scalar, y: Mutable[Scalar]):
         y = x - hawk.sum(x)

@@ -8,8 +8,8 @@ and jax.numpy:
   3. the JAX bridge on both lowerings: a 0-d result, grad (the adjoint is the output's
      cotangent / n on every sample) and jvp against jnp.mean, check_grads at order 2, and a
      sharded call equal to the whole call's mean (n_samples() is the whole launch's count);
-  4. the reference interpreter, NVRTC, and the refusals pinned (where=, a Terminated kernel,
-     hawk.min / hawk.max).
+  4. the reference interpreter, NVRTC, and the refusals pinned (where=, a Terminated kernel;
+     hawk.min / hawk.max are supported: tests/test_reductions_minmax.py).
 """
 
 from __future__ import annotations
@@ -182,13 +182,6 @@ def test_refusals():
         m = hawk.mean(x)
 
     _refused(masked, r"hawk\.mean\(\) in kernel 'masked', which has a Terminated parameter, is not supported")
-
-    for name in ("min", "max"):
-        src = f"def red(x: Scalar, m: Mutable[Param]):\n    m = hawk.{name}(x)\n"
-        scope: dict = {"hawk": hawk, "Scalar": Scalar, "Mutable": Mutable, "Param": Param}
-        exec(src, scope)  # noqa: S102
-        with pytest.raises(hawk.KernelError, match=rf"hawk\.{name}\(\) is not supported yet; hawk\.sum\(x, where=c\) and hawk\.mean\(x\) are"):
-            hawk.kernel(scope["red"])._core
 
     def vector(x: Vector[3], m: Mutable[Param]):
         m = hawk.mean(x)

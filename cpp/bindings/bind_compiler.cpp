@@ -15,6 +15,7 @@
 #include "bindings/bindings.hpp"
 #include "codegen/cpp_emitter.hpp"
 #include "common/error.hpp"
+#include "ir/combine.hpp"
 #include "ir/interp.hpp"
 #include "ir/lower.hpp"
 #include "passes/optimize.hpp"
@@ -171,8 +172,8 @@ ir::InterpBinding binding_for(const ir::Kernel& k, int64_t n,
       case ir::SlotKind::Terminated:
         b.mask = mask.empty() ? std::vector<uint8_t>(static_cast<size_t>(n), 0) : mask;
         break;
-      case ir::SlotKind::ParamSum:
-        b.slots[i].out.assign(w, 0.0);
+      case ir::SlotKind::ParamSum:  // 0, or +inf / -inf for hawk.min / hawk.max
+        b.slots[i].out.assign(w, ir::combine_identity(s.combine));
         break;
       case ir::SlotKind::TableSum: {
         if (s.inout) {  // a scatter target (Mutable[Table]): its bound values plus the sums
@@ -257,6 +258,10 @@ nb::dict op_list(const KernelHandle& h) {
     return "?";
   };
   nb::list values, stores, slot_list;
+  nb::dict combine;  // hawk.min / hawk.max slots: slot -> "min" / "max" (sums are absent)
+  for (size_t s = 0; s < k.slots.size(); ++s)
+    if (k.slots[s].combine != ir::Combine::Sum)
+      combine[nb::int_(s)] = ir::combine_name(k.slots[s].combine);
   for (const ir::Value& v : k.values) {
     nb::list args;
     for (int a = 0; a < ir::op_arity(v.op); ++a) args.append(v.args[a]);
@@ -275,6 +280,7 @@ nb::dict op_list(const KernelHandle& h) {
   d["values"] = values;
   d["stores"] = stores;
   d["terminate"] = k.terminate;
+  d["combine"] = combine;
   return d;
 }
 
@@ -359,7 +365,8 @@ void bind_compiler(nb::module_& m) {
       .def("op_list", &op_list,
            "The optimized IR as plain data: {name, steps, slots: (name, kind, width, inout, "
            "table_of), values: (op, type 'F'|'B'|'I', args, slot, comp, imm, iimm, pred), "
-           "stores: (slot, comp, value, index, pred), terminate}.")
+           "stores: (slot, comp, value, index, pred), terminate, combine: {slot: 'min' | 'max'} "
+           "for hawk.min / hawk.max outputs}.")
       .def("num_values", [](const KernelHandle& h) { return h.kernel->values.size(); })
       .def("digest",
            [](const KernelHandle& h, const std::string& dtype) {

@@ -57,6 +57,9 @@ void bind_interface(nb::module_& m) {
           "dtype",
           [](const SlotInterface& s) { return std::string(runtime::elem_type_name(s.dtype)); },
           "the element type's NumPy name")
+      .def_prop_ro(
+          "combine", [](const SlotInterface& s) { return std::string(ir::combine_name(s.combine)); },
+          "a ParamSum's: 'sum', or 'min' / 'max' for a hawk.min / hawk.max output")
       .def_ro("operand", &SlotInterface::operand, "position among the JAX operands; -1: none")
       .def_ro("result", &SlotInterface::result, "position among the JAX results; -1: none")
       .def_prop_ro("sized_by_n", &SlotInterface::sized_by_n)

@@ -179,8 +179,13 @@ class CudaWriter : public detail::StepWriter {
     os_ << "    sample(a->index ? a->index[p] : p, active);\n";
     os_ << "  }\n";
     for (const auto& sc : sum_components()) {
+      const std::string fold = fold_fn(sc.first);  // hawk.min / hawk.max: rp_block_fold
       os_ << "  {\n";
-      os_ << "    const double total = rp_block_sum(acc_" << sum_name(sc) << ");\n";
+      if (fold.empty())
+        os_ << "    const double total = rp_block_sum(acc_" << sum_name(sc) << ");\n";
+      else
+        os_ << "    const double total = rp_block_fold(acc_" << sum_name(sc) << ", "
+            << (fold == "rp_fold_min" ? "false" : "true") << ");\n";
       os_ << "    if (threadIdx.x == 0) part_" << name(sc.first)
           << "[static_cast<int64_t>(blockIdx.x) * " << k_.slots[sc.first].width << " + "
           << sc.second << "] = total;\n";
@@ -323,8 +328,12 @@ class CudaWriter : public detail::StepWriter {
       if (sl.kind != SlotKind::ParamSum && sl.kind != SlotKind::TableSum) continue;
       const std::string items = "items_" + name(s);
       os_ << "    if (r < " << items << ") {\n";
-      os_ << "      rp_finish<T>(a, " << s << ", r, " << items << ", "
-          << (sl.kind == SlotKind::TableSum && sl.inout ? "true" : "false") << ");\n";
+      if (sl.kind == SlotKind::ParamSum && sl.combine != ir::Combine::Sum)
+        os_ << "      rp_finish_fold<T>(a, " << s << ", r, " << items << ", "
+            << (sl.combine == ir::Combine::Max ? "true" : "false") << ");\n";
+      else
+        os_ << "      rp_finish<T>(a, " << s << ", r, " << items << ", "
+            << (sl.kind == SlotKind::TableSum && sl.inout ? "true" : "false") << ");\n";
       os_ << "      continue;\n";
       os_ << "    }\n";
       os_ << "    r -= " << items << ";\n";
@@ -333,6 +342,42 @@ class CudaWriter : public detail::StepWriter {
     os_ << "}\n\n";
   }
 };
+
+// hawk.min / hawk.max over samples (a ParamSum whose combine is Min or Max): the block's
+// threads folded in a fixed tree order, and the block partials folded in block order, as
+// rp_block_sum and rp_finish add them. `max` chooses rp_fold_max over rp_fold_min.
+std::string minmax_block_source() {
+  return R"(__device__ __forceinline__ double rp_block_fold(double x, bool max) {
+  __shared__ double red[RAPTOR_CUDA_BLOCK];
+  red[threadIdx.x] = x;
+  __syncthreads();
+  for (unsigned h = RAPTOR_CUDA_BLOCK / 2; h > 0; h >>= 1) {
+    if (threadIdx.x < h)
+      red[threadIdx.x] = max ? rp_fold_max(red[threadIdx.x], red[threadIdx.x + h])
+                             : rp_fold_min(red[threadIdx.x], red[threadIdx.x + h]);
+    __syncthreads();
+  }
+  const double total = red[0];
+  __syncthreads();
+  return total;
+}
+template <class T> __device__ __forceinline__ void rp_finish_fold(const raptor_cuda_args* a,
+                                                                  int slot, int64_t r,
+                                                                  int64_t items, bool max) {
+  const double* const part = a->partials[slot];
+  double total = max ? -double(INFINITY) : double(INFINITY);
+  for (uint32_t b = 0; b < a->grid; ++b) {
+    const double x = part[static_cast<int64_t>(b) * items + r];
+    total = max ? rp_fold_max(total, x) : rp_fold_min(total, x);
+  }
+  T* const out = static_cast<T*>(a->sums[slot]);
+  const double old = static_cast<double>(out[r]);
+  out[r] = static_cast<T>(!a->accumulate_sums ? total
+                          : max              ? rp_fold_max(old, total)
+                                             : rp_fold_min(old, total));
+}
+)";
+}
 
 // The per-launch key step of bound launches (runtime/abi_cuda.h).
 std::string rng_advance_source() {
@@ -373,6 +418,12 @@ std::string emit_cuda(const std::vector<KernelToEmit>& kernels) {
   if (ints)
     os << "namespace {\n"
        << detail::int_helpers("__device__ __forceinline__") << "}  // namespace\n\n";
+  bool minmax = false;
+  for (const auto& k : kernels) minmax |= detail::uses_minmax(*k.kernel);
+  if (minmax)
+    os << "namespace {\n"
+       << detail::minmax_helpers("__device__ __forceinline__") << minmax_block_source()
+       << "}  // namespace\n\n";
   for (const auto& k : kernels) CudaWriter(*k.kernel, k.dtype, k.symbol, os).write();
   return os.str();
 }

@@ -169,7 +169,14 @@ class HostWriter : public detail::StepWriter {
       blocked_body();
     }
     for (const auto& sc : sum_components())
-      os_ << "  sum_" << name(sc.first) << "[" << sc.second << "] += acc_" << sum_name(sc) << ";\n";
+      if (fold_fn(sc.first).empty())
+        os_ << "  sum_" << name(sc.first) << "[" << sc.second << "] += acc_" << sum_name(sc)
+            << ";\n";
+      else
+        os_ << "  sum_" << name(sc.first) << "[" << sc.second << "] = "
+            << folded(sc.first, "sum_" + name(sc.first) + "[" + std::to_string(sc.second) + "]",
+                      "acc_" + sum_name(sc))
+            << ";\n";
     os_ << "  a->finished = finished;\n";
     if (k_.steps > 1)
       os_ << "  a->steps_run = static_cast<uint32_t>(steps_run);\n";
@@ -346,6 +353,10 @@ class HostWriter : public detail::StepWriter {
   // vectorizes them with a fixed order of additions for a given machine.
   std::string simd_pragma() const {
     if (!independent_samples()) return kNoPromise;
+    // hawk.min / hawk.max: no OpenMP reduction for them (its min/max drop NaN); the loop's
+    // sums then add in sample order too.
+    if (detail::uses_minmax(k_))
+      return "#pragma GCC ivdep  // min / max over samples: folded in sample order\n";
     std::string accs;
     for (const auto& sc : sum_components())
       accs += (accs.empty() ? "" : ", ") + std::string("acc_") + sum_name(sc);
@@ -368,7 +379,9 @@ class HostWriter : public detail::StepWriter {
         << ") __attribute__((always_inline))" << (parts.empty() ? "" : " -> parts_t") << " {\n";
     // -0.0, the identity of +: the sample's first contribution is taken as is (GCC folds
     // -0.0 + x to x, not 0.0 + x, which differs for x = -0.0) and the loop vectorizes better.
-    for (const auto& sc : parts) os_ << "    double part_" << sum_name(sc) << " = -0.0;\n";
+    for (const auto& sc : parts)
+      os_ << "    double part_" << sum_name(sc) << " = "
+          << (fold_fn(sc.first).empty() ? "-0.0" : fold_identity(sc.first)) << ";\n";
     parts_ = !parts.empty();
     sample_body("decltype(zero)::value");
     parts_ = false;
@@ -389,7 +402,11 @@ class HostWriter : public detail::StepWriter {
       std::string args = sample_index + (zero.empty() ? "" : ", " + zero);
       if (parts.empty()) return "sample(" + args + ");";
       std::string body = "{ const parts_t p = sample(" + args + ");";
-      for (const auto& sc : parts) body += " acc_" + sum_name(sc) + " += p." + sum_name(sc) + ";";
+      for (const auto& sc : parts)
+        body += fold_fn(sc.first).empty()
+                    ? " acc_" + sum_name(sc) + " += p." + sum_name(sc) + ";"
+                    : " acc_" + sum_name(sc) + " = " +
+                          folded(sc.first, "acc_" + sum_name(sc), "p." + sum_name(sc)) + ";";
       return body + " }";
     };
     auto loops = [&](const std::string& zero, const std::string& indent) {
@@ -833,6 +850,9 @@ std::string emit_cpp(const std::vector<KernelToEmit>& kernels) {
   bool ints = false;
   for (const auto& k : kernels) ints |= detail::uses_ints(*k.kernel);
   if (ints) os << "namespace {\n" << detail::int_helpers("inline") << "}  // namespace\n\n";
+  bool minmax = false;
+  for (const auto& k : kernels) minmax |= detail::uses_minmax(*k.kernel);
+  if (minmax) os << "namespace {\n" << detail::minmax_helpers("inline") << "}  // namespace\n\n";
   for (const auto& k : kernels) HostWriter(*k.kernel, k.dtype, k.symbol, os).write();
   return os.str();
 }

@@ -50,6 +50,19 @@ bool uses_ints(const ir::Kernel& k) {
   return false;
 }
 
+bool uses_minmax(const ir::Kernel& k) {
+  for (const ir::Slot& sl : k.slots)
+    if (sl.kind == SlotKind::ParamSum && sl.combine != ir::Combine::Sum) return true;
+  return false;
+}
+
+std::string minmax_helpers(const std::string& q) {
+  return "// hawk.min / hawk.max over samples (ir/combine.hpp): NaN wins (the first met is kept),\n"
+         "// a tie keeps the accumulator (the earlier sample); +inf / -inf when none contributes.\n" +
+         q + " double rp_fold_min(double acc, double x) { return (x < acc || x != x) ? x : acc; }\n" +
+         q + " double rp_fold_max(double acc, double x) { return (x > acc || x != x) ? x : acc; }\n";
+}
+
 std::string int_helpers(const std::string& q) {
   return "// Integer planes (docs/language.md): int64 arithmetic wraps around (two's complement),\n"
          "// `//` and `%` floor as Python's do (0 for a zero divisor, which the step reports), "
@@ -200,7 +213,10 @@ void StepWriter::header_comment() {
       << (k_.active_set ? ", active set" : "") << "\n";
   for (size_t s = 0; s < k_.slots.size(); ++s) {
     const ir::Slot& sl = k_.slots[s];
-    os_ << "//   slot " << s << ": " << sl.name << " (" << kind_text(sl.kind);
+    os_ << "//   slot " << s << ": " << sl.name << " ("
+        << (sl.combine == ir::Combine::Min   ? "minimum over samples"
+            : sl.combine == ir::Combine::Max ? "maximum over samples"
+                                             : kind_text(sl.kind));
     if (sl.width > 1 || sl.is_vector) os_ << ", " << sl.width << " components";
     if (sl.inout) os_ << ", read and written";
     if (sl.dtype != ir::Dtype::Float) os_ << ", " << ir::dtype_name(sl.dtype);
@@ -245,7 +261,8 @@ void StepWriter::declare_slots() {
         break;
       case SlotKind::ParamSum:
         os_ << sum_declaration(s);
-        for (int c = 0; c < sl.width; ++c) os_ << "  double acc_" << nm << "_" << c << " = 0.0;\n";
+        for (int c = 0; c < sl.width; ++c)
+          os_ << "  double acc_" << nm << "_" << c << " = " << fold_identity(s) << ";\n";
         break;
       case SlotKind::TableSum:
         os_ << sum_declaration(s);
@@ -269,7 +286,17 @@ void StepWriter::step(
   for (int i = 0; i < static_cast<int>(k_.values.size()); ++i) value(i, indent, last);
   for (const ir::Store& st : k_.stores) {
     const ir::Slot& sl = k_.slots[st.slot];
-    if (sl.kind == SlotKind::ParamSum) {
+    if (sl.kind == SlotKind::ParamSum && sl.combine != ir::Combine::Sum) {
+      // hawk.min / hawk.max: a sample left out contributes the identity (+inf / -inf).
+      const std::string acc = param_sum_accumulator(st.slot, st.comp);
+      const std::string x = "static_cast<double>(" + var(st.value) + ")";
+      os_ << indent << acc << " = "
+          << folded(st.slot, acc,
+                    st.pred < 0 && !guard_with_live()
+                        ? x
+                        : "(" + guard(st.pred) + " ? " + x + " : " + fold_identity(st.slot) + ")")
+          << ";\n";
+    } else if (sl.kind == SlotKind::ParamSum) {
       os_ << indent << param_sum_accumulator(st.slot, st.comp) << " += "
           << (st.pred < 0 && !guard_with_live()
                   ? "static_cast<double>(" + var(st.value) + ")"
@@ -349,6 +376,35 @@ std::vector<std::pair<size_t, int>> StepWriter::sum_components() const {
 
 std::string StepWriter::sum_name(const std::pair<size_t, int>& sc) const {
   return name(sc.first) + "_" + std::to_string(sc.second);
+}
+
+std::string StepWriter::fold_fn(size_t slot) const {
+  switch (k_.slots[slot].combine) {
+    case ir::Combine::Min:
+      return "rp_fold_min";
+    case ir::Combine::Max:
+      return "rp_fold_max";
+    case ir::Combine::Sum:
+      break;
+  }
+  return "";
+}
+
+std::string StepWriter::fold_identity(size_t slot) const {
+  switch (k_.slots[slot].combine) {
+    case ir::Combine::Min:
+      return "double(INFINITY)";
+    case ir::Combine::Max:
+      return "-double(INFINITY)";
+    case ir::Combine::Sum:
+      break;
+  }
+  return "0.0";
+}
+
+std::string StepWriter::folded(size_t slot, const std::string& acc, const std::string& x) const {
+  const std::string f = fold_fn(slot);
+  return f.empty() ? acc + " + " + x : f + "(" + acc + ", " + x + ")";
 }
 
 bool StepWriter::any_random(const std::vector<KernelToEmit>& kernels) {

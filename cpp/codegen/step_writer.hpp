@@ -35,6 +35,10 @@ bool uses_ints(const ir::Kernel& k);
 // modulo, int() of a float), each function declared with `qual` ("inline" on the host,
 // "__device__ __forceinline__" in CUDA). Written once for both targets.
 std::string int_helpers(const std::string& qual);
+// Whether a kernel has a hawk.min / hawk.max output (a ParamSum whose Slot::combine is Min or
+// Max): then its unit needs `minmax_helpers`, rp_fold_min / rp_fold_max as ir/combine.hpp defines them.
+bool uses_minmax(const ir::Kernel& k);
+std::string minmax_helpers(const std::string& qual);
 
 class StepWriter {
  public:
@@ -120,6 +124,12 @@ class StepWriter {
   // The sums over samples (ParamSum components) of this kernel, one (slot, comp) each.
   std::vector<std::pair<size_t, int>> sum_components() const;
   std::string sum_name(const std::pair<size_t, int>& sc) const;
+  // A sum component's fold: "" for a sum (added), "rp_fold_min" / "rp_fold_max" for hawk.min / max;
+  // and its accumulators' starting value ("0.0", "double(INFINITY)", "-double(INFINITY)").
+  std::string fold_fn(size_t slot) const;
+  std::string fold_identity(size_t slot) const;
+  // `acc` with `x` folded in, as a statement's right-hand side: "acc + x" or "rp_fold_min(acc, x)".
+  std::string folded(size_t slot, const std::string& acc, const std::string& x) const;
   bool has_slot(ir::SlotKind kind) const;
 
   const ir::Kernel& k_;

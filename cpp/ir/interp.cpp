@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ir/combine.hpp"
 #include "passes/eval.hpp"
 #include "runtime/abi.h"
 #include "runtime/random.h"
@@ -79,6 +80,8 @@ class SampleRunner {
         const bool on = st.pred == -1 || f_[st.pred] != 0.0;
         if (slot.kind == SlotKind::Mutable) {
           next[st.slot][st.comp] = x;
+        } else if (slot.kind == SlotKind::ParamSum && slot.combine != Combine::Sum) {
+          if (on) fold(b_.slots[st.slot], st.comp, slot.combine, x);  // hawk.min / hawk.max
         } else if (slot.kind == SlotKind::ParamSum) {
           if (on) add(b_.slots[st.slot], st.comp, x);
         } else if (slot.kind == SlotKind::TableSum && on) {
@@ -109,6 +112,13 @@ class SampleRunner {
     d.out[at] += x;
     if (d.sum_abs.size() != d.out.size()) d.sum_abs.assign(d.out.size(), 0.0);
     d.sum_abs[at] += std::fabs(x);
+  }
+
+  // A min / max slot's accumulator with x folded in (ir/combine.hpp): exact, so its rounding
+  // scale (sum_abs) stays 0.
+  static void fold(InterpSlot& d, int64_t at, Combine c, double x) {
+    d.out[at] = combine_step(c, d.out[at], x);
+    if (d.sum_abs.size() != d.out.size()) d.sum_abs.assign(d.out.size(), 0.0);
   }
 
   // `x` moved by b_.perturb_ulps units in the last place of the dtype when `op` is a library
@@ -423,8 +433,8 @@ InterpBinding make_binding(const Kernel& k, int64_t n, int64_t table_entries) {
       case SlotKind::Table:
         b.slots[s].in.assign(w * table_entries, 0.0);
         break;
-      case SlotKind::ParamSum:
-        b.slots[s].out.assign(w, 0.0);
+      case SlotKind::ParamSum:  // the identity of its combine: 0, or +inf / -inf (min / max)
+        b.slots[s].out.assign(w, combine_identity(slot.combine));
         break;
       case SlotKind::TableSum:
         if (slot.inout) b.slots[s].in.assign(w * table_entries, 0.0);  // a scatter target

@@ -9,7 +9,8 @@
 // - Otherwise the state of each Mutable component starts as its in value (in-out) or 0
 //   (pure), and the body runs `steps` times: values in index order, then the stores (a
 //   Mutable store sets the next state, a ParamSum/TableSum store adds into `out` when its
-//   predicate holds), then, if `terminate` is true, the mask is set, `finished` grows and
+//   predicate holds, or folds into it by min / max for a hawk.min / hawk.max slot,
+//   ir/combine.hpp), then, if `terminate` is true, the mask is set, `finished` grows and
 //   the sample stops stepping. At the end each Mutable's out is its final state.
 // - LoadMask is the mask at kernel start (false for a sample that runs). LoadPlane of an
 //   in-out Mutable reads its `in`, not the state.
@@ -52,7 +53,8 @@ namespace raptor::ir {
 //   bridge; the runtime passes in == out).
 // - Table: in = M*width values, layout (M, width): entry i component c at i*width + c.
 // - ParamSum: out = width values; TableSum: out = M*width values (M of its table); both are
-//   accumulated (+=), never cleared. A scatter target (an in-out TableSum, a user's
+//   accumulated (+=; min / max for a Slot::combine other than Sum, which make_binding starts
+//   at +inf / -inf), never cleared. A scatter target (an in-out TableSum, a user's
 //   Mutable[Table]: `hawk.scatter(t)[i] += v`) is its own table: in = its bound M*width values
 //   (M read from it), out = in plus the contributions (the caller starts out as a copy of in).
 // - Terminated: unused (see InterpBinding::mask). Random: unused (InterpBinding::rng_key).

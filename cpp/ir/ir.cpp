@@ -252,6 +252,18 @@ Type value_type(Dtype d) {
 }
 int op_arity(Op op) { return info(op).arity; }
 
+const char* combine_name(Combine c) {
+  switch (c) {
+    case Combine::Sum:
+      return "sum";
+    case Combine::Min:
+      return "min";
+    case Combine::Max:
+      return "max";
+  }
+  return "?";
+}
+
 const char* slot_kind_name(SlotKind k) {
   switch (k) {
     case SlotKind::Param:
@@ -548,6 +560,9 @@ void verify(const Kernel& k) {
   for (int s = 0; s < ns; ++s) {
     const Slot& slot = k.slots[s];
     if (slot.kind == SlotKind::Random && ++randoms > 1) fail(k, -1, "two Random slots");
+    if (slot.combine != Combine::Sum && slot.kind != SlotKind::ParamSum)
+      fail(k, -1, "slot '" + slot.name + "' combines by " + combine_name(slot.combine) +
+                      " but is no param_sum");
     if (slot.kind == SlotKind::Mutable)
       for (int c = 0; c < slot.width; ++c)
         if (!stored.count({s, c}))
@@ -626,6 +641,7 @@ std::string print(const Kernel& k) {
        << " width=" << slot.width << (slot.inout ? " inout" : "");
     if (slot.dtype != Dtype::Float) os << " " << dtype_name(slot.dtype);
     if (slot.kind == SlotKind::TableSum) os << " of $" << slot.table_of;
+    if (slot.combine != Combine::Sum) os << " " << combine_name(slot.combine);
     os << "\n";
   }
   for (size_t i = 0; i < k.values.size(); ++i) {
@@ -658,7 +674,9 @@ std::string canonical(const Kernel& k) {
     os << static_cast<int>(slot.kind) << " " << slot.name << " " << slot.width << " "
        << slot.is_vector << " " << slot.inout << " " << slot.table_of
        << (slot.rows ? " rows=" + std::to_string(slot.rows) : std::string())
-       << (slot.dtype != Dtype::Float ? std::string(" ") + dtype_name(slot.dtype) : "") << "\n";
+       << (slot.dtype != Dtype::Float ? std::string(" ") + dtype_name(slot.dtype) : "")
+       << (slot.combine != Combine::Sum ? std::string(" ") + combine_name(slot.combine) : "")
+       << "\n";
   for (size_t i = 0; i < k.values.size(); ++i) {
     std::ostringstream line;
     print_value(line, k, static_cast<int>(i), false);

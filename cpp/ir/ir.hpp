@@ -235,6 +235,14 @@ enum class SlotKind : uint8_t {
 // "param", "plane", "mutable", "terminated", "table", "param_sum", "table_sum" or "random".
 const char* slot_kind_name(SlotKind k);
 
+// How a ParamSum slot combines its samples' contributions (Slot::combine): added (hawk.sum,
+// hawk.mean and every derived kernel's sums), or their minimum / maximum (hawk.min, hawk.max:
+// NaN wins, as in NumPy; no contribution leaves +inf / -inf, the identities;
+// docs/language.md "Minimum and maximum over samples"). ir/combine.hpp defines the step;
+// the emitters write the same expression (rp_fold_min / rp_fold_max in the generated code).
+enum class Combine : uint8_t { Sum, Min, Max };
+const char* combine_name(Combine c);  // "sum", "min", "max"
+
 struct Slot {
   std::string name;
   SlotKind kind = SlotKind::Plane;
@@ -246,6 +254,7 @@ struct Slot {
                                //  target, its bound values are added to (table_of = itself)
   int table_of = -1;           // TableSum: the Table slot whose size it has
   Dtype dtype = Dtype::Float;  // Param, Plane, Mutable: integer and bool planes
+  Combine combine = Combine::Sum;  // ParamSum: added, or hawk.min / hawk.max (see Combine)
   // Derived kernels (ad/): what this slot is relative to the kernel it was derived from:
   // 'p' a primal slot, 't' a tangent, 'c' a cotangent, of that kernel's slot `primal`.
   // User kernels: 'p' and their own name. Not part of the kernel's meaning (nor its digest).

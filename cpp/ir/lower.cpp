@@ -870,10 +870,6 @@ std::optional<std::string> Lowerer::reduction_call(const parse::Expr& e) {
 void Lowerer::reduce_stmt(const parse::Stmt& s, const std::string& fn) {
   const parse::Expr& call = *s.value;
   const std::string what = "hawk." + fn + "()";
-  if (fn != "sum" && fn != "mean")
-    error(call.loc, what + " is not supported yet; hawk.sum(x, where=c) and hawk.mean(x) are (a "
-                           "minimum or maximum over samples: reduce per sample into a "
-                           "Mutable[Scalar] and take numpy's min/max of it)");
   const auto& target = s.targets;
   const auto ref = [&]() -> const Var* {
     if (target.size() != 1 || target[0]->kind != parse::ExprKind::Name) return nullptr;
@@ -926,6 +922,10 @@ void Lowerer::reduce_stmt(const parse::Stmt& s, const std::string& fn) {
     const int n = emit(Op::ToFloat, Type::F, emit(Op::NSamples, Type::I));
     value = emit(Op::Div, Type::F, value, n);
   }
+  // hawk.min / hawk.max: the slot combines by min / max (ir.hpp Combine; +inf / -inf when
+  // no sample contributes, so a store that never contributes is left out).
+  const Combine combine = fn == "min" ? Combine::Min : fn == "max" ? Combine::Max : Combine::Sum;
+  k.slots[slot].combine = combine;
   const int path = pred();
   Store st;
   st.slot = slot;
@@ -934,6 +934,10 @@ void Lowerer::reduce_stmt(const parse::Stmt& s, const std::string& fn) {
   st.pred = where < 0 ? path : path < 0 ? where : emit(Op::And, Type::B, path, where);
   st.loc = cur_loc_;
   if (const auto cv = st.pred >= 0 ? const_value(st.pred) : std::nullopt) {
+    if (*cv == 0.0 && combine != Combine::Sum) {
+      summed_.push_back(slot);
+      return;
+    }
     if (*cv == 0.0) st.value = konst(0.0);
     st.pred = -1;
   }

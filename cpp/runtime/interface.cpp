@@ -144,6 +144,7 @@ KernelInterface KernelInterface::of(const ir::Kernel& k, ElemType float_dtype, s
     si.is_vector = s.is_vector;
     si.rows = s.rows;
     si.table_of = s.table_of;
+    si.combine = s.combine;
     switch (s.dtype) {  // integer and bool planes keep their declared type in every build
       case ir::Dtype::Int32:
         si.dtype = ElemType::I32;
@@ -226,6 +227,7 @@ std::string slot_line(const SlotInterface& s) {
   os << "slot " << role_name(s.role) << " " << s.width << " " << (s.is_vector ? 1 : 0) << " "
      << s.table_of << " " << elem_type_name(s.dtype) << " " << s.name;
   if (s.rows > 0) os << " " << s.rows;  // a Matrix's rows (absent: not a matrix)
+  if (s.combine != ir::Combine::Sum) os << " " << ir::combine_name(s.combine);  // min / max
   return os.str();
 }
 
@@ -237,10 +239,23 @@ std::optional<SlotInterface> parse_slot_line(std::string_view line) {
   if (!(in >> word >> role >> s.width >> is_vector >> s.table_of >> dtype >> s.name) ||
       word != "slot")
     return std::nullopt;
-  if (in >> s.rows) {  // a Matrix's rows, dividing its width
-    if (s.rows < 1 || s.width % s.rows != 0 || (in >> extra)) return std::nullopt;
-  } else if (!in.eof()) {
-    return std::nullopt;
+  // Then a Matrix's rows (dividing its width), then a hawk.min / hawk.max output's combine.
+  std::vector<std::string> tail;
+  while (in >> extra) tail.push_back(extra);
+  if (!tail.empty() && (tail.back() == "min" || tail.back() == "max")) {
+    s.combine = tail.back() == "min" ? ir::Combine::Min : ir::Combine::Max;
+    tail.pop_back();
+  }
+  if (tail.size() > 1) return std::nullopt;
+  if (tail.size() == 1) {
+    try {
+      size_t used = 0;
+      s.rows = std::stoi(tail[0], &used);
+      if (used != tail[0].size()) return std::nullopt;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    if (s.rows < 1 || s.width % s.rows != 0) return std::nullopt;
   }
   const auto r = role_from_name(role);
   const auto t = elem_type_from_name(dtype);

@@ -87,6 +87,8 @@ struct SlotInterface {
                            //  constructor where table_of is the slot itself): an operand
                            //  too, its result the bound values plus the sums
   ElemType dtype = ElemType::F64;
+  ir::Combine combine = ir::Combine::Sum;  // ParamSum: added, or hawk.min / hawk.max's
+                                           //  min / max (ir/combine.hpp)
   int operand = -1;  // position among the JAX operands; -1: not an operand
   int result = -1;   // position among the JAX results; -1: not a result
 

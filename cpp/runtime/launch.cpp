@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ir/combine.hpp"
 #include "runtime/small_vector.hpp"
 
 namespace raptor::runtime {
@@ -180,9 +181,24 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
     }
   }
 
+  // A chunk's partials start at their combine's identity: 0 for sums, +inf / -inf for the
+  // hawk.min / hawk.max outputs (ParamSum slots of one element each per component).
+  bool folds = false;
+  for (size_t s = 0; s < ns; ++s)
+    folds = folds || (sum_offset[s] >= 0 && e.iface.slot(s).combine != ir::Combine::Sum);
+  const auto clear = [&](double* p) {
+    std::fill_n(p, sum_total, 0.0);
+    if (!folds) return;
+    for (size_t s = 0; s < ns; ++s) {
+      const SlotInterface& si = e.iface.slot(s);
+      if (sum_offset[s] >= 0 && si.combine != ir::Combine::Sum)
+        std::fill_n(p + sum_offset[s], si.width, ir::combine_identity(si.combine));
+    }
+  };
+
   SmallVector<ChunkOut, 16> outs(static_cast<size_t>(n_chunks), ChunkOut{});
   const auto run_chunk = [&](int64_t c, int /*worker*/) {
-    if (sum_total > 0) std::fill_n(partials.get() + c * sum_total, sum_total, 0.0);
+    if (sum_total > 0) clear(partials.get() + c * sum_total);
     raptor_args a{};
     a.n = b.n;
     a.begin = c * chunk_len;
@@ -238,6 +254,23 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
         const bool add = b.accumulate_sums || si.inout;
         const int64_t first = std::max<int64_t>(lo, sum_offset[s]);
         const int64_t last = std::min<int64_t>(hi, sum_offset[s] + size);
+        if (si.combine != ir::Combine::Sum) {  // hawk.min / hawk.max: folded in chunk order
+          for (int64_t g = first; g < last; ++g) {
+            double acc = ir::combine_identity(si.combine);
+            for (int64_t c = 0; c < n_chunks; ++c)
+              acc = ir::combine_step(si.combine, acc, partials[c * sum_total + g]);
+            const int64_t i = g - sum_offset[s];
+            if (e.dtype_size == 8) {
+              double* dst = static_cast<double*>(b.slots[s].out) + i;
+              *dst = add ? ir::combine_step(si.combine, *dst, acc) : acc;
+            } else {
+              float* dst = static_cast<float*>(b.slots[s].out) + i;
+              *dst = static_cast<float>(
+                  add ? ir::combine_step(si.combine, static_cast<double>(*dst), acc) : acc);
+            }
+          }
+          continue;
+        }
         for (int64_t g = first; g < last; ++g) {
           double acc = 0.0;
           for (int64_t c = 0; c < n_chunks; ++c) acc += partials[c * sum_total + g];
@@ -253,8 +286,9 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
       }
     };
     if (n_chunks == 0) {
-      // Nothing ran: the sums are zero.
+      // Nothing ran: the sums are zero (a min / max its identity, +inf / -inf).
       partials = std::make_unique<double[]>(static_cast<size_t>(sum_total));
+      clear(partials.get());
       n_chunks = 1;
       combine(0, sum_total);
     } else if (parallel && sum_total >= kParallelCombine) {

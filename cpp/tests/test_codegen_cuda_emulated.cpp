@@ -324,6 +324,64 @@ TEST_F(CudaEmulated, ParamSumMatchesTheInterpreterAndIsTheSameBitsEachRun) {
   check_param_sum<float>(compiler_, 1e-5);
 }
 
+// hawk.min / hawk.max (a ParamSum whose combine is Min / Max): the block folds and _finish's
+// fold in block order against the interpreter, bit for bit (a minimum is exact), with where=,
+// finished samples, a NaN, and no sample selected (+inf / -inf).
+ir::Kernel extremes() {
+  SpecOptions opt;
+  return optimized(lower_source(
+      R"(def extremes(x: Scalar, c: Scalar, lo: Mutable[Param], hi: Mutable[Param], done: Terminated):
+    lo = hawk.min(x * c, where=c > 0.0)
+    hi = hawk.max(x)
+)",
+      {Scalar("x"), Scalar("c"), param_spec("lo", ir::SlotKind::ParamSum),
+       param_spec("hi", ir::SlotKind::ParamSum), Terminated("done")},
+      with_math({{"hawk", module("hawk")}}), opt));
+}
+
+template <class T>
+void check_minmax(runtime::Compiler& compiler) {
+  const ir::Kernel k = extremes();
+  Emulated<T> emu(k, compiler);
+  constexpr unsigned kSmallGrid = 16;  // as check_param_sum
+  for (const int64_t n : std::vector<int64_t>{0, 1, 1000, kSmallGrid * 256 + 300}) {
+    for (const int variant : {0, 1, 2}) {  // plain, a NaN selected, nothing selected
+      ir::InterpBinding want = random_binding(k, n, 1, 13);
+      want.float32 = std::is_same_v<T, float>;  // the interpreter in the build's arithmetic
+      for (int64_t i = 0; i < n; i += 7) want.mask[i] = 1;
+      if (variant == 1 && n > 600) want.slots[k.find_slot("x")].in[n - 5] = std::nan("");
+      if (variant == 2)
+        for (double& c : want.slots[k.find_slot("c")].in) c = -1.0;
+      ir::InterpBinding got = want, again = want;
+      ir::interpret(k, want);
+      emu.run(got, 1, kSmallGrid);
+      emu.run(again, 1, kSmallGrid);
+      for (const char* name : {"lo", "hi"}) {
+        const double w = want.slots[k.find_slot(name)].out.at(0);
+        const double g = got.slots[k.find_slot(name)].out.at(0);
+        const std::string what = std::string(name) + " n=" + std::to_string(n) + " variant " +
+                                 std::to_string(variant);
+        if (std::isnan(w))
+          EXPECT_TRUE(std::isnan(g)) << what;
+        else
+          EXPECT_EQ(g, static_cast<double>(static_cast<T>(w))) << what;
+        const double a = again.slots[k.find_slot(name)].out.at(0);
+        EXPECT_TRUE(std::memcmp(&a, &g, sizeof a) == 0) << what << ": not the same bits";
+      }
+      if (variant == 2) {
+        EXPECT_EQ(got.slots[k.find_slot("lo")].out.at(0), INFINITY);
+        if (n == 0) EXPECT_EQ(got.slots[k.find_slot("hi")].out.at(0), -INFINITY);
+      }
+      if (variant == 1 && n > 600) EXPECT_TRUE(std::isnan(got.slots[k.find_slot("hi")].out.at(0)));
+    }
+  }
+}
+
+TEST_F(CudaEmulated, MinMaxMatchTheInterpreterBitForBit) {
+  check_minmax<double>(compiler_);
+  check_minmax<float>(compiler_);
+}
+
 ir::Kernel lookup() {
   return lowered(R"(def lookup(w: Table[Vector[2]], idx: Scalar, x: Scalar, y: Mutable[Scalar]):
     f = w.at(idx)

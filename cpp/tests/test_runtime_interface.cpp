@@ -169,6 +169,29 @@ TEST(RuntimeInterface, SlotLinesRoundTrip) {
   EXPECT_EQ(parse_slot_line("slot planes 3 1 -1 float64 v"), std::nullopt);
 }
 
+// hawk.min / hawk.max outputs keep their combine through a manifest's slot line (the launcher
+// folds their partials by it); a line without one is a sum, as before.
+TEST(RuntimeInterface, SlotLinesKeepTheCombine) {
+  for (const ir::Combine c : {ir::Combine::Min, ir::Combine::Max}) {
+    SlotInterface s = testing::hand_slot("lo", SlotRole::ParamSum);
+    s.combine = c;
+    const std::string line = slot_line(s);
+    EXPECT_EQ(line, std::string("slot param_sum 1 0 -1 float64 lo ") + ir::combine_name(c));
+    const auto back = parse_slot_line(line);
+    ASSERT_TRUE(back.has_value()) << line;
+    EXPECT_EQ(back->combine, c);
+    EXPECT_EQ(back->role, SlotRole::ParamSum);
+  }
+  const auto sum = parse_slot_line("slot param_sum 1 0 -1 float64 s");
+  ASSERT_TRUE(sum.has_value());
+  EXPECT_EQ(sum->combine, ir::Combine::Sum);
+  const auto matrix = parse_slot_line("slot plane 6 1 -1 float64 m 2");
+  ASSERT_TRUE(matrix.has_value());
+  EXPECT_EQ(matrix->rows, 2);
+  EXPECT_EQ(parse_slot_line("slot param_sum 1 0 -1 float64 s min max"), std::nullopt);
+  EXPECT_EQ(parse_slot_line("slot param_sum 1 0 -1 float64 s 2x"), std::nullopt);
+}
+
 TEST(RuntimeInterface, ManifestRoundTripAndOldVersionSkipped) {
   testing::TempDir tmp;
   const Compiler compiler(open_cache_dir(tmp.path().string()));

@@ -9,7 +9,7 @@ docs/language.md. Names are defined in hawk.kernel, hawk.types, hawk.math and ha
 from hawk import math
 from hawk.errors import KernelError
 from hawk.kernel import Helper, Kernel, SlotInfo, func, kernel
-from hawk.reduce import mean, sum  # noqa: A004 - hawk.sum/hawk.mean, a kernel's sums over samples (not in __all__)
+from hawk.reduce import max, mean, min, sum  # noqa: A004 - hawk.sum/mean/min/max, reductions over samples (not in __all__)
 from hawk.scatter import scatter
 from hawk.types import Guard, Matrix, Mutable, Param, Random, Scalar, Table, Terminated, Vector, bool_, int32, int64
 

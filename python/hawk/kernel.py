@@ -48,6 +48,8 @@ class SlotInfo:
     ``hawk.scatter(t)[i] += v``: its bound values are read and added to; table_of is itself).
     dtype: "float" for the slots that take the build's float dtype, else the slot's own element
     type: "int32", "int64" or "bool" (integer and bool planes, and the mask).
+    combine: how a "param_sum" combines its samples: "sum", or "min" / "max" for a
+    ``hawk.min`` / ``hawk.max`` output (docs/language.md "Minimum and maximum over samples").
     """
 
     name: str
@@ -59,13 +61,14 @@ class SlotInfo:
     role: str = ""
     rows: int = 0  # a Matrix[rows, width // rows]; 0: not a matrix
     dtype: str = "float"
+    combine: str = "sum"
 
     @classmethod
     def of(cls, s: Any) -> "SlotInfo":
         """The SlotInfo of one ``_core.SlotInterface``."""
         dtype = "float" if s.dtype in ("float32", "float64") else s.dtype
         inout = s.role == "inout" or (s.role == "table_sum" and s.inout)  # an in-out plane, a scatter target
-        return cls(s.name, _KIND_OF_ROLE[s.role], s.width, s.is_vector, inout, s.table_of, s.role, s.rows, dtype)
+        return cls(s.name, _KIND_OF_ROLE[s.role], s.width, s.is_vector, inout, s.table_of, s.role, s.rows, dtype, s.combine)
 
     @property
     def is_float(self) -> bool:

@@ -1,9 +1,11 @@
-"""hawk.sum and hawk.mean: a sum (a mean) over the samples of a launch, inside a kernel body
-(docs/language.md "Sums over samples"). ``total = hawk.sum(x, where=c)`` with
-``total: Mutable[Param]`` adds x of every sample where c holds into one value per launch;
-``m = hawk.mean(x)`` is the mean of x over every sample of the launch. The compiler gives the name its meaning
-(cpp/ir/lower.cpp, Lowerer::reduce_stmt); called from plain Python it raises. Not in
-``hawk.__all__``: ``from hawk import *`` must not shadow the builtin sum (nor bring in a
+"""hawk.sum, hawk.mean, hawk.min and hawk.max: reductions over the samples of a launch, inside
+a kernel body (docs/language.md "Sums over samples", "Minimum and maximum over samples").
+``total = hawk.sum(x, where=c)`` with ``total: Mutable[Param]`` adds x of every sample where
+c holds into one value per launch; ``m = hawk.mean(x)`` is the mean of x over every sample
+of the launch; ``lo = hawk.min(x, where=c)`` / ``hi = hawk.max(x, where=c)`` their least /
+greatest x. The compiler gives the names their meaning (cpp/ir/lower.cpp,
+Lowerer::reduce_stmt); called from plain Python they raise. Not in ``hawk.__all__``:
+``from hawk import *`` must not shadow the builtins sum, min and max (nor bring in a
 ``mean`` users did not ask for).
 """
 
@@ -26,3 +28,21 @@ def mean(x: Any) -> Any:
     samples. where= is not supported yet (the count it selects is known only at the end)."""
     raise TypeError("hawk.mean can only be used inside a @hawk.kernel body (`m = hawk.mean(x)` with "
                     "`m: Mutable[Param]`); use numpy.mean in plain Python")
+
+
+def min(x: Any, *, where: Any = True) -> Any:  # noqa: A001 - the kernel language's hawk.min
+    """min(x, where=c): the least x over the samples of the launch where c holds (all when
+    where is left out), assigned to a Mutable[Param] output. As NumPy's np.min: a NaN among
+    them gives NaN. No sample selected (every where false, every sample finished, or no
+    samples) gives +inf, jnp.min(x, initial=inf, where=c)'s convention (np.min raises).
+    Exact, so the same bits on any thread count and sharding."""
+    raise TypeError("hawk.min can only be used inside a @hawk.kernel body (`lo = hawk.min(x)` with "
+                    "`lo: Mutable[Param]`); use numpy.min in plain Python")
+
+
+def max(x: Any, *, where: Any = True) -> Any:  # noqa: A001 - the kernel language's hawk.max
+    """max(x, where=c): the greatest x over the samples of the launch where c holds (all when
+    where is left out), assigned to a Mutable[Param] output. As NumPy's np.max: a NaN among
+    them gives NaN. No sample selected gives -inf (jnp.max(x, initial=-inf, where=c))."""
+    raise TypeError("hawk.max can only be used inside a @hawk.kernel body (`hi = hawk.max(x)` with "
+                    "`hi: Mutable[Param]`); use numpy.max in plain Python")
