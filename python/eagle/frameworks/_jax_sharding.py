@@ -3,7 +3,8 @@ docs/jax.md). A kernel is independent per sample, so a call whose planes are sha
 their last (sample) axis runs on every device over its own shard: no all-gather. Params
 and Tables are replicated, and so is a Random key, whose operand gets each shard's global
 index of its sample 0, so draws are numbered by the global sample index. Sums over samples (the cotangents of Params and Tables in
-adjoint kernels) are summed across the devices that hold the shards (``psum``).
+adjoint kernels) are summed across the devices that hold the shards (``psum``); the outputs of
+``hawk.min`` / ``hawk.max`` take ``pmin`` / ``pmax`` instead.
 
 This is a ``custom_partitioning`` rule around the per-device primitive, with a Shardy
 sharding rule (``"k1 n, , -> k2 n"``: ``n`` the sample factor, shared by every plane).
@@ -76,6 +77,14 @@ def _spec(slot: Any, ndim: int, axes: Any) -> P:
     return P()
 
 
+def _pfold(r: Any, axes: Any, combine: str) -> Any:
+    """A hawk.min / hawk.max output across the shards: pmin / pmax, and NaN when a shard's is NaN
+    (NumPy's rule, which the kernel follows; XLA's CPU all-reduce min / max drops NaN)."""
+    folded = jax.lax.pmin(r, axes) if combine == "min" else jax.lax.pmax(r, axes)
+    nan = jax.lax.pmax(jnp.isnan(r).astype(jnp.int32), axes) > 0
+    return jnp.where(nan, jnp.asarray(jnp.nan, r.dtype), folded)
+
+
 @functools.lru_cache(maxsize=None)
 def _make(call: Any, local_p: Any, in_shapes: tuple, out_shapes: tuple) -> Any:
     def fn(*args: Any) -> Any:
@@ -105,7 +114,9 @@ def _make(call: Any, local_p: Any, in_shapes: tuple, out_shapes: tuple) -> Any:
             results = list(local_p.bind(*args, call=call))
             if axes is not None:
                 for i, s in enumerate(call.outputs):
-                    if s.kind in ("param_sum", "table_sum"):
+                    if s.kind == "param_sum" and s.combine in ("min", "max"):
+                        results[i] = _pfold(results[i], axes, s.combine)
+                    elif s.kind in ("param_sum", "table_sum"):
                         results[i] = jax.lax.psum(results[i], axes)
             return tuple(results)
 

@@ -225,6 +225,8 @@ class OpList:
         self.values: list[tuple] = [tuple(v) for v in data["values"]]
         self.stores: list[tuple[int, int, int, int, int]] = [tuple(s) for s in data["stores"]]
         self.terminate: int = int(data["terminate"])
+        # hawk.min / hawk.max outputs: slot -> "min" / "max" (other sums add).
+        self.combine: dict[int, str] = {int(k): str(v) for k, v in data.get("combine", {}).items()}
         self.unsupported: str = self._first_unsupported()
         # Each Mutable slot's stored values, component by component (the IR stores each once).
         self.mutable_stores: dict[int, tuple[int, ...]] = {}
@@ -705,6 +707,8 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
     for s, (name, kind, width, inout, table_of) in enumerate(ops.slots):
         if kind == "mutable":
             state[s] = jnp.asarray(run.arg[s], dt).reshape(width, n) if inout else jnp.zeros((width, n), dt)
+        elif kind == "param_sum" and s in ops.combine:  # hawk.min / hawk.max: +inf / -inf
+            sums[s] = jnp.full((width,), np.inf if ops.combine[s] == "min" else -np.inf, dt)
         elif kind == "param_sum":
             sums[s] = jnp.zeros((width,), dt)
         elif kind == "table_sum" and inout:  # a scatter target: its bound values, added to
@@ -734,6 +738,19 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
             if kind == "mutable":
                 continue
             on = live if pred == -1 else live & vals[pred]
+            if kind == "param_sum" and slot in ops.combine:
+                # hawk.min / hawk.max: jnp.min(x, where=on, initial=+inf), folded into the
+                # slot's value.
+                least = ops.combine[slot] == "min"
+                reduce, fold = (jnp.min, jnp.minimum) if least else (jnp.max, jnp.maximum)
+                xs = jnp.broadcast_to(jnp.asarray(x, dt), (n,))
+                ons = jnp.broadcast_to(on, (n,))
+                r = reduce(xs, where=ons, initial=np.inf if least else -np.inf)
+                # NaN wins through a flag of its own: XLA's CPU all-reduce min / max, which a
+                # sharded call's reduction becomes, drops NaN.
+                r = jnp.where(jnp.any(ons & jnp.isnan(xs)), jnp.asarray(np.nan, dt), r)
+                sums[slot] = sums[slot].at[comp].set(fold(sums[slot][comp], r))
+                continue
             contrib = jnp.where(on, x, jnp.zeros((), dt))
             contrib = jnp.broadcast_to(contrib, (n,))
             if kind == "param_sum":

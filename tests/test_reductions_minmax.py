@@ -1,0 +1,393 @@
+"""hawk.min(x, where=c) / hawk.max(x, where=c) into `Mutable[Param]` outputs (docs/language.md
+"Minimum and maximum over samples"), against NumPy, bit for bit (a minimum is exact):
+
+  1. values in float64 and float32 on eagle plans and direct calls, with and without where=,
+     NaN propagating as in np.min, +inf / -inf when no sample is selected (no samples, every
+     where= false, every sample finished), finished (Terminated) samples taking no part;
+  2. the same bits whatever the thread count (processes with RAPTOR_NUM_THREADS = 1, 2, 3) and
+     serial or split;
+  3. the JAX bridge on both lowerings (a 0-d result equal to jnp.min(x, where=c, initial=inf)),
+     and a call sharded over 4 host devices (pmin / pmax across the shards);
+  4. the reference interpreter, NVRTC compilation, and the refusals pinned (derivatives, a
+     stage boundary, a Vector, a second assignment, plain Python).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import hawk
+import hawk.math as hm
+from hawk import Mutable, Param, Scalar, Terminated, Vector
+
+from conftest import nvrtc_missing, plan_kernels, run_on_host_devices
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+
+from eagle.frameworks import jax as eagle_jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+KERNELS_SRC = '''
+@hawk.kernel
+def extremes(x: Scalar, c: Scalar, a: Param, lo: Mutable[Param], hi: Mutable[Param], s: Mutable[Param],
+             y: Mutable[Scalar]):
+    y = a * x
+    lo = hawk.min(hm.sin(a * x) + x, where=c > 0.0)
+    hi = hawk.max(a * x * x)
+    s = hawk.sum(x)
+
+
+@hawk.kernel
+def live(x: Scalar, lo: Mutable[Param], hi: Mutable[Param], done: Terminated):
+    lo = hawk.min(x)
+    hi = hawk.max(x, where=x < 1.0)
+'''
+exec(KERNELS_SRC)  # noqa: S102 - the kernels, also written into the subprocess scripts below
+
+
+def _lo(x: np.ndarray, c: np.ndarray, a: float) -> np.ndarray:
+    """NumPy's least selected value (the kernel's expression in the array's dtype)."""
+    dt = x.dtype.type
+    return np.min(np.sin(dt(a) * x) + x, initial=np.inf, where=c > 0)
+
+
+def _hi(x: np.ndarray, a: float) -> np.ndarray:
+    dt = x.dtype.type
+    return np.max(dt(a) * x * x, initial=-np.inf)
+
+
+def _same(got, want) -> None:
+    """Equal bits (NaN equal to NaN)."""
+    g, w = np.asarray(got).astype(np.float64), np.asarray(want).astype(np.float64)
+    assert (np.isnan(g) and np.isnan(w)) or g.tobytes() == w.tobytes(), (float(g), float(w))
+
+
+def _data(n: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(n + 11)
+    return rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n", [0, 1, 1000, 70_000])
+def test_plan_values_equal_numpy(tmp_path, dtype, n):
+    """Plans: the min of the selected samples and the max of all equal NumPy's bit for bit, in
+    the dtype (a transcendental term included: the interpreter's float64 sin differs from
+    the build's by an ulp at most, so the NumPy reference is the kernel's own y = a * x only
+    for the max; the min's is checked to 2 ulp); the sum beside them is unchanged."""
+    plans = plan_kernels([extremes], str(tmp_path))
+    x, c = _data(n, dtype)
+    lo, hi, s = np.full(1, 5.0, dtype), np.full(1, 5.0, dtype), np.zeros(1, dtype)
+    y = np.zeros(n, dtype)
+    plans["extremes"].bind(x=x, c=c, a=0.7, lo=lo, hi=hi, s=s, y=y).launch()
+    _same(hi[0], _hi(x, 0.7))
+    want = _lo(x, c, 0.7)
+    if np.isinf(want):
+        assert lo[0] == np.inf
+    else:
+        assert abs(float(lo[0]) - float(want)) <= 2 * np.spacing(np.abs(want)), (lo[0], want)
+    np.testing.assert_array_equal(y, (dtype(0.7) * x).astype(dtype))
+    if n == 0:
+        assert lo[0] == np.inf and hi[0] == -np.inf and s[0] == 0.0
+
+
+@hawk.kernel
+def plain(x: Scalar, c: Scalar, lo: Mutable[Param], hi: Mutable[Param]):
+    lo = hawk.min(x, where=c > 0.0)
+    hi = hawk.max(x, where=c > 0.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_exact_and_where(tmp_path, dtype):
+    """Without arithmetic the result is one of the inputs: exactly np.min / np.max of the selected
+    samples; every where= false gives +inf / -inf (jnp.min(initial=inf)'s convention)."""
+    plans = plan_kernels([plain], str(tmp_path))
+    for n in (1, 63, 64, 65, 5000, 100_003):
+        x, c = _data(n, dtype)
+        lo, hi = np.zeros(1, dtype), np.zeros(1, dtype)
+        plans["plain"].bind(x=x, c=c, lo=lo, hi=hi).launch()
+        _same(lo[0], np.min(x, initial=np.inf, where=c > 0))
+        _same(hi[0], np.max(x, initial=-np.inf, where=c > 0))
+        plans["plain"].bind(x=x, c=np.full(n, -1.0, dtype), lo=lo, hi=hi).launch()
+        assert lo[0] == np.inf and hi[0] == -np.inf
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_nan_propagates(tmp_path, dtype):
+    """A NaN among the selected samples gives NaN (np.min's rule), wherever it is (first, last,
+    inside a later chunk of the launch); a NaN in an unselected sample is ignored."""
+    plans = plan_kernels([plain], str(tmp_path))
+    n = 70_000
+    x, _ = _data(n, dtype)
+    for at in (0, 1, 4095, 40_000, n - 1):
+        xs = x.copy()
+        xs[at] = np.nan
+        lo, hi = np.zeros(1, dtype), np.zeros(1, dtype)
+        plans["plain"].bind(x=xs, c=np.ones(n, dtype), lo=lo, hi=hi).launch()
+        assert np.isnan(lo[0]) and np.isnan(hi[0]) and np.isnan(np.min(xs)), at
+        c = np.ones(n, dtype)
+        c[at] = -1.0
+        plans["plain"].bind(x=xs, c=c, lo=lo, hi=hi).launch()
+        _same(lo[0], np.min(xs, initial=np.inf, where=c > 0))
+        _same(hi[0], np.max(xs, initial=-np.inf, where=c > 0))
+    # infinities are values like any other
+    xs = x.copy()
+    xs[7], xs[9] = -np.inf, np.inf
+    lo, hi = np.zeros(1, dtype), np.zeros(1, dtype)
+    plans["plain"].bind(x=xs, c=np.ones(n, dtype), lo=lo, hi=hi).launch()
+    assert lo[0] == -np.inf and hi[0] == np.inf
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_finished_samples_take_no_part(tmp_path, dtype):
+    """Samples finished on entry (the Terminated mask) contribute nothing; every sample finished
+    gives +inf / -inf."""
+    plans = plan_kernels([live], str(tmp_path))
+    n = 9000
+    x, c = _data(n, dtype)
+    done = c > 0.5
+    lo, hi = np.zeros(1, dtype), np.zeros(1, dtype)
+    plans["live"].bind(x=x, lo=lo, hi=hi, done=done.copy()).launch()
+    _same(lo[0], np.min(x, initial=np.inf, where=~done))
+    _same(hi[0], np.max(x, initial=-np.inf, where=~done & (x < 1.0)))
+    plans["live"].bind(x=x, lo=lo, hi=hi, done=np.ones(n, bool)).launch()
+    assert lo[0] == np.inf and hi[0] == -np.inf
+
+
+def test_direct_call():
+    """A direct call (kernel(x, ...)) returns the 1-element outputs like hawk.sum's."""
+    x, c = _data(3000, np.float64)
+    out = plain(x, c)
+    got = {k: np.asarray(v) for k, v in out.items()} if isinstance(out, dict) else dict(zip(("lo", "hi"), out))
+    _same(np.ravel(got["lo"])[0], np.min(x, initial=np.inf, where=c > 0))
+    _same(np.ravel(got["hi"])[0], np.max(x, initial=-np.inf, where=c > 0))
+
+
+def _bits(tmp_path, threshold: int) -> list[str]:
+    plans = plan_kernels([plain], str(tmp_path))
+    out = []
+    for n in (5000, 70_000, 300_000):
+        x, c = _data(n, np.float64)
+        lo, hi = np.zeros(1), np.zeros(1)
+        b = plans["plain"].bind(x=x, c=c, lo=lo, hi=hi)
+        b._core.serial_threshold = threshold
+        b.launch()
+        out += [float(lo[0]).hex(), float(hi[0]).hex()]
+    return out
+
+
+def test_same_bits_serial_and_split(tmp_path):
+    serial = _bits(tmp_path, 1 << 40)
+    assert _bits(tmp_path, 64) == serial
+
+
+THREADS_SRC = '''
+import sys, numpy as np, hawk, hawk.math as hm, eagle.plan
+from hawk import Mutable, Param, Scalar, Terminated
+''' + KERNELS_SRC + '''
+(plan,) = eagle.plan.auto([extremes], targets=("host",), cache_dir=sys.argv[1])
+out = []
+for n in (5000, 70000, 300000):
+    rng = np.random.default_rng(n)
+    x, c = rng.standard_normal(n), rng.standard_normal(n)
+    x[n // 3] = x[n // 5]  # a tie
+    lo, hi, s = np.zeros(1), np.zeros(1), np.zeros(1)
+    b = plan.bind(x=x, c=c, a=0.7, lo=lo, hi=hi, s=s, y=np.zeros(n))
+    b._core.serial_threshold = 64
+    b.launch()
+    out += [float(lo[0]).hex(), float(hi[0]).hex()]
+print(" ".join(out))
+'''
+
+
+def test_same_bits_whatever_the_thread_count(tmp_path):
+    """Processes with 1, 2 and 3 threads (RAPTOR_NUM_THREADS) give the same bits, NumPy's max."""
+    path = tmp_path / "threads.py"
+    path.write_text(THREADS_SRC)
+    seen = set()
+    for threads in (1, 2, 3):
+        env = {**os.environ, "RAPTOR_NUM_THREADS": str(threads)}
+        p = subprocess.run([sys.executable, str(path), str(tmp_path / "cache")], capture_output=True, text=True, env=env, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        seen.add(p.stdout.strip())
+    assert len(seen) == 1, seen
+    got = [float.fromhex(h) for h in seen.pop().split()]
+    for j, n in enumerate((5000, 70_000, 300_000)):
+        rng = np.random.default_rng(n)
+        x, c = rng.standard_normal(n), rng.standard_normal(n)
+        x[n // 3] = x[n // 5]
+        _same(got[2 * j + 1], np.max(0.7 * x * x))
+        assert abs(got[2 * j] - float(np.min(np.sin(0.7 * x) + x, where=c > 0, initial=np.inf))) <= 4e-16 * 4
+
+
+def test_interpreter():
+    """The reference interpreter folds the stores of every live, selected sample."""
+    x = np.linspace(-2, 2, 9)
+    c = np.array([1, -1, 1, -1, 1, -1, 1, -1, -1], float)
+    outs = plain._core.interpret(len(x), {"x": list(x), "c": list(c)})[0]
+    assert outs["lo"][0] == -2.0 and outs["hi"][0] == 1.0
+    xs = x.copy()
+    xs[4] = np.nan
+    outs = plain._core.interpret(len(x), {"x": list(xs), "c": list(c)})[0]
+    assert np.isnan(outs["lo"][0]) and np.isnan(outs["hi"][0])
+    outs = plain._core.interpret(0, {"x": [], "c": []})[0]
+    assert outs["lo"][0] == np.inf and outs["hi"][0] == -np.inf
+    mask = [1, 0, 0, 0, 0, 0, 0, 0, 1]
+    outs = live._core.interpret(len(x), {"x": list(x)}, mask=mask)[0]
+    assert outs["lo"][0] == -1.5 and outs["hi"][0] == 0.5
+
+
+def test_ir_and_interface_name_the_combine():
+    """The IR prints the combine, the interface and SlotInfo carry it, the op list lists it."""
+    text = plain.ir
+    assert "param_sum lo width=1 min" in text and "param_sum hi width=1 max" in text
+    kinds = {s.name: s.combine for s in plain.slots}
+    assert kinds["lo"] == "min" and kinds["hi"] == "max" and kinds["x"] == "sum"
+    ops = plain._core.op_list()
+    assert sorted(ops["combine"].values()) == ["max", "min"]
+
+
+@pytest.mark.parametrize("lowering", ["ffi", "xla"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_jax_values(lowering, dtype):
+    """Both lowerings: 0-d results equal to jnp.min(x, where=c, initial=inf) / jnp.max bit for
+    bit, NaN propagating, and +inf / -inf when nothing is selected."""
+    f = eagle_jax.function(plain, lowering=lowering)
+    x, c = _data(501, dtype)
+    lo, hi = f(jnp.asarray(x), jnp.asarray(c))
+    assert np.shape(lo) == () and np.shape(hi) == ()
+    assert lo.dtype == dtype
+    _same(lo, jnp.min(jnp.asarray(x), where=jnp.asarray(c) > 0, initial=np.inf))
+    _same(hi, jnp.max(jnp.asarray(x), where=jnp.asarray(c) > 0, initial=-np.inf))
+    xs = x.copy()
+    xs[100] = np.nan
+    lo, hi = jax.jit(f)(jnp.asarray(xs), jnp.asarray(np.abs(c) + 1))
+    assert np.isnan(lo) and np.isnan(hi)
+    lo, hi = f(jnp.asarray(x), jnp.asarray(-np.abs(c) - 1))
+    assert float(lo) == np.inf and float(hi) == -np.inf
+
+
+@pytest.mark.parametrize("lowering", ["ffi", "xla"])
+def test_jax_terminated(lowering):
+    """Finished samples take no part through the bridge either."""
+    f = eagle_jax.function(live, lowering=lowering)
+    x, c = _data(300, np.float64)
+    done = c > 0.5
+    lo, hi, mask = f(jnp.asarray(x), jnp.asarray(done))
+    _same(lo, np.min(x, initial=np.inf, where=~done))
+    _same(hi, np.max(x, initial=-np.inf, where=~done & (x < 1.0)))
+
+
+SHARD_SRC = '''
+import jax, jax.numpy as jnp, numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+import hawk, hawk.math as hm
+from hawk import Mutable, Param, Scalar, Terminated
+from eagle.frameworks import jax as eagle_jax
+''' + KERNELS_SRC + '''
+assert len(jax.devices()) == 4
+rng = np.random.default_rng(0)
+x = rng.standard_normal(4096)
+c = rng.standard_normal(4096)
+mesh = Mesh(np.array(jax.devices()), ("s",))
+sh = NamedSharding(mesh, P("s"))
+want_hi = np.max(0.7 * x * x)
+for lowering in ("ffi", "xla"):
+    f = eagle_jax.function(extremes, lowering=lowering)
+    g = jax.jit(lambda x, c, a: f(x, c, a)[:2], in_shardings=(sh, sh, None))
+    lo, hi = g(jax.device_put(jnp.asarray(x), sh), jax.device_put(jnp.asarray(c), sh), 0.7)
+    whole = f(jnp.asarray(x), jnp.asarray(c), 0.7)
+    assert np.shape(lo) == () and np.shape(hi) == ()
+    assert float(hi) == want_hi, (lowering, float(hi), want_hi)
+    assert float(lo) == float(whole[0]) and float(hi) == float(whole[1]), lowering
+    # one shard holds no selected sample: its +inf does not win
+    cs = c.copy()
+    cs[:1024] = -1.0
+    lo, hi = g(jax.device_put(jnp.asarray(x), sh), jax.device_put(jnp.asarray(cs), sh), 0.7)
+    assert float(lo) == float(f(jnp.asarray(x), jnp.asarray(cs), 0.7)[0])
+    # a NaN in one shard wins everywhere
+    xs = x.copy()
+    xs[3000] = np.nan
+    lo, hi = g(jax.device_put(jnp.asarray(xs), sh), jax.device_put(jnp.asarray(np.abs(c)), sh), 0.7)
+    assert np.isnan(float(lo)) and np.isnan(float(hi)), lowering
+print("ok")
+'''
+
+
+def test_sharded_is_the_whole_call(tmp_path):
+    """Under jit with the planes sharded over 4 host devices, both lowerings give the whole call's
+    min / max (pmin / pmax of the shards' results)."""
+    run_on_host_devices(tmp_path, SHARD_SRC)
+
+
+@pytest.mark.skipif(nvrtc_missing(), reason="NVRTC not found")
+def test_cuda_compiles():
+    """The CUDA emission (per-block folds combined in block order by _finish) compiles."""
+    from raptor_core import _core
+
+    for k in (plain, extremes, live):
+        assert _core.nvrtc_check([k._core], "sm_80") == 2
+
+
+def _refused(src_fn, match: str) -> None:
+    with pytest.raises(hawk.KernelError, match=match):
+        hawk.kernel(src_fn)._core
+
+
+def test_derivatives_refused():
+    """No derivative rule for hawk.min / hawk.max yet: tangent, adjoint and the JAX bridge's
+    grad / jvp refuse by name and line."""
+    with pytest.raises(ValueError, match=r"raptor tangent: kernel 'plain': 'lo' is a hawk\.min\(\) output over samples \(line \d+\), whose derivative is not supported yet"):
+        plain.tangent(["x"])
+    with pytest.raises(ValueError, match=r"raptor adjoint: kernel 'extremes': 'lo' is a hawk\.min\(\) output over samples"):
+        extremes.adjoint(["x"])
+    f = eagle_jax.function(plain, wrt=("x",))
+    x, c = _data(50, np.float64)
+    with pytest.raises(ValueError, match=r"is a hawk\.min\(\) output over samples .* whose derivative is not supported yet"):
+        jax.grad(lambda x: f(x, jnp.asarray(c))[0])(jnp.asarray(x))
+
+
+def test_refusals():
+    def boundary(x: Scalar, y: Mutable[Scalar]):
+        y = x - hawk.min(x)
+
+    _refused(boundary, r"hawk\.min\(\) is a reduction over the samples of the launch: assign it directly to a Mutable\[Param\] output")
+
+    def reads(x: Scalar, t: Mutable[Param], y: Mutable[Scalar]):
+        t = hawk.max(x)
+        y = x - t
+
+    _refused(reads, r"'t' is a Mutable\[Param\] sum output: its value .* is known only when the launch ends")
+
+    def twice(x: Scalar, t: Mutable[Param]):
+        t = hawk.min(x)
+        t = hawk.max(x)
+
+    _refused(twice, r"'t' is assigned a sum twice")
+
+    def vector(x: Vector[3], m: Mutable[Param]):
+        m = hawk.max(x)
+
+    _refused(vector, r"hawk\.max\(\) takes a Scalar per sample, got a Vector")
+
+    def keyword(x: Scalar, m: Mutable[Param]):
+        m = hawk.min(x, initial=0.0)
+
+    _refused(keyword, r"hawk\.min\(\) takes the keyword where= only, not initial=")
+
+    def inside(x: Scalar, m: Mutable[Param]):
+        if x > 0.0:
+            m = hawk.min(x)
+
+    _refused(inside, r"hawk\.min\(\) inside `if`, `for` or a helper is not supported")
+
+    for fn in (hawk.min, hawk.max):
+        with pytest.raises(TypeError, match=rf"hawk.{fn.__name__} can only be used inside a @hawk.kernel body"):
+            fn(np.ones(3))
+    assert "min" not in hawk.__all__ and "max" not in hawk.__all__
