@@ -16,6 +16,7 @@
 #include "ad/common.hpp"
 #include "ad/rules.hpp"
 #include "ad/unroll.hpp"
+#include "ad/winner.hpp"
 #include "passes/optimize.hpp"
 
 namespace raptor::ad {
@@ -30,11 +31,12 @@ namespace {
 struct AdjointSlots {
   std::vector<int> primal;  // k's slot -> the new kernel's slot holding its input, or -1
   std::vector<int> bar;     // k's slot -> its cotangent slot ("m_bar", "s_bar", "w_bar"), or -1
+  std::vector<int> win;     // a hawk.min / hawk.max output -> its winner Param ("s_win")
 };
 
 AdjointSlots lay_out(const ir::Kernel& k, const std::vector<int>& wrt, ir::Kernel& a) {
   const int ns = static_cast<int>(k.slots.size());
-  AdjointSlots m{std::vector<int>(ns, -1), std::vector<int>(ns, -1)};
+  AdjointSlots m{std::vector<int>(ns, -1), std::vector<int>(ns, -1), std::vector<int>(ns, -1)};
   std::set<std::string> taken;
   std::vector<char> in_wrt(ns, 0);
   for (const int s : wrt) in_wrt[s] = 1;
@@ -50,6 +52,7 @@ AdjointSlots lay_out(const ir::Kernel& k, const std::vector<int>& wrt, ir::Kerne
       copy.inout = false;
     } else if (derived) {
       copy.kind = slot.kind == SlotKind::ParamSum ? SlotKind::Param : SlotKind::Table;
+      copy.combine = ir::Combine::Sum;
       copy.table_of = -1;
       copy.inout = false;  // a scatter target's cotangent is read like any Table's
     }
@@ -84,6 +87,18 @@ AdjointSlots lay_out(const ir::Kernel& k, const std::vector<int>& wrt, ir::Kerne
       copy.table_of = m.primal[s];
     }
     m.bar[s] = static_cast<int>(a.slots.size());
+    a.slots.push_back(std::move(copy));
+  }
+  for (int s = 0; s < ns; ++s) {  // d) the winners of the min / max outputs (winner.hpp)
+    const ir::Slot& out = k.slots[s];
+    if (out.kind != SlotKind::ParamSum || out.combine == ir::Combine::Sum) continue;
+    ir::Slot copy = out;
+    copy.name = winner_name(k, out.name);
+    copy.kind = SlotKind::Param;
+    copy.combine = ir::Combine::Sum;
+    copy.role = 'p';
+    copy.primal = copy.name;  // an input by its own name, as the winner kernel's output
+    m.win[s] = static_cast<int>(a.slots.size());
     a.slots.push_back(std::move(copy));
   }
   for (int s = 0; s < ns; ++s) {  // roles, for callers that map slots back (the JAX bridge)
@@ -186,6 +201,12 @@ class AdjointPass {
       int ct = -1;
       if (slot.kind == SlotKind::Mutable) {
         ct = b_.load(Op::LoadPlane, bar, st.comp);
+      } else if (slot.kind == SlotKind::ParamSum && slots_.win[st.slot] != -1) {
+        // hawk.min / hawk.max: the whole cotangent to the winning sample (winner.hpp).
+        const int mine = is_winner(b_, slots_.win[st.slot]);
+        const int p = prim(st.pred);
+        ct = b_.guard(p == -1 ? mine : b_.op(Op::And, {p, mine}),
+                      b_.load(Op::LoadParam, bar, st.comp));
       } else if (slot.kind == SlotKind::ParamSum) {
         ct = b_.guard(prim(st.pred), b_.load(Op::LoadParam, bar, st.comp));
       } else {

@@ -20,6 +20,8 @@ namespace raptor::ad {
 //     out, the identity), else a Plane (the output cotangent, read only).
 //  c) for each w of wrt in order that is not a Mutable: Plane -> pure Mutable "w_bar",
 //     Param -> ParamSum "w_bar", Table -> TableSum "w_bar" (table_of = w's new slot).
+//  d) for each hawk.min / hawk.max output s, a Param "s_win" (role 'p', its own name as primal
+//     name): the winner kernel's result (winner.hpp); s's cotangent goes to that sample only.
 // A loop region (ir.hpp's LoopBegin) is reversed by a loop that recomputes each iteration from
 // a checkpoint, storing nothing per iteration (adjoint.cpp, `reverse_region`); an active Table
 // read inside one is refused (std::invalid_argument).

@@ -159,19 +159,6 @@ std::vector<int> wrt_slots(const ir::Kernel& k, const std::vector<std::string>& 
       "; a derivative can be taken with respect to a Param, a Scalar or Vector plane, a Table "
       "or an in-out Mutable (one that is read before it is written): here " +
       allowed;
-  // hawk.min / hawk.max outputs: no derivative rule yet (docs/derivatives.md).
-  for (const auto& sl : k.slots) {
-    if (sl.combine == ir::Combine::Sum) continue;
-    int line = 0;
-    for (const ir::Store& st : k.stores)
-      if (st.slot == k.find_slot(sl.name)) line = st.loc.line;
-    throw std::invalid_argument(
-        head + "'" + sl.name + "' is a hawk." + ir::combine_name(sl.combine) +
-        "() output over samples" + (line > 0 ? " (line " + std::to_string(line) + ")" : "") +
-        ", whose derivative is not supported yet; to differentiate it, write the per-sample "
-        "values to a Mutable[Scalar] and take jnp." + ir::combine_name(sl.combine) +
-        " of them outside the kernel");
-  }
   std::vector<int> out;
   for (const std::string& name : wrt) {
     const int s = k.find_slot(name);

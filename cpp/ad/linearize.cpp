@@ -5,10 +5,12 @@
 #include "ad/linearize.hpp"
 
 #include <set>
+#include <stdexcept>
 #include <utility>
 
 #include "ad/common.hpp"
 #include "ad/tangent.hpp"
+#include "ad/winner.hpp"
 #include "passes/optimize.hpp"
 
 namespace raptor::ad {
@@ -187,6 +189,12 @@ Linearized linearize(const ir::Kernel& k, const std::vector<std::string>& wrt) {
   // Residuals are planes, one value per sample: a value inside a long loop has one per
   // iteration (and the "xla" lowering, the split's only user, refuses such loops anyway).
   refuse_long_loops(k, "linearize splits");
+  // hawk.min / hawk.max: the tangent reads the winner, a result of its own kernel (winner.hpp)
+  // that the split's primal would have to produce; the JAX bridge binds the tangent kernel.
+  if (has_folds(k))
+    throw std::invalid_argument("raptor linearize: kernel '" + k.name +
+                                "' has a hawk.min / hawk.max output, which the linearize split "
+                                "does not take; use the tangent kernel");
   ir::Kernel w = tangent(k, wrt, /*with_primal=*/true);
   passes::optimize(w);  // CSE first: one residual per distinct value
   Linearized out = Split(w).run(k.name);

@@ -10,6 +10,7 @@
 #include "ad/common.hpp"
 #include "ad/rules.hpp"
 #include "ad/unroll.hpp"
+#include "ad/winner.hpp"
 #include "passes/optimize.hpp"
 
 namespace raptor::ad {
@@ -25,12 +26,14 @@ struct TangentSlots {
   std::vector<int> primal;   // k's slot -> the new kernel's slot holding it, -1: dropped
   std::vector<int> dot_in;   // a wrt input -> its tangent slot ("w_dot"), else -1
   std::vector<int> dot_out;  // an output -> its tangent slot ("m_dot", "s_dot"), else -1
+  std::vector<int> win;      // a hawk.min / hawk.max output -> its winner Param ("s_win")
 };
 
 TangentSlots lay_out(const ir::Kernel& k, const std::vector<int>& wrt, bool with_primal,
                      ir::Kernel& t) {
   const int ns = static_cast<int>(k.slots.size());
-  TangentSlots m{std::vector<int>(ns, -1), std::vector<int>(ns, -1), std::vector<int>(ns, -1)};
+  TangentSlots m{std::vector<int>(ns, -1), std::vector<int>(ns, -1), std::vector<int>(ns, -1),
+                 std::vector<int>(ns, -1)};
   std::set<std::string> taken;
   auto add = [&](ir::Slot s) {
     taken.insert(s.name);
@@ -80,10 +83,26 @@ TangentSlots lay_out(const ir::Kernel& k, const std::vector<int>& wrt, bool with
       slot.inout = false;
       if (slot.kind == SlotKind::TableSum) slot.table_of = m.primal[slot.table_of];
     }
+    slot.combine = ir::Combine::Sum;  // a min / max's tangent: the winner's, added (winner.hpp)
     m.dot_out[s] = static_cast<int>(t.slots.size());
     t.slots.push_back(std::move(slot));
   }
+  for (int s = 0; s < ns; ++s) {  // d) the winners of the min / max outputs (winner.hpp)
+    const ir::Slot& out = k.slots[s];
+    if (out.kind != SlotKind::ParamSum || out.combine == ir::Combine::Sum) continue;
+    ir::Slot slot = out;
+    slot.name = winner_name(k, out.name);
+    slot.kind = SlotKind::Param;
+    slot.combine = ir::Combine::Sum;
+    taken.insert(slot.name);
+    m.win[s] = static_cast<int>(t.slots.size());
+    t.slots.push_back(std::move(slot));
+  }
   for (int s = 0; s < ns; ++s) {  // roles, for callers that map slots back (the JAX bridge)
+    if (m.win[s] >= 0) {  // an input by its own name, as the winner kernel's output is named
+      t.slots[m.win[s]].role = 'p';
+      t.slots[m.win[s]].primal = t.slots[m.win[s]].name;
+    }
     if (m.primal[s] >= 0) t.slots[m.primal[s]].role = 'p';
     for (const int d : {m.dot_in[s], m.dot_out[s]})
       if (d >= 0) t.slots[d].role = 't';
@@ -217,6 +236,11 @@ ir::Kernel tangent(const ir::Kernel& k, const std::vector<std::string>& wrt, boo
     ir::Store ds = ps;
     ds.slot = slots.dot_out[st.slot];
     ds.value = d == -1 ? b.constant(0.0) : d;
+    if (slots.win[st.slot] != -1) {  // hawk.min / hawk.max: the winning sample's tangent only
+      b.set_origin(st.loc);
+      const int mine = is_winner(b, slots.win[st.slot]);
+      ds.pred = ps.pred == -1 ? mine : b.op(Op::And, {ps.pred, mine});
+    }
     t.stores.push_back(ds);
   }
   t.terminate = with_primal ? pass.prim(u.terminate) : -1;

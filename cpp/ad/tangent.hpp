@@ -22,6 +22,9 @@ namespace raptor::ad {
 //     s of k, "s_dot" of the same kind (a TableSum's table_of renumbered; a scatter target,
 //     an in-out TableSum, gives an in-out "s_dot" of its own: in the input tangent, out that
 //     plus the scattered tangents).
+//  d) for each hawk.min / hawk.max output s, a Param "s_win" (role 'p', its own name as primal
+//     name): the winner kernel's result (winner.hpp); "s_dot" (added, not folded) takes the
+//     tangent of the sample whose float(sample_index()) equals it.
 // A loop region stays a loop: each of its carries that can have a tangent gets a tangent
 // carry (entering with the entry value's tangent, or 0) beside it.
 // A derived name that is taken gets "_" appended until it is unique. Throws

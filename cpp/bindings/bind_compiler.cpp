@@ -12,6 +12,7 @@
 #include "ad/adjoint.hpp"
 #include "ad/linearize.hpp"
 #include "ad/tangent.hpp"
+#include "ad/winner.hpp"
 #include "bindings/bindings.hpp"
 #include "codegen/cpp_emitter.hpp"
 #include "common/error.hpp"
@@ -401,6 +402,11 @@ void bind_compiler(nb::module_& m) {
            [](const KernelHandle& h, const std::vector<std::string>& wrt, bool with_primal) {
              return derived(ad::tangent(*h.kernel, wrt, with_primal));
            })
+      .def(
+          "winner", [](const KernelHandle& h) { return derived(ad::winner(*h.kernel)); },
+          "The winner kernel of a kernel with hawk.min / hawk.max outputs (ad/winner.hpp): per "
+          "such output s, the global index of the sample whose value it is, 's_win', given its "
+          "result as Param 's'.")
       .def("adjoint",
            [](const KernelHandle& h, const std::vector<std::string>& wrt) {
              return derived(ad::adjoint(*h.kernel, wrt));

@@ -90,6 +90,12 @@ def reverse(record: Record, seeds: Mapping[str, Any], vjps: Mapping[str, Callabl
             raise ValueError(f"eagle.diff.reverse: node '{name}' (kernel '{node.kernel.name}') scatters into '{target}' "
                              "(hawk.scatter), which this reverse sweep does not differentiate yet; differentiate it through "
                              "eagle.frameworks.jax (jax.grad / jax.vjp), which does")
+        folds = [s for s in node.kernel.slots if s.kind == "param_sum" and s.combine != "sum"] if isinstance(node, Bound) else []
+        if folds:
+            raise ValueError(f"eagle.diff.reverse: node '{name}' (kernel '{node.kernel.name}') takes hawk.{folds[0].combine}() "
+                             f"into '{folds[0].name}', which this reverse sweep does not differentiate yet (its adjoint needs the "
+                             "winning sample, a result of its own kernel); differentiate it through eagle.frameworks.jax "
+                             "(jax.grad / jax.vjp), which does")
     targets: list[tuple[str, Any]] = []
     for target in seeds:
         if "." not in target:  # a plane's own name: the plane of that name any node binds

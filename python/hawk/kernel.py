@@ -209,6 +209,14 @@ class Kernel:
         ``<w>_bar`` for each ``w`` in wrt (sums over samples for Params and Tables)."""
         return Kernel(self._core.adjoint(list(_names(wrt))), None, f"adjoint of {self.name}")
 
+    def winner(self) -> "Kernel":
+        """The winner kernel of a kernel with ``hawk.min`` / ``hawk.max`` outputs: this kernel's
+        inputs plus, per such output ``s``, its result as a Param ``s``; returns ``s_win``, the
+        global sample index (a float) of the sample whose value the result is (the lowest among
+        ties). The tangent and adjoint kernels take it as their Param ``s_win``
+        (docs/derivatives.md "Minimum and maximum over samples")."""
+        return Kernel(self._core.winner(), None, f"winner of {self.name}")
+
     def linearize(self, wrt: Sequence[str]) -> tuple["Kernel", "Kernel"]:
         """The forward-mode kernel split as JAX linearizes (cpp/ad/linearize.hpp):
         ``(primal, linear)``. ``primal`` takes this kernel's inputs and gives its outputs plus

@@ -150,6 +150,15 @@ class KernelCall:
         """The call of the tangent kernel (tangents only) with respect to ``wrt``."""
         return self._derived("t", wrt, lambda: self.kernel.tangent(list(wrt), with_primal=False))
 
+    def winner(self) -> "KernelCall":
+        """The call of the winner kernel (hawk.min / hawk.max outputs' winning samples)."""
+        return self._derived("w", (), lambda: self.kernel.winner())
+
+    @property
+    def folds(self) -> tuple[str, ...]:
+        """The names of the hawk.min / hawk.max outputs."""
+        return tuple(s.name for s in self.outputs if s.kind == "param_sum" and s.combine != "sum")
+
     def adjoint(self, wrt: Sequence[str]) -> "KernelCall":
         """The call of the adjoint kernel with respect to ``wrt``."""
         return self._derived("a", wrt, lambda: self.kernel.adjoint(list(wrt)))

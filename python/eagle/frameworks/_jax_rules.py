@@ -246,6 +246,8 @@ def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall, l
         outs = kernel_p.bind(*primals, call=call, lowering=lowering)
         tcall = call.tangent([call.inputs[i].name for i in nz]) if nz else None
     zeros = [ad.Zero(jax.typeof(o).to_tangent_aval()) for o in outs]
+    if tcall is not None and call.folds:
+        by_name_primal.update(_winners(call, primals, outs, lowering))
     if tcall is None:
         for name in scatter:  # nothing else varies: a scatter target's tangent passes through
             if name in by_name_tangent:
@@ -265,6 +267,18 @@ def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall, l
         if role == "t":
             out_tangents[call.output_index(primal)] = t
     return outs, out_tangents
+
+
+def _winners(call: KernelCall, primals: Sequence[Any], outs: Sequence[Any], lowering: str) -> dict[str, Any]:
+    """The winning samples of the call's hawk.min / hawk.max outputs, by the tangent kernel's
+    Param names ("<s>_win"): the winner kernel (cpp/ad/winner.hpp) run on the primal inputs and
+    results, its derivative cut (a sample index is piecewise constant)."""
+    wcall = call.winner()
+    values = {s.name: jax.lax.stop_gradient(p) for s, p in zip(call.inputs, primals)}
+    for name in call.folds:
+        values[name] = jax.lax.stop_gradient(outs[call.output_index(name)])
+    w_outs = kernel_p.bind(*[values[s.name] for s in wcall.inputs], call=wcall, lowering=lowering)
+    return {s.name: w for s, w in zip(wcall.outputs, w_outs) if s.kind == "param_sum"}
 
 
 def _traced_lowering(call: KernelCall, lowering: str, shapes: Sequence[tuple]) -> str:
@@ -290,8 +304,9 @@ def _split_for(call: KernelCall, wrt: Sequence[str], primals: Sequence[Any],
     one loop body, and XLA's compile time grows with the operations (a 5-step kernel with a
     loop inside went from 116 values to 610 and 148 residuals; its order-2 check_grads took
     twice as long). A split with more than MAX_RESIDUALS residuals is not taken either."""
-    if call.ops().steps != 1 or any(_is_scatter(s) for s in call.inputs):
-        return None  # (a scatter target's tangent is an in-out of the tangent kernel)
+    if call.ops().steps != 1 or any(_is_scatter(s) for s in call.inputs) or call.folds:
+        return None  # (a scatter target's tangent is an in-out of the tangent kernel; a
+        # hawk.min / hawk.max tangent reads its winner, a result of the winner kernel)
     lowering = _traced_lowering(call, lowering, [tuple(jnp.shape(p)) for p in primals])
     if lowering != "xla" or call.ops().loop_end:  # OpList.loop_end: the loop regions
         return None  # a loop region's values are one per iteration: no residual planes for them
