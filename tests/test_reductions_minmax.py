@@ -340,10 +340,12 @@ def test_sharded_is_the_whole_call(tmp_path):
 
 @pytest.mark.skipif(nvrtc_missing(), reason="NVRTC not found")
 def test_cuda_compiles():
-    """The CUDA emission (per-block folds combined in block order by _finish) compiles."""
+    """The CUDA emission (per-block folds combined in block order by _finish) compiles, and so
+    do the winner, tangent and adjoint kernels."""
     from raptor_core import _core
 
-    for k in (plain, extremes, live):
+    for k in (plain, extremes, live, plain.winner(), extremes.tangent(["x", "a"]), extremes.adjoint(["x", "a"]),
+              live.winner()):
         assert _core.nvrtc_check([k._core], "sm_80") == 2
 
 

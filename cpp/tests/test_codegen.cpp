@@ -287,6 +287,28 @@ def hist(x: Scalar, w: Scalar, v: Vector[2], h: Mutable[Table[Scalar]], f: Mutab
 
 TEST(CodegenGolden, Scatter) { check_golden("scatter", scatter_kernel()); }
 
+// hawk.min / hawk.max beside a hawk.sum, one under where= in a kernel with a mask: each an
+// accumulator started at +inf / -inf and folded by rp_fold_min / rp_fold_max (pasted once,
+// ir/combine.hpp's rule), the live guard and where= choosing the identity for a sample left
+// out; the sample loop ivdep without an OpenMP reduction; the chunk's partial folded at the end.
+ir::Kernel extremes_kernel() {
+  SpecOptions opt;
+  opt.file = "examples/extremes.py";
+  opt.first_line = 20;
+  return optimized(lower_source(R"(@hawk.kernel
+def extremes(x: Scalar, lo: Mutable[Param], hi: Mutable[Param], s: Mutable[Param], done: Terminated):
+    lo = hawk.min(x, where=x > 0.0)
+    hi = hawk.max(x * x)
+    s = hawk.sum(x)
+)",
+                                {Scalar("x"), param_spec("lo", ir::SlotKind::ParamSum),
+                                 param_spec("hi", ir::SlotKind::ParamSum),
+                                 param_spec("s", ir::SlotKind::ParamSum), Terminated("done")},
+                                with_math({{"hawk", module("hawk")}}), opt));
+}
+
+TEST(CodegenGolden, MinMax) { check_golden("minmax", extremes_kernel()); }
+
 TEST(CodegenEmit, SymbolNameAndComments) {
   const ir::Kernel k = drag_kernel();
   EXPECT_EQ(codegen::symbol_name(k, DType::F32, kFakeDigest), "raptor_drag_0123456789abcdef_f32");
