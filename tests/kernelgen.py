@@ -106,9 +106,12 @@ writes exactly the kernels of the generator before all of them and ``features=("
 - "numbered" (half the kernels, from a stream of its own, ``r7``; it shows in those with
   ints): ``hm.sample_index()`` and ``hm.n_samples()`` among the int leaves.
 - "sums" (three in ten kernels of one step, from a stream of its own, ``r6``): one or two
-  ``totj: Mutable[Param]`` outputs, ``totj = hawk.sum(expr)``, ``hawk.sum(expr, where=c)`` or
-  (a quarter, in kernels without a Terminated mask) ``hawk.mean(expr)``; the same r6 draws as
-  before means were added, so a kernel not drawn "sums" is unchanged.
+  ``totj: Mutable[Param]`` outputs, ``totj = hawk.sum(expr)``, ``hawk.sum(expr, where=c)``,
+  (a quarter, in kernels without a Terminated mask) ``hawk.mean(expr)``, or (an eighth)
+  ``hawk.min`` / ``hawk.max(expr[, where=c])``; the same r6 draws as before means and
+  min / max were added, so a kernel not drawn "sums" is unchanged, and one drawn no min / max
+  is the kernel before them. The derivative checks take the winner Params of min / max
+  (``winners``).
 - "scatter" (three in ten kernels of one step, from a stream of its own, ``r8``): a
   ``sct: Mutable[Table[Scalar]]`` (or ``Table[Vector[k]]``) scatter target and one or two
   ``hawk.scatter(sct)[i] += v`` (``_Gen.scatter_adds``), some under an ``if``; the harness
@@ -1377,6 +1380,10 @@ class _Gen:
                 u = self.r6.random()
                 where = f", where={self.cond(sc, 1)}" if u < 0.5 else ""
                 fn = "mean" if u >= 0.75 and not mask else "sum"
+                # hawk.min / hawk.max from two slices of that same draw, [0.4375, 0.5) with
+                # where= and [0.5, 0.5625) without: a kernel drawn no min / max is unchanged
+                if 0.4375 <= u < 0.5625:
+                    fn = "min" if u < 0.46875 or 0.5 <= u < 0.53125 else "max"
                 lines.append(f"    tot{j} = hawk.{fn}({self.scal(sc, depth - 1)}{where})")
         if scat:  # (every draw from r8)
             self.nested(self.scatter_adds, sc, lines, sw, depth)
@@ -1882,6 +1889,22 @@ def adjoint_of(kernel: Any, wrt: list[str]) -> tuple[Any, list[str]]:
             awrt.remove(m.group(1))
 
 
+def winners(k: Any, n: int, m: int, values: dict[str, Any]) -> dict[str, float]:
+    """The "<s>_win" Params the tangent and adjoint kernels of a kernel with hawk.min /
+    hawk.max outputs take (cpp/ad/winner.hpp): the winner kernel run by the interpreter on
+    ``values`` and the kernel's results ({} for a kernel without such outputs, or one whose
+    run reports an error)."""
+    folds = [s.name for s in k.slots if s.kind == "param_sum" and s.combine != "sum"]
+    if not folds:
+        return {}
+    prim = interpret(k, n, m, values)
+    if prim.error is not None:
+        return {f"{o}_win": np.inf for o in folds}
+    wk = k.winner()
+    run = interpret(wk, n, m, {**values, **{o: float(prim.outs[o][0]) for o in folds}})
+    return {f"{o}_win": float(run.outs[f"{o}_win"][0]) for o in folds}
+
+
 def check_batch(seeds: Iterable[int], cache_dir: str | None, checks: tuple[str, ...] = ("interp", "tangent", "adjoint"),
                 compiled: bool = True, features: tuple[str, ...] = FEATURES) -> Stats:
     """Generates, builds and checks the kernels of `seeds`: all of them, their tangents and
@@ -2030,6 +2053,7 @@ def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks, awrt=None) ->
     n, m = g.n, g.table_size
     rng = np.random.default_rng(g.seed)
     values = make_values(k, n, m, rng)
+    values.update(winners(k, n, m, values))
     t = direction(k, values, wrt, rng)
     outs = outputs_of(k)
     # (a sum's cotangent is one number: the adjoint's Param)

@@ -394,7 +394,8 @@ def test_kernels_not_drawn_numbered_are_the_generator_before_them():
 def test_kernels_not_drawn_sums_are_the_generator_before_them():
     """"sums" (hawk.sum into Mutable[Param] outputs) is drawn from a stream of its own: a kernel
     not drawn to have it is the kernel of the other features alone, byte for byte; those drawn
-    (of one step) sum, with and without where=, or take a mean, and every one is accepted."""
+    (of one step) sum, with and without where=, take a mean, a min or a max (with and without
+    where=), and every one is accepted."""
     others = tuple(f for f in kernelgen.FEATURES if f != "sums")
     forms = set()
     for seed in range(300):
@@ -402,11 +403,45 @@ def test_kernels_not_drawn_sums_are_the_generator_before_them():
         if "sums" not in kernelgen.features_of(seed):
             assert g.source == kernelgen.generate(seed, features=others).source, seed
             continue
-        if "hawk.sum(" in g.source or "hawk.mean(" in g.source:
-            forms |= {"mean" if "hawk.mean(" in line else "where" if ", where=" in line else "plain"
-                      for line in g.source.splitlines() if "= hawk.sum(" in line or "= hawk.mean(" in line}
+        reductions = ("= hawk.sum(", "= hawk.mean(", "= hawk.min(", "= hawk.max(")
+        if any(r in g.source for r in reductions):
+            for line in g.source.splitlines():
+                if any(r in line for r in reductions):
+                    fn = line.split("= hawk.")[1].split("(")[0]
+                    forms.add(fn if fn != "sum" else "where" if ", where=" in line else "plain")
+                    if fn in ("min", "max"):
+                        forms.add(f"{fn}-where" if ", where=" in line else fn)
             assert any(s.kind == "param_sum" for s in g.build().slots), seed
-    assert forms == {"where", "plain", "mean"}
+    assert forms == {"where", "plain", "mean", "min", "max", "min-where", "max-where"}, forms
+
+
+def _folding(count: int, seeds: range) -> list[int]:
+    """The first `count` seeds of `seeds` whose kernels take a hawk.min or hawk.max."""
+    out = [s for s in seeds if "sums" in kernelgen.features_of(s)
+           and any(f in kernelgen.generate(s).source for f in ("= hawk.min(", "= hawk.max("))][:count]
+    assert len(out) == count
+    return out
+
+
+def test_min_max_kernels_pass_every_check_compiled(tmp_path, unrecorded):
+    """4 generated kernels with hawk.min / hawk.max (one translation unit, x3 with derivatives):
+    compiled in both dtypes against the interpreter (a minimum exactly, but for what the library
+    functions' ulps move), tangents against differences and the adjoint identity with the
+    winner kernel's result as their Params, and the xla lowering."""
+    seeds = _folding(4, FEATURE_SEEDS)
+    st = kernelgen.check_batch(seeds, str(tmp_path / "c"), checks=("interp", "tangent", "adjoint", "xla"))
+    assert not st.mismatches, _fail_text(st)
+    assert st.kernels == 4 and st.runs_compared == 24
+    assert st.adjoint_checked >= 3 and st.xla_compared >= 3
+
+
+def test_derivatives_of_min_max_kernels_on_the_ir(unrecorded):
+    """60 kernels with hawk.min / hawk.max: tangents against differences and the adjoint identity,
+    on the IR (interpreted)."""
+    seeds = _folding(60, range(IR_FEATURE_SEEDS.start, IR_FEATURE_SEEDS.start + 3000))
+    st = kernelgen.check_batch(seeds, None, compiled=False)
+    assert not st.mismatches, _fail_text(st)
+    assert st.kernels == 60 and st.adjoint_checked >= 55 and st.fd_elements > 1000
 
 
 def test_kernels_not_drawn_scatter_are_the_generator_before_them():
