@@ -645,6 +645,7 @@ def _catches_wrong_derivatives(seeds) -> tuple[int, int, int]:
         tk = k.tangent(wrt, with_primal=False)
         rng = np.random.default_rng(seed)
         values = kernelgen.make_values(k, g.n, g.table_size, rng)
+        values.update(kernelgen.winners(k, g.n, g.table_size, values))  # (hawk.min / hawk.max)
         t = kernelgen.direction(k, values, wrt, rng)
         tn, cn = kernelgen.roles(tk, "t"), kernelgen.roles(ak, "c")
         outs = kernelgen.outputs_of(k)
