@@ -164,6 +164,21 @@ def test_finished_samples_take_no_part(tmp_path, dtype):
     assert lo[0] == np.inf and hi[0] == -np.inf
 
 
+def test_signed_zeros_fold_in_any_order(tmp_path):
+    """-0.0 is below +0.0 (as hawk.math.minimum), so the result does not depend on where the
+    zeros fall (lanes, chunks): min of zeros of both signs is -0.0, max +0.0, compiled and
+    interpreted; NumPy's own choice between them depends on its order."""
+    plans = plan_kernels([plain], str(tmp_path))
+    for n in (3, 70_000):
+        x = np.zeros(n)
+        x[1::3] = -0.0  # +0.0 first, then both signs throughout
+        lo, hi = np.zeros(1), np.zeros(1)
+        plans["plain"].bind(x=x, c=np.ones(n), lo=lo, hi=hi).launch()
+        assert lo[0] == 0.0 and np.signbit(lo[0]) and hi[0] == 0.0 and not np.signbit(hi[0])
+        outs = plain._core.interpret(n, {"x": list(x), "c": [1.0] * n})[0]
+        assert np.signbit(outs["lo"][0]) and not np.signbit(outs["hi"][0])
+
+
 def test_direct_call():
     """A direct call (kernel(x, ...)) returns the 1-element outputs like hawk.sum's."""
     x, c = _data(3000, np.float64)

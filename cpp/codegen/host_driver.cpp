@@ -353,15 +353,20 @@ class HostWriter : public detail::StepWriter {
   // vectorizes them with a fixed order of additions for a given machine.
   std::string simd_pragma() const {
     if (!independent_samples()) return kNoPromise;
-    // hawk.min / hawk.max: no OpenMP reduction for them (its min/max drop NaN); the loop's
-    // sums then add in sample order too.
-    if (detail::uses_minmax(k_))
-      return "#pragma GCC ivdep  // min / max over samples: folded in sample order\n";
-    std::string accs;
-    for (const auto& sc : sum_components())
-      accs += (accs.empty() ? "" : ", ") + std::string("acc_") + sum_name(sc);
-    if (accs.empty()) return "#pragma GCC ivdep\n";
-    return "#pragma omp simd reduction(+: " + accs + ")\n";
+    // hawk.min / hawk.max fold per lane by their own reductions (rp_min / rp_max, declared
+    // with rp_fold_min / rp_fold_max, whose result is the same in any order).
+    std::string accs, mins, maxs;
+    for (const auto& sc : sum_components()) {
+      const std::string f = fold_fn(sc.first);
+      std::string& list = f.empty() ? accs : f == "rp_fold_min" ? mins : maxs;
+      list += (list.empty() ? "" : ", ") + std::string("acc_") + sum_name(sc);
+    }
+    if (accs.empty() && mins.empty() && maxs.empty()) return "#pragma GCC ivdep\n";
+    std::string pragma = "#pragma omp simd";
+    if (!accs.empty()) pragma += " reduction(+: " + accs + ")";
+    if (!mins.empty()) pragma += " reduction(rp_min: " + mins + ")";
+    if (!maxs.empty()) pragma += " reduction(rp_max: " + maxs + ")";
+    return pragma + "\n";
   }
 
   // steps == 1: the per-sample lambda. With a mask it takes the zero_finished flag as a type
@@ -852,7 +857,14 @@ std::string emit_cpp(const std::vector<KernelToEmit>& kernels) {
   if (ints) os << "namespace {\n" << detail::int_helpers("inline") << "}  // namespace\n\n";
   bool minmax = false;
   for (const auto& k : kernels) minmax |= detail::uses_minmax(*k.kernel);
-  if (minmax) os << "namespace {\n" << detail::minmax_helpers("inline") << "}  // namespace\n\n";
+  if (minmax)
+    os << "namespace {\n"
+       << detail::minmax_helpers("inline")
+       << "#pragma omp declare reduction(rp_min : double : omp_out = rp_fold_min(omp_out, omp_in)) "
+          "initializer(omp_priv = double(INFINITY))\n"
+          "#pragma omp declare reduction(rp_max : double : omp_out = rp_fold_max(omp_out, omp_in)) "
+          "initializer(omp_priv = -double(INFINITY))\n"
+       << "}  // namespace\n\n";
   for (const auto& k : kernels) HostWriter(*k.kernel, k.dtype, k.symbol, os).write();
   return os.str();
 }

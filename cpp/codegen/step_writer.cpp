@@ -58,9 +58,18 @@ bool uses_minmax(const ir::Kernel& k) {
 
 std::string minmax_helpers(const std::string& q) {
   return "// hawk.min / hawk.max over samples (ir/combine.hpp): NaN wins (the first met is kept),\n"
-         "// a tie keeps the accumulator (the earlier sample); +inf / -inf when none contributes.\n" +
-         q + " double rp_fold_min(double acc, double x) { return (x < acc || x != x) ? x : acc; }\n" +
-         q + " double rp_fold_max(double acc, double x) { return (x > acc || x != x) ? x : acc; }\n";
+         "// -0.0 is below +0.0, so any order of folding gives the same bits; +inf / -inf when\n"
+         "// no sample contributes.\n" +
+         q +
+         " double rp_fold_min(double acc, double x) {\n"
+         "  return acc != acc ? acc : x != x ? x : x == acc ? (copysign(1.0, x) < 0.0 ? x : acc) "
+         ": (x < acc ? x : acc);\n"
+         "}\n" +
+         q +
+         " double rp_fold_max(double acc, double x) {\n"
+         "  return acc != acc ? acc : x != x ? x : x == acc ? (copysign(1.0, x) < 0.0 ? acc : x) "
+         ": (x > acc ? x : acc);\n"
+         "}\n";
 }
 
 std::string int_helpers(const std::string& q) {

@@ -1,11 +1,12 @@
 // How a sum slot (ir::Slot::combine) folds one more contribution into its accumulator: the
 // definition the interpreter and the host launcher use, and that the emitters repeat as the
 // generated code's rp_fold_min / rp_fold_max (codegen/step_writer.cpp minmax_helpers). Min and max
-// propagate NaN as NumPy's np.min / np.max do (the first NaN met is kept), and keep the
-// accumulator on a tie, so the earliest contribution wins; their identities are +inf / -inf,
-// the result of a launch in which no sample contributes.
+// propagate NaN as NumPy's np.min / np.max do (the first NaN met is kept) and order -0.0 below
+// +0.0, so they fold to the same bits in any order; their identities are +inf / -inf, the
+// result of a launch in which no sample contributes.
 #pragma once
 
+#include <cmath>
 #include <limits>
 
 #include "ir/ir.hpp"
@@ -25,13 +26,21 @@ constexpr double combine_identity(Combine c) {
   return 0.0;
 }
 
-// `acc` with `x` folded in. Min: x when x < acc or x is NaN, else acc (a NaN acc stays).
-constexpr double combine_step(Combine c, double acc, double x) {
+// `acc` with `x` folded in. Min: a NaN acc stays, else a NaN x wins, else the lesser, -0.0
+// below +0.0 (as hawk.math.minimum): so a fold is the same whatever the order of its
+// contributions (but for which NaN's payload), and a SIMD loop may fold lanes apart.
+inline double combine_step(Combine c, double acc, double x) {
   switch (c) {
     case Combine::Min:
-      return (x < acc || x != x) ? x : acc;
+      return acc != acc ? acc
+             : x != x   ? x
+             : x == acc ? (std::signbit(x) ? x : acc)
+                        : (x < acc ? x : acc);
     case Combine::Max:
-      return (x > acc || x != x) ? x : acc;
+      return acc != acc ? acc
+             : x != x   ? x
+             : x == acc ? (std::signbit(x) ? acc : x)
+                        : (x > acc ? x : acc);
     case Combine::Sum:
       break;
   }

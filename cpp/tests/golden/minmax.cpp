@@ -152,9 +152,16 @@ __attribute__((noinline)) void rp_flush(void* dst, const void* src, int64_t byte
 
 namespace {
 // hawk.min / hawk.max over samples (ir/combine.hpp): NaN wins (the first met is kept),
-// a tie keeps the accumulator (the earlier sample); +inf / -inf when none contributes.
-inline double rp_fold_min(double acc, double x) { return (x < acc || x != x) ? x : acc; }
-inline double rp_fold_max(double acc, double x) { return (x > acc || x != x) ? x : acc; }
+// -0.0 is below +0.0, so any order of folding gives the same bits; +inf / -inf when
+// no sample contributes.
+inline double rp_fold_min(double acc, double x) {
+  return acc != acc ? acc : x != x ? x : x == acc ? (copysign(1.0, x) < 0.0 ? x : acc) : (x < acc ? x : acc);
+}
+inline double rp_fold_max(double acc, double x) {
+  return acc != acc ? acc : x != x ? x : x == acc ? (copysign(1.0, x) < 0.0 ? acc : x) : (x > acc ? x : acc);
+}
+#pragma omp declare reduction(rp_min : double : omp_out = rp_fold_min(omp_out, omp_in)) initializer(omp_priv = double(INFINITY))
+#pragma omp declare reduction(rp_max : double : omp_out = rp_fold_max(omp_out, omp_in)) initializer(omp_priv = -double(INFINITY))
 }  // namespace
 
 // ---- kernel 'extremes' from examples/extremes.py, float64, steps=1
@@ -207,7 +214,7 @@ RAPTOR_EXPORT void raptor_extremes_0123456789abcdef_f64(raptor_args* a) {
       const int64_t* const index = a->index;
       for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(index[i], std::true_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); acc_s_0 += p.s_0; }
     } else {
-#pragma GCC ivdep  // min / max over samples: folded in sample order
+#pragma omp simd reduction(+: acc_s_0) reduction(rp_min: acc_lo_0) reduction(rp_max: acc_hi_0)
       for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(i, std::true_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); acc_s_0 += p.s_0; }
     }
   } else {
@@ -215,7 +222,7 @@ RAPTOR_EXPORT void raptor_extremes_0123456789abcdef_f64(raptor_args* a) {
       const int64_t* const index = a->index;
       for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(index[i], std::false_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); acc_s_0 += p.s_0; }
     } else {
-#pragma GCC ivdep  // min / max over samples: folded in sample order
+#pragma omp simd reduction(+: acc_s_0) reduction(rp_min: acc_lo_0) reduction(rp_max: acc_hi_0)
       for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(i, std::false_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); acc_s_0 += p.s_0; }
     }
   }
