@@ -457,6 +457,20 @@ def test_derivatives_skip_finished_samples(lowering):
     np.testing.assert_array_equal(np.asarray(g), [0.0, 0.0, 0.0, 1.0, 10.0, 0.0])
 
 
+def test_float32_derivative_beyond_2_24_samples_refused():
+    """The winner's index is a float of the kernel's dtype: a float32 call's derivative over more
+    than 2^24 samples is refused by name (float64 is exact to 2^53)."""
+    from eagle.frameworks import _jax_rules
+    from eagle.frameworks._jax_call import KernelCall
+
+    call = KernelCall(plain, np.float32, None)
+    _jax_rules.winner_range_check(call, 2**24)
+    with pytest.raises(ValueError, match=r"kernel 'plain': the derivative of hawk\.min / hawk\.max \(lo, hi\) over 16777217 "
+                                         r"samples in float32, where the winning sample's index is exact up to 2\^24 only"):
+        _jax_rules.winner_range_check(call, 2**24 + 1)
+    _jax_rules.winner_range_check(KernelCall(plain, np.float64, None), 2**24 + 1)
+
+
 def test_winner_kernel_and_derived_kernels():
     """The winner kernel (the lowest index holding the result), and the tangent / adjoint kernels'
     winner Params, through the reference interpreter."""

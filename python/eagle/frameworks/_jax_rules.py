@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
@@ -269,10 +270,20 @@ def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: KernelCall, l
     return outs, out_tangents
 
 
+def winner_range_check(call: KernelCall, n: int) -> None:
+    """Refuses the derivative of a float32 call's hawk.min / hawk.max over more than 2^24
+    samples: the winner's index is a float of the kernel's dtype (cpp/ad/winner.hpp)."""
+    if call.dtype == np.float32 and n > 2**24:
+        raise ValueError(f"eagle.frameworks.jax: kernel '{call.kernel.name}': the derivative of hawk.min / hawk.max "
+                         f"({', '.join(call.folds)}) over {n} samples in float32, where the winning sample's index is "
+                         "exact up to 2^24 only; call it in float64")
+
+
 def _winners(call: KernelCall, primals: Sequence[Any], outs: Sequence[Any], lowering: str) -> dict[str, Any]:
     """The winning samples of the call's hawk.min / hawk.max outputs, by the tangent kernel's
     Param names ("<s>_win"): the winner kernel (cpp/ad/winner.hpp) run on the primal inputs and
     results, its derivative cut (a sample index is piecewise constant)."""
+    winner_range_check(call, call.sample_count([tuple(jnp.shape(p)) for p in primals]))
     wcall = call.winner()
     values = {s.name: jax.lax.stop_gradient(p) for s, p in zip(call.inputs, primals)}
     for name in call.folds:
