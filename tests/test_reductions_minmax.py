@@ -293,6 +293,22 @@ def test_jax_values(lowering, dtype):
 
 
 @pytest.mark.parametrize("lowering", ["ffi", "xla"])
+def test_jax_vmap(lowering):
+    """jax.vmap over a batch of planes: one min / max per batch entry, and its gradient."""
+    f = eagle_jax.function(plain, wrt=("x",), lowering=lowering)
+    rng = np.random.default_rng(31)
+    x, c = rng.standard_normal((3, 200)), rng.standard_normal((3, 200))
+    lo, hi = jax.vmap(f)(jnp.asarray(x), jnp.asarray(c))
+    np.testing.assert_array_equal(np.asarray(lo), np.min(x, axis=1, initial=np.inf, where=c > 0))
+    np.testing.assert_array_equal(np.asarray(hi), np.max(x, axis=1, initial=-np.inf, where=c > 0))
+    g = jax.vmap(jax.grad(lambda x, c: f(x, c)[0]))(jnp.asarray(x), jnp.asarray(c))
+    want = np.zeros_like(x)
+    for b in range(3):
+        want[b, int(np.argmin(np.where(c[b] > 0, x[b], np.inf)))] = 1.0
+    np.testing.assert_array_equal(np.asarray(g), want)
+
+
+@pytest.mark.parametrize("lowering", ["ffi", "xla"])
 def test_jax_terminated(lowering):
     """Finished samples take no part through the bridge either."""
     f = eagle_jax.function(live, lowering=lowering)
