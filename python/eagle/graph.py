@@ -134,7 +134,16 @@ class Graph:
         return name
 
     def add(self, bound: Bound, name: str | None = None) -> "Graph":
-        """Appends a bound kernel launch (``plan.bind(...)``)."""
+        """Appends a bound kernel launch (``plan.bind(...)``); a staged kernel's binding
+        (eagle/stages.py) as one node per stage, in order (``name:stage1``, ..., ``name``)."""
+        from eagle.stages import StagedBound
+
+        if isinstance(bound, StagedBound):
+            base = name or bound.name
+            for i, b in enumerate(bound.bounds[:-1]):
+                self._nodes.append((self._name(f"{base}:stage{i + 1}", ""), b))
+            self._nodes.append((self._name(base, ""), bound.bounds[-1]))
+            return self
         if not isinstance(bound, Bound):
             raise TypeError(f"eagle.Graph.add takes a bound kernel (plan.bind(...)), got {type(bound).__name__}; use add_node for foreign nodes")
         self._nodes.append((self._name(name, bound.name), bound))
