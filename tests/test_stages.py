@@ -27,7 +27,7 @@ import hawk.math as hm
 from eagle.errors import ModeError
 from hawk import Mutable, Param, Random, Scalar, Terminated
 
-from conftest import plan_kernels
+from conftest import plan_kernels, run_on_host_devices
 
 STAGED_SRC = '''
 @hawk.kernel
@@ -257,3 +257,112 @@ def test_refusals_of_what_does_not_run_stages(monkeypatch):
     with pytest.raises(ModeError, match=r"eagle: kernel 'coupled' has a stage boundary \(line \d+\); the CUDA target "
                                         r"does not run staged kernels yet"):
         eagle.plan.auto([coupled], targets=("cuda",))
+
+
+# --------------------------------------------------------------------------- the JAX bridge
+
+def _jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    from eagle.frameworks import jax as eagle_jax
+
+    return jax, jax.numpy, eagle_jax
+
+
+def _coupled_ref(jnp, x, k):
+    s = jnp.sin(x)
+    m = jnp.mean(s)
+    return m, k * (s - m) + jnp.sum(jnp.where(x > 0.5, x, 0.0))
+
+
+def _normalized_ref(jnp, x):
+    d = x - jnp.mean(x)
+    v = jnp.mean(d * d)
+    return v, d / jnp.sqrt(v)
+
+
+@pytest.mark.parametrize("lowering", ["ffi", "xla"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_jax_values_and_derivatives(lowering, dtype):
+    """Both lowerings: the stages' functions composed give jax.numpy's values (m 0-d), and grad
+    and jvp of a loss of both outputs equal jax.numpy's (the later stage's cotangent of the
+    mean flows into the earlier stage's sum, whose adjoint broadcasts)."""
+    jax, jnp, eagle_jax = _jax()
+    fn = eagle_jax.function(coupled, wrt=("x", "k"), lowering=lowering)
+    assert fn.inputs == ["x", "k"] and fn.outputs == ["m", "f"]
+    x = jnp.asarray(np.random.default_rng(5).uniform(-2.0, 2.0, 301).astype(dtype))
+    k = dtype(1.3)
+    m, f = fn(x, k)
+    wm, wf = _coupled_ref(jnp, x.astype(np.float64), 1.3)
+    tol = 1e-12 if dtype == np.float64 else 2e-5
+    assert np.shape(m) == () and m.dtype == dtype
+    np.testing.assert_allclose(m, wm, rtol=tol, atol=tol)
+    np.testing.assert_allclose(f, wf, rtol=tol * 10, atol=tol * 100)
+
+    def loss(g):
+        return lambda x, k: jnp.sum(g(x, k)[1] ** 2 * jnp.cos(x)) + 3.0 * g(x, k)[0]
+
+    got = jax.grad(loss(fn), argnums=(0, 1))(x, k)
+    want = jax.grad(loss(lambda x, k: _coupled_ref(jnp, x, k)), argnums=(0, 1))(x, k)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=tol * 100, atol=tol * 100 * float(jnp.max(jnp.abs(want[0]))))
+    dx = jnp.asarray(np.random.default_rng(6).normal(size=301).astype(dtype))
+    _, t = jax.jvp(fn, (x, k), (dx, dtype(0.5)))
+    _, wt = jax.jvp(lambda x, k: _coupled_ref(jnp, x, k), (x, k), (dx, dtype(0.5)))
+    for a, b in zip(t, wt):
+        np.testing.assert_allclose(a, b, rtol=tol * 100, atol=tol * 100)
+
+
+@pytest.mark.parametrize("lowering", ["ffi", "xla"])
+def test_jax_check_grads_order_2(lowering):
+    """check_grads at order 2 in both modes, for the two-stage and the three-stage kernel, and
+    the three-stage kernel's values and gradient against jax.numpy's."""
+    jax, jnp, eagle_jax = _jax()
+    from jax.test_util import check_grads
+
+    x = jnp.asarray(np.random.default_rng(7).uniform(-2.0, 2.0, 64))
+    fn = eagle_jax.function(coupled, wrt=("x", "k"), lowering=lowering)
+    check_grads(fn, (x, 0.7), order=2, modes=("fwd", "rev"))
+    nf = eagle_jax.function(normalized, wrt=("x",), lowering=lowering)
+    v, z = nf(x)
+    wv, wz = _normalized_ref(jnp, x)
+    np.testing.assert_allclose(v, wv, rtol=1e-12)
+    np.testing.assert_allclose(z, wz, rtol=1e-11, atol=1e-12)
+    check_grads(nf, (x,), order=2, modes=("fwd", "rev"))
+    loss = lambda g: (lambda x: jnp.sum(jnp.sin(g(x)[1])) + g(x)[0])  # noqa: E731
+    np.testing.assert_allclose(jax.grad(loss(nf))(x), jax.grad(loss(lambda x: _normalized_ref(jnp, x)))(x),
+                               rtol=1e-10, atol=1e-11)
+    np.testing.assert_allclose(jax.jit(fn)(x, 0.7)[1], fn(x, 0.7)[1], rtol=1e-14)
+
+
+SHARD_SRC = '''
+import math, jax, jax.numpy as jnp, numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+import hawk, hawk.math as hm
+from hawk import Mutable, Param, Scalar
+from eagle.frameworks import jax as eagle_jax
+''' + STAGED_SRC + '''
+assert len(jax.devices()) == 4
+x = jnp.asarray(np.random.default_rng(0).standard_normal(4096))
+mesh = Mesh(np.array(jax.devices()), ("s",))
+sh = NamedSharding(mesh, P("s"))
+for lowering in ("ffi", "xla"):
+    f = eagle_jax.function(coupled, wrt=("x", "k"), lowering=lowering)
+    whole = f(x, 0.7)
+    g = jax.jit(lambda x, k: f(x, k), in_shardings=(sh, None))
+    part = g(jax.device_put(x, sh), 0.7)
+    np.testing.assert_allclose(float(part[0]), float(whole[0]), rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(part[1]), np.asarray(whole[1]), rtol=1e-12, atol=1e-12)
+    loss = lambda x, k: jnp.sum(f(x, k)[1] ** 2)
+    gx = jax.jit(jax.grad(loss), in_shardings=(sh, None))(jax.device_put(x, sh), 0.7)
+    want = np.asarray(jax.grad(loss)(x, 0.7))
+    np.testing.assert_allclose(np.asarray(gx), want, rtol=1e-10, atol=1e-13 * np.abs(want).max())
+print("ok")
+'''
+
+
+def test_sharded_call_is_the_whole_call(tmp_path):
+    """Under jit with x sharded over 4 host devices, both lowerings give the whole call's mean
+    (each stage's sum is summed over the shards before the next stage reads it), planes and
+    gradient."""
+    run_on_host_devices(tmp_path, SHARD_SRC)
