@@ -366,3 +366,50 @@ def test_sharded_call_is_the_whole_call(tmp_path):
     (each stage's sum is summed over the shards before the next stage reads it), planes and
     gradient."""
     run_on_host_devices(tmp_path, SHARD_SRC)
+
+
+# --------------------------------------------------------------------------- stepping loops
+
+@hawk.kernel
+def relax(x: Mutable[Scalar], k: Param):
+    x = x - k * (x - hawk.mean(x))
+
+
+@hawk.kernel
+def clock(t: Mutable[Scalar], done: Terminated):
+    t = t + 1.0
+    done = t >= 5.0
+
+
+def _relaxed(x: np.ndarray, k: float, steps: int) -> np.ndarray:
+    x = x.copy()
+    for _ in range(steps):
+        x = x - k * (x - math.fsum(x / len(x)))
+    return x
+
+
+def test_until_done_and_simulate_run_the_stages_each_step(tmp_path):
+    """A loop of a staged step and a clock: each launch runs both stages (the mean of that
+    step's x), never fused into a multi-step pass; 5 steps as NumPy takes them."""
+    plans = plan_kernels([relax, clock], str(tmp_path))
+    x0 = np.random.default_rng(11).normal(size=777)
+    x, t, done = x0.copy(), np.zeros(777), np.zeros(777, np.bool_)
+    runner = eagle.until_done([plans["relax"], plans["clock"]], max_steps=100, x=x, k=0.3, t=t, done=done)
+    assert [name for name, _ in runner.items] == ["relax:stage1", "relax", "clock"] and not runner.fused
+    report = runner.run()
+    assert report.steps == 5 and report.done
+    np.testing.assert_allclose(x, _relaxed(x0, 0.3, 5), rtol=1e-13, atol=1e-15)
+    res = eagle.simulate([relax, clock], max_steps=100, x=x0.copy(), k=0.3, t=np.zeros(777))
+    assert res.steps == 5 and res.done
+    np.testing.assert_allclose(res.state["x"], _relaxed(x0, 0.3, 5), rtol=1e-13, atol=1e-15)
+
+
+def test_diff_reverse_refuses_stages(tmp_path):
+    (plan,) = eagle.plan.auto([coupled], cache_dir=str(tmp_path))
+    x = np.linspace(-1.0, 1.0, 11)
+    g = eagle.Graph().add(plan.bind(x=x, k=2.0, m=np.zeros(1), f=np.zeros(11))).build(record=True)
+    g.launch(1)
+    with pytest.raises(ModeError, match=r"eagle\.diff\.reverse: node 'coupled:stage1' is a stage of kernel 'coupled', which "
+                                        r"has a stage boundary \(line \d+\); this reverse sweep does not differentiate across "
+                                        r"stages: differentiate it through eagle\.frameworks\.jax"):
+        eagle.diff.reverse(g.record, seeds={"f": np.ones(11)})

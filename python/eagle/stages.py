@@ -11,8 +11,10 @@ for a reduction inside an expression) and every later stage's Param of it to tha
 stages in order, each over every sample: stage s writes its sums before stage s + 1 reads
 them. Nothing runs before every stage is bound, so a bad value changes nothing.
 
-Direct calls (eagle/call.py) and graphs (``Graph.add``: one node per stage) use the same
-plans and bindings. Random draws: every stage's binding gets the same key and launch count,
+Direct calls (eagle/call.py), graphs (``Graph.add``: one node per stage) and stepping loops
+(``eagle.until_done``/``eagle.simulate``: the stages are launched one after the other each step,
+never fused into a multi-step pass) use the same plans and bindings; ``eagle.diff.reverse``
+refuses a record holding stages (``refuse_reverse``). Random draws: every stage's binding gets the same key and launch count,
 so a draw two stages make is the same draw.
 """
 
@@ -24,20 +26,19 @@ import numpy as np
 
 from eagle.binding import Bound, _first_float_dtype, as_host_array, bind
 from eagle.errors import ModeError
+from eagle.plan import Plan
 from hawk.kernel import Kernel
 
 __all__ = ["StagedPlan", "StagedBound"]
 
 
-class StagedPlan:
-    """A staged kernel compiled for the host: one plan per stage (``plans``), bound together."""
+class StagedPlan(Plan):
+    """A staged kernel compiled for the host: one plan per stage (``plans``), bound together.
+    A Plan (its entries are the last stage's), so eagle's loops and simulate take it."""
 
     def __init__(self, kernel: Kernel, plans: list[Any], info: dict[str, Any], cache_dir: str | None = None) -> None:
-        self.kernel = kernel
+        super().__init__(kernel, "host", plans[-1]._entries, info, cache_dir)
         self.plans = plans
-        self.target = "host"
-        self.info = info
-        self.cache_dir = cache_dir
 
     def entry(self, dtype: Any) -> Any:
         """The last stage's compiled entry for ``dtype`` (the stage that writes the planes)."""
@@ -180,3 +181,23 @@ def refuse_cuda(kernel: Kernel) -> None:
     """The CUDA target does not run staged kernels yet (pinned in tests/test_stages.py)."""
     raise ModeError(f"eagle: kernel '{kernel.name}' has a stage boundary (line {kernel.stage_links[0].line}); the CUDA "
                     "target does not run staged kernels yet (their stages compile with NVRTC): use targets=('host',)")
+
+
+def expand(name: str, bound: Any) -> list[tuple[str, Any]]:
+    """A node list's entries for ``bound``: its stages' bindings in order (``name:stage1``, ...,
+    ``name``) for a staged binding, else ``[(name, bound)]``."""
+    if not isinstance(bound, StagedBound):
+        return [(name, bound)]
+    return [(f"{name}:stage{i + 1}", b) for i, b in enumerate(bound.bounds[:-1])] + [(name, bound.bounds[-1])]
+
+
+def refuse_reverse(nodes: Any) -> None:
+    """eagle.diff.reverse does not differentiate across stage boundaries (pinned in
+    tests/test_stages.py)."""
+    for name, node in nodes:
+        kernel = getattr(node, "kernel", None)
+        staged = getattr(kernel, "stage_of", None)
+        if staged is not None:
+            raise ModeError(f"eagle.diff.reverse: node '{name}' is a stage of kernel '{staged.name}', which has a stage boundary "
+                            f"(line {staged.stage_links[0].line}); this reverse sweep does not differentiate across stages: "
+                            "differentiate it through eagle.frameworks.jax (jax.grad / jax.vjp), which composes its stages")

@@ -130,6 +130,7 @@ class Kernel:
         hidden = {l.param for l in self.stage_links} | {l.sum for l in self.stage_links if l.hidden}
         self.slots: tuple[SlotInfo, ...] = tuple(SlotInfo.of(s) for s in layout.slots if s.name not in hidden)
         self._stages: tuple["Kernel", ...] | None = None
+        self.stage_of: "Kernel | None" = None  # a stage's staged kernel (Kernel.stages)
 
     # --- what it is
     @property
@@ -218,6 +219,8 @@ class Kernel:
         if self._stages is None:
             self._stages = tuple(Kernel(c, self.guard, f"stage {i + 1} of {self.name}")
                                  for i, c in enumerate(self._core.stages()))
+            for st in self._stages:
+                st.stage_of = self
         return self._stages
 
     def refuse_staged(self, what: str, instead: str) -> None:
