@@ -27,7 +27,7 @@ import hawk.math as hm
 from eagle.errors import ModeError
 from hawk import Mutable, Param, Random, Scalar, Terminated
 
-from conftest import plan_kernels, run_on_host_devices
+from conftest import nvrtc_missing, plan_kernels, run_on_host_devices
 
 STAGED_SRC = '''
 @hawk.kernel
@@ -413,3 +413,14 @@ def test_diff_reverse_refuses_stages(tmp_path):
                                         r"has a stage boundary \(line \d+\); this reverse sweep does not differentiate across "
                                         r"stages: differentiate it through eagle\.frameworks\.jax"):
         eagle.diff.reverse(g.record, seeds={"f": np.ones(11)})
+
+
+@pytest.mark.skipif(nvrtc_missing(), reason="NVRTC not found")
+def test_stages_compile_with_nvrtc():
+    """Every stage's CUDA emission (block partials of its sums, then the planes) compiles to a
+    cubin for sm_80 and sm_90, in both dtypes."""
+    from raptor_core import _core
+
+    cores = [s._core for k in (coupled, normalized, noisy, relax) for s in k.stages]
+    for arch in ("sm_80", "sm_90"):
+        assert _core.nvrtc_check(cores, arch) == 2 * len(cores)

@@ -61,7 +61,10 @@ int Lowerer::stage_read(int slot, parse::Loc loc, bool hidden) {
   k.slots.push_back(p);
   const int pslot = static_cast<int>(k.slots.size()) - 1;
   stage_param_[slot] = pslot;
-  k.stage_links.push_back(Kernel::StageLink{sum, p.name, hidden, loc.line});
+  int line = loc.line;  // the reduction's own line (its store), else the read's
+  for (const Store& st : k.stores)
+    if (st.slot == slot) line = st.loc.line;
+  k.stage_links.push_back(Kernel::StageLink{sum, p.name, hidden, line});
   return materialize(pslot, 0);
 }
 
