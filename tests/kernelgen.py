@@ -109,6 +109,10 @@ writes exactly the kernels of the generator before all of them and ``features=("
   ``totj: Mutable[Param]`` outputs, ``totj = hawk.sum(expr)``, ``hawk.sum(expr, where=c)`` or
   (a quarter, in kernels without a Terminated mask) ``hawk.mean(expr)``; the same r6 draws as
   before means were added, so a kernel not drawn "sums" is unchanged.
+  Two in five of those without a mask then cross a stage boundary (drawn from ``r9``, only
+  there, so every other kernel is unchanged): ``y0 = y0 + 0.5 * tanh(totj)`` or
+  ``y0 = y0 - hawk.mean(expr)``; ``check_batch`` checks such a kernel's stages (each an
+  ordinary kernel: compiled against the interpreter, its tangent and adjoint, the xla lowering).
 - "scatter" (three in ten kernels of one step, from a stream of its own, ``r8``): a
   ``sct: Mutable[Table[Scalar]]`` (or ``Table[Vector[k]]``) scatter target and one or two
   ``hawk.scatter(sct)[i] += v`` (``_Gen.scatter_adds``), some under an ``if``; the harness
@@ -248,6 +252,10 @@ class _Gen:
         # stream, r8: kernels not drawn to have it are the generator's before, byte for byte
         self.r8 = random.Random(seed * 49979687 + 61)
         self.scatter = "scatter" in features and self.r8.random() < 0.3
+        # a stage boundary (docs/language.md "Stage boundaries"): in a kernel with sums and no
+        # mask, a later read of a sum or a hawk.mean inside an expression, from a ninth stream,
+        # r9, drawn only there: every other kernel is the generator's before, byte for byte
+        self.r9 = random.Random(seed * 67867967 + 71)
         self.mtable: tuple[str, int] | None = None  # a Table[Matrix[mn, mn]]
         self.drew = False  # a draw was written
         self.in_mat = False  # writing a matrix or quaternion expression: none nested in its scalars
@@ -1378,6 +1386,11 @@ class _Gen:
                 where = f", where={self.cond(sc, 1)}" if u < 0.5 else ""
                 fn = "mean" if u >= 0.75 and not mask else "sum"
                 lines.append(f"    tot{j} = hawk.{fn}({self.scal(sc, depth - 1)}{where})")
+        if sums and not mask and self.r9.random() < 0.4:  # a stage boundary: which form from r9
+            if self.r9.random() < 0.5:
+                lines.append(f"    y0 = y0 + 0.5 * tanh(tot{self.r9.randrange(nsum)})")
+            else:
+                lines.append(f"    y0 = y0 - hawk.mean({self.scal(sc, depth - 1)})")
         if scat:  # (every draw from r8)
             self.nested(self.scatter_adds, sc, lines, sw, depth)
         self.nested(self.feature_ends, sc, lines, ends, depth)
@@ -1896,14 +1909,17 @@ def check_batch(seeds: Iterable[int], cache_dir: str | None, checks: tuple[str, 
     for seed in seeds:
         g = generate(seed, features)
         try:
-            k = g.build()
-            wrt = float_inputs(k)
-            tk = k.tangent(wrt, with_primal=bool(seed % 2))
-            ak, awrt = adjoint_of(k, wrt)
+            built = g.build()
+            # A staged kernel is checked as its stages: each an ordinary kernel, its links' Params
+            # given values like any Param (tests/test_stages.py checks the stages run together).
+            for k in built.stages if built.staged else (built,):
+                wrt = float_inputs(k)
+                tk = k.tangent(wrt, with_primal=bool(seed % 2))
+                ak, awrt = adjoint_of(k, wrt)
+                items.append((g, k, tk, ak, wrt, awrt))
         except Exception as err:  # every generated kernel is in the language: a refusal is a bug
             st.mismatches.append(Mismatch(seed, "compile", f"{type(err).__name__}: {err}", g.report()))
             continue
-        items.append((g, k, tk, ak, wrt, awrt))
     kernels = [x for g, k, tk, ak, _, _ in items for x in (k, tk, ak)]
     plans: list[Any] = [None] * len(kernels)
     if compiled and kernels:

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "passes/optimize.hpp"
-#include "passes/trim.hpp"
+#include "passes/trim.hpp"  // slots_read
 
 namespace raptor::passes {
 
@@ -118,7 +118,24 @@ Stages split_stages(const ir::Kernel& k) {
       if (v.op == Op::LoadState && v.slot >= 0 && st.slots[static_cast<size_t>(v.slot)].kind == SlotKind::Plane)
         v.op = Op::LoadPlane;
     remove_slots(st, keep);
-    drop_unread_inputs(st);
+    // Unread inputs go too, but a stage keeps one plane (unread if need be): a call takes its
+    // sample count from its planes (a stage summing Params or draws alone reads none).
+    const std::vector<bool> now_read = slots_read(st);
+    int plane = -1;
+    for (size_t i = 0; i < st.slots.size(); ++i)
+      if (st.slots[i].kind == SlotKind::Plane && (plane < 0 || now_read[i]))
+        if (plane < 0 || !now_read[static_cast<size_t>(plane)]) plane = static_cast<int>(i);
+    std::vector<bool> keep_in(st.slots.size(), true);
+    for (size_t i = 0; i < st.slots.size(); ++i) {
+      const SlotKind kind = st.slots[i].kind;
+      if ((kind == SlotKind::Param || kind == SlotKind::Plane || kind == SlotKind::Table) &&
+          !now_read[i] && static_cast<int>(i) != plane)
+        keep_in[i] = false;
+    }
+    for (const ir::Slot& sl : st.slots)
+      if (sl.kind == SlotKind::TableSum && sl.table_of >= 0)
+        keep_in[static_cast<size_t>(sl.table_of)] = true;
+    remove_slots(st, keep_in);
     ir::verify(st);
     out.kernels.push_back(std::move(st));
   }

@@ -12,6 +12,8 @@
 //   planes or go, and so do the sums it does not compute);
 // - stage L is the whole body: every store but the linked reductions', which earlier stages
 //   wrote; it reads each as its Param.
+// Each stage drops the inputs it does not read, but keeps one plane (unread if need be), so
+// every stage takes its sample count from a plane as any call does.
 // Random draws are numbered by the front end (slot, draw index, step), so a draw that two
 // stages both make is the same draw. Each stage is an ordinary kernel (no links), optimized
 // and verified; the caller binds stage s's Param `param` to the value stage level(link)
