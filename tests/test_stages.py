@@ -25,7 +25,7 @@ import eagle
 import hawk
 import hawk.math as hm
 from eagle.errors import ModeError
-from hawk import Mutable, Param, Random, Scalar, Terminated
+from hawk import Mutable, Param, Random, Scalar, Table, Terminated
 
 from conftest import nvrtc_missing, plan_kernels, run_on_host_devices
 
@@ -424,3 +424,22 @@ def test_stages_compile_with_nvrtc():
     cores = [s._core for k in (coupled, normalized, noisy, relax) for s in k.stages]
     for arch in ("sm_80", "sm_90"):
         assert _core.nvrtc_check(cores, arch) == 2 * len(cores)
+
+
+@hawk.kernel
+def lookup(i: Scalar, w: Table[Scalar], f: Mutable[Scalar]):
+    f = w.at(i) - hawk.mean(w.at(i))
+
+
+def test_a_stage_error_names_the_table_and_a_call_writes_nothing():
+    """A Table index out of range in the first stage: the interpreter reports the table by the
+    kernel's own slot, a direct call raises naming kernel and table and leaves f unchanged."""
+    w = np.array([1.0, 2.0, 4.0])
+    f = np.full(4, 9.0)
+    np.testing.assert_allclose(lookup(np.array([0.0, 1.0, 2.0, 2.5]), w, f), [-1.75, -0.75, 1.25, 1.25])
+    f[:] = 9.0
+    with pytest.raises(RuntimeError, match=r"kernel 'lookup': table 'w' index 3 is out of range \[0, 3\) at sample 2"):
+        lookup(np.array([0.0, 1.0, 3.0, 0.0]), w, f)
+    assert (f == 9.0).all()
+    err = lookup._core.interpret(4, {"i": [0.0, 1.0, 3.0, 0.0], "w": list(w)})[4]
+    assert err == (1, [s.name for s in lookup.slots].index("w"), 3, 2)

@@ -262,7 +262,13 @@ InterpResult interpret(const KernelHandle& h, int64_t n,
     std::get<2>(all) = std::get<2>(r);
     std::get<3>(all) += std::get<3>(r);
     std::get<4>(all) = std::get<4>(r);
-    if (std::get<0>(std::get<4>(r)) != 0) break;
+    if (std::get<0>(std::get<4>(r)) != 0) {  // a table error's slot as the kernel's own index
+      int64_t& slot = std::get<1>(std::get<4>(all));
+      if (std::get<0>(std::get<4>(r)) == 1 && slot >= 0 &&
+          static_cast<size_t>(slot) < st.slots.size())
+        slot = k.find_slot(st.slots[static_cast<size_t>(slot)].name);
+      break;
+    }
     for (const ir::Kernel::StageLink& l : k.stage_links) {
       const auto it = std::get<0>(r).find(l.sum);
       if (it == std::get<0>(r).end()) continue;
