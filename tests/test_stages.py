@@ -443,3 +443,14 @@ def test_a_stage_error_names_the_table_and_a_call_writes_nothing():
     assert (f == 9.0).all()
     err = lookup._core.interpret(4, {"i": [0.0, 1.0, 3.0, 0.0], "w": list(w)})[4]
     assert err == (1, [s.name for s in lookup.slots].index("w"), 3, 2)
+
+
+def test_a_kernel_twice_in_one_build(tmp_path):
+    """A stage passed beside its staged kernel, or one kernel twice, is built once (one symbol
+    per digest in the translation unit); every plan runs."""
+    first, staged, again = eagle.plan.auto([coupled.stages[0], coupled, coupled], cache_dir=str(tmp_path))
+    x = np.linspace(-1.0, 1.0, 33)
+    m1, m2, f = np.zeros(1), np.zeros(1), np.zeros(33)
+    first.bind(x=x, m=m1, hawk_sum0=np.zeros(1)).launch()
+    again.bind(x=x, k=1.0, m=m2, f=f).launch()
+    assert m1[0] == m2[0] and staged.digest() == again.digest()

@@ -111,8 +111,17 @@ def auto(kernels: Sequence[Kernel], targets: Sequence[str] = ("host",), cache_di
         return _auto_cuda(kernels, compiler, where)
     # A staged kernel (eagle/stages.py) is built as its stages, in the same build.
     built = [s for k in kernels for s in (k.stages if k.staged else (k,))]
-    entries, info = _core.build([k._core for k in built], compiler, os.environ.get("RAPTOR_CXXFLAGS"))
-    plans = [Plan(k, "host", {"float32": e32, "float64": e64}, dict(info), where) for k, (e32, e64) in zip(built, entries)]
+    # Each distinct kernel once in the translation unit (one symbol per digest): the same
+    # kernel twice, or a stage passed beside its staged kernel, would define a symbol twice.
+    unique: dict[str, int] = {}
+    for k in built:
+        unique.setdefault(k.digest("float64"), len(unique))
+    cores = [None] * len(unique)
+    for k in built:
+        cores[unique[k.digest("float64")]] = k._core
+    entries, info = _core.build(cores, compiler, os.environ.get("RAPTOR_CXXFLAGS"))
+    plans = [Plan(k, "host", dict(zip(("float32", "float64"), entries[unique[k.digest("float64")]])), dict(info), where)
+             for k in built]
     out: list[Any] = []
     for k in kernels:
         if k.staged:
