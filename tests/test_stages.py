@@ -402,6 +402,11 @@ def test_until_done_and_simulate_run_the_stages_each_step(tmp_path):
     res = eagle.simulate([relax, clock], max_steps=100, x=x0.copy(), k=0.3, t=np.zeros(777))
     assert res.steps == 5 and res.done
     np.testing.assert_allclose(res.state["x"], _relaxed(x0, 0.3, 5), rtol=1e-13, atol=1e-15)
+    rec = eagle.simulate([relax, clock], max_steps=100, x=x0.copy(), k=0.3, t=np.zeros(777), record=True)
+    assert rec.steps == 5
+    np.testing.assert_allclose(rec.state["x"], _relaxed(x0, 0.3, 5), rtol=1e-13, atol=1e-15)
+    with pytest.raises(ModeError, match=r"eagle\.diff\.reverse: node 'relax:stage1' is a stage of kernel 'relax'"):
+        eagle.diff.reverse(rec.record, seeds={"x": np.ones(777)})
 
 
 def test_diff_reverse_refuses_stages(tmp_path):
