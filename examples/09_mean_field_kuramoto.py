@@ -7,14 +7,15 @@ r exp(i psi) = mean_j exp(i theta_j):
     dtheta_i / dt = omega_i + K r sin(psi - theta_i) = omega_i + K (S cos theta_i - C sin theta_i),
 
 with C = mean cos theta, S = mean sin theta. The mean is a reduction over the samples of the
-launch, written in a kernel as ``C = hawk.mean(cos(theta))`` into a ``Mutable[Param]`` output
-(docs/language.md "Sums over samples"): one value per launch, the same bits whatever the thread
-count. A second kernel takes C and S as Params and steps the phases
-(reading a sum in the same body, a stage boundary, is not supported yet: two kernels it is).
+launch, written in the stepping kernel as ``c = hawk.mean(cos(theta))`` into a
+``Mutable[Param]`` output (docs/language.md "Sums over samples"): one value per launch, the
+same bits whatever the thread count. The same body then reads c and s to step the phases: a
+stage boundary (docs/language.md "Stage boundaries"). eagle runs the kernel as two stages
+over every oscillator, the means first, then the step that reads them.
 
 The script:
 
-- runs 600 Euler steps (a sum launch and a step launch each) for K below and above the
+- runs 600 Euler steps (each launch: the means, then the step) for K below and above the
   critical coupling K_c = 2 g, and checks the stationary order parameter against the
   Ott-Antonsen value sqrt(1 - K_c / K) (and r small below K_c);
 - runs the same steps in NumPy (np.mean, the same formula) and checks the phases agree;
@@ -52,26 +53,22 @@ STEPS = 600
 
 
 @hawk.kernel
-def order(theta: Scalar, c: Mutable[Param], s: Mutable[Param]):
-    # the ensemble means of cos and sin over the samples of the launch
+def step(omega: Scalar, k: Param, dt: Param, theta: Mutable[Scalar], c: Mutable[Param], s: Mutable[Param]):
+    # the ensemble means of cos and sin over every oscillator of the launch (the phases this
+    # step starts from), read back in the same body: a stage boundary
     c = hawk.mean(cos(theta))
     s = hawk.mean(sin(theta))
-
-
-@hawk.kernel
-def step(omega: Scalar, c: Param, s: Param, k: Param, dt: Param, theta: Mutable[Scalar]):
     theta = theta + dt * (omega + k * (s * cos(theta) - c * sin(theta)))
 
 
-def run_raptor(k: float, theta0: np.ndarray, omega: np.ndarray, plans: dict) -> tuple[np.ndarray, np.ndarray]:
+def run_raptor(k: float, theta0: np.ndarray, omega: np.ndarray, plan) -> tuple[np.ndarray, np.ndarray]:
     theta = theta0.copy()
     cs, ss = np.zeros(1), np.zeros(1)
-    o = plans["order"].bind(theta=theta, c=cs, s=ss)
+    bound = plan.bind(omega=omega, k=k, dt=DT, theta=theta, c=cs, s=ss)
     r = np.empty(STEPS)
     for t in range(STEPS):
-        o.launch()
+        bound.launch()  # the means (stage 1), then the step that reads them (stage 2)
         r[t] = np.hypot(cs[0], ss[0])
-        plans["step"].bind(omega=omega, c=float(cs[0]), s=float(ss[0]), k=k, dt=DT, theta=theta).launch()
     return theta, r
 
 
@@ -115,11 +112,11 @@ def main() -> None:
     omega = G * np.tan(np.pi * (u - 0.5))
     rng.shuffle(omega)
     theta0 = rng.uniform(-np.pi, np.pi, N)
-    plans = {p.kernel.name: p for p in eagle.plan.auto([order, step], targets=("host",))}
+    (plan,) = eagle.plan.auto([step], targets=("host",))
 
     results = {}
     for k in (0.6, 2.0):
-        theta, r = run_raptor(k, theta0, omega, plans)
+        theta, r = run_raptor(k, theta0, omega, plan)
         ref = run_numpy(k, theta0, omega)
         diff = float(np.max(np.abs(theta - ref)))
         r_end = float(np.mean(r[-100:]))

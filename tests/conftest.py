@@ -185,7 +185,8 @@ _kernel_init = hawk.Kernel.__init__
 
 def _recording_init(self, core: Any, *args: Any, **kwargs: Any) -> None:
     _kernel_init(self, core, *args, **kwargs)
-    _session_kernels.append(core)
+    # A staged kernel is never built as one kernel: its stages are (cpp/passes/stages.hpp).
+    _session_kernels.extend(core.stages() if core.staged else [core])
     if " with steps=" in str(getattr(self, "_origin", "")):  # Kernel.with_steps's origin
         _not_derived.add(id(core))
 

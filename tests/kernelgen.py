@@ -112,6 +112,10 @@ writes exactly the kernels of the generator before all of them and ``features=("
   min / max were added, so a kernel not drawn "sums" is unchanged, and one drawn no min / max
   is the kernel before them. The derivative checks take the winner Params of min / max
   (``winners``).
+  Two in five of those without a mask then cross a stage boundary (drawn from ``r9``, only
+  there, so every other kernel is unchanged): ``y0 = y0 + 0.5 * tanh(totj)`` or
+  ``y0 = y0 - hawk.mean(expr)``; ``check_batch`` checks such a kernel's stages (each an
+  ordinary kernel: compiled against the interpreter, its tangent and adjoint, the xla lowering).
 - "scatter" (three in ten kernels of one step, from a stream of its own, ``r8``): a
   ``sct: Mutable[Table[Scalar]]`` (or ``Table[Vector[k]]``) scatter target and one or two
   ``hawk.scatter(sct)[i] += v`` (``_Gen.scatter_adds``), some under an ``if``; the harness
@@ -251,6 +255,10 @@ class _Gen:
         # stream, r8: kernels not drawn to have it are the generator's before, byte for byte
         self.r8 = random.Random(seed * 49979687 + 61)
         self.scatter = "scatter" in features and self.r8.random() < 0.3
+        # a stage boundary (docs/language.md "Stage boundaries"): in a kernel with sums and no
+        # mask, a later read of a sum or a hawk.mean inside an expression, from a ninth stream,
+        # r9, drawn only there: every other kernel is the generator's before, byte for byte
+        self.r9 = random.Random(seed * 67867967 + 71)
         self.mtable: tuple[str, int] | None = None  # a Table[Matrix[mn, mn]]
         self.drew = False  # a draw was written
         self.in_mat = False  # writing a matrix or quaternion expression: none nested in its scalars
@@ -1385,6 +1393,11 @@ class _Gen:
                 if 0.4375 <= u < 0.5625:
                     fn = "min" if u < 0.46875 or 0.5 <= u < 0.53125 else "max"
                 lines.append(f"    tot{j} = hawk.{fn}({self.scal(sc, depth - 1)}{where})")
+        if sums and not mask and self.r9.random() < 0.4:  # a stage boundary: which form from r9
+            if self.r9.random() < 0.5:
+                lines.append(f"    y0 = y0 + 0.5 * tanh(tot{self.r9.randrange(nsum)})")
+            else:
+                lines.append(f"    y0 = y0 - hawk.mean({self.scal(sc, depth - 1)})")
         if scat:  # (every draw from r8)
             self.nested(self.scatter_adds, sc, lines, sw, depth)
         self.nested(self.feature_ends, sc, lines, ends, depth)
@@ -1583,6 +1596,11 @@ def interpret(kernel: Any, n: int, m: int, values: dict[str, Any], float32: bool
 def launch(plan: Any, n: int, m: int, values: dict[str, Any], dtype: Any) -> Run:
     """The compiled plan over copies of `values` in `dtype` (outputs and sums zeroed; a scatter
     target not in `values` too)."""
+    return _launched(plan, n, m, values, dtype)[0]
+
+
+def _launched(plan: Any, n: int, m: int, values: dict[str, Any], dtype: Any) -> tuple[Run, dict[str, Any]]:
+    """``launch``, and every array the launch bound (a staged plan's hidden sums included)."""
     k = plan.kernel
     arrays: dict[str, Any] = {}
     for s in k.slots:
@@ -1597,13 +1615,48 @@ def launch(plan: Any, n: int, m: int, values: dict[str, Any], dtype: Any) -> Run
         else:
             arrays[s.name] = np.zeros(_shape(s, n, m), _np_dtype(s, dtype))
     error = None
+    bound = plan.bind(**arrays)
     try:
-        plan.bind(**arrays).launch()
+        bound.launch()
     except RuntimeError as err:
         error = str(err)
     outs = {s.name: np.asarray(arrays[s.name], np.float64).reshape(-1) for s in k.slots if s.kind in ("mutable", "param_sum", "table_sum")}
     mask = next((arrays[s.name] for s in k.slots if s.kind == "terminated"), None)
-    return Run(outs, mask, error)
+    return Run(outs, mask, error), {**getattr(bound, "arrays", {}), **arrays}
+
+
+def check_staged(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
+    """A staged kernel launched whole (eagle/stages.py: its stages bound together) in both
+    dtypes, each stage against the interpreter run on that stage's inputs with the sums the
+    launch's earlier stages wrote (so the sums' order, which the interpreter does not share,
+    is not amplified by what reads them): sums within their reordering bound, planes exactly
+    (or within what LIBM_ULPS moves them), a table error where the interpreter has one."""
+    n, m = g.n, g.table_size
+    values = make_values(k, n, m, np.random.default_rng(g.seed + 3))
+    links = {l.param: l.sum for l in k.stage_links}
+    for dtype in (np.float64, np.float32):
+        got, arrays = _launched(plan, n, m, values, dtype)
+        f32 = dtype is np.float32
+        for j, stage in enumerate(k.stages):
+            vals = dict(values)
+            vals.update({p: float(np.asarray(arrays[s]).reshape(-1)[0]) for p, s in links.items()})
+            want = interpret(stage, n, m, vals, float32=f32)
+            moved = tuple(interpret(stage, n, m, vals, float32=f32, perturb_ulps=u) for u in (LIBM_ULPS, -LIBM_ULPS) if u)
+            outs = {s.name: np.asarray(arrays[s.name], np.float64).reshape(-1) for s in stage.slots
+                    if s.kind in ("mutable", "param_sum", "table_sum")}
+            last = j == len(k.stages) - 1
+            if want.error is not None:  # the launch stops at the stage that reports it
+                if got.error is None:
+                    st.mismatches.append(Mismatch(g.seed, "staged", f"stage {j + 1}: interpreter {want.error!r}, "
+                                                  "the launch none", g.report()))
+                    return
+                st.table_errors += 1
+                break
+            why = compare(stage, Run(outs, got.mask, got.error if last else None), want, n, dtype, moved)
+            st.runs_compared += 1
+            if why:
+                st.mismatches.append(Mismatch(g.seed, f"staged (stage {j + 1})", why, g.report()))
+                return
 
 
 # ---------------------------------------------------------------- the checks
@@ -1916,21 +1969,33 @@ def check_batch(seeds: Iterable[int], cache_dir: str | None, checks: tuple[str, 
 
     st = Stats()
     items = []
+    staged = []  # (g, kernel): staged kernels, also launched whole ("interp")
     for seed in seeds:
         g = generate(seed, features)
         try:
-            k = g.build()
-            wrt = float_inputs(k)
-            tk = k.tangent(wrt, with_primal=bool(seed % 2))
-            ak, awrt = adjoint_of(k, wrt)
+            built = g.build()
+            if built.staged:
+                staged.append((g, built))
+            # A staged kernel is checked as its stages: each an ordinary kernel, its links' Params
+            # given values like any Param (tests/test_stages.py checks the stages run together).
+            for k in built.stages if built.staged else (built,):
+                wrt = float_inputs(k)
+                tk = k.tangent(wrt, with_primal=bool(seed % 2))
+                ak, awrt = adjoint_of(k, wrt)
+                items.append((g, k, tk, ak, wrt, awrt))
         except Exception as err:  # every generated kernel is in the language: a refusal is a bug
             st.mismatches.append(Mismatch(seed, "compile", f"{type(err).__name__}: {err}", g.report()))
             continue
-        items.append((g, k, tk, ak, wrt, awrt))
     kernels = [x for g, k, tk, ak, _, _ in items for x in (k, tk, ak)]
     plans: list[Any] = [None] * len(kernels)
     if compiled and kernels:
-        plans = eagle.plan.auto(kernels, cache_dir=cache_dir)
+        plans = eagle.plan.auto(kernels + [k for _, k in staged], cache_dir=cache_dir)
+        if "interp" in checks:
+            for (g, k), plan in zip(staged, plans[len(kernels):]):
+                try:
+                    check_staged(g, k, plan, st)
+                except Exception as err:  # a crash of the harness or of a launch is reported
+                    st.mismatches.append(Mismatch(g.seed, "staged", f"{type(err).__name__}: {err}", g.report()))
     for j, (g, k, tk, ak, wrt, awrt) in enumerate(items):
         st.kernels += 1
         pk, ptk, pak = plans[3 * j: 3 * j + 3]

@@ -900,3 +900,45 @@ def test_fuzzer_finding_a_helper_called_in_a_long_loop(tmp_path):
     r = subprocess.run([sys.executable, str(src)], capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, f"exit status {r.returncode}: {r.stderr[-500:]}"
     assert r.stdout.strip() == "[3.5, 6.5]"
+
+
+def _staged(count: int, seeds: range) -> list[int]:
+    """The first `count` seeds of `seeds` whose kernels cross a stage boundary."""
+    out = [s for s in seeds if "sums" in kernelgen.features_of(s) and kernelgen.generate(s).build().staged][:count]
+    assert len(out) == count
+    return out
+
+
+def test_stage_boundaries_are_drawn_in_sums_kernels_without_a_mask():
+    """Within "sums", two in five kernels without a mask read a sum later in the body or take
+    hawk.mean inside an expression (from r9, drawn only there); each is a staged kernel of two
+    stages, and no other kernel changes (the test above pins those not drawn "sums")."""
+    forms = set()
+    for seed in _staged(40, range(3000)):
+        g = kernelgen.generate(seed)
+        k = g.build()
+        assert len(k.stages) == 2 and "done: Terminated" not in g.source, seed
+        forms |= {"read" if "tanh(tot" in line else "expression" for line in g.source.splitlines()
+                  if "tanh(tot" in line or "- hawk.mean(" in line}
+    assert forms == {"read", "expression"}
+
+
+def test_kernels_with_a_stage_boundary_pass_every_check_compiled(tmp_path, unrecorded):
+    """4 staged kernels, checked as their 8 stages (one translation unit, x3 with derivatives):
+    compiled in both dtypes against the interpreter, tangents against differences, the adjoint
+    identity, the xla lowering."""
+    seeds = _staged(4, FEATURE_SEEDS)
+    st = kernelgen.check_batch(seeds, str(tmp_path / "c"), checks=("interp", "tangent", "adjoint", "xla"))
+    assert not st.mismatches, _fail_text(st)
+    assert st.kernels == 8 and st.runs_compared == 48 + 4 * 2 * 2  # and each launched whole, each stage compared
+    assert st.adjoint_checked >= 7 and st.fd_elements > 40
+
+
+def test_derivatives_of_staged_kernels_on_the_ir(unrecorded):
+    """60 staged kernels' 120 stages: tangents against differences and the adjoint identity, on
+    the IR (interpreted)."""
+    seeds = _staged(60, IR_FEATURE_SEEDS)
+    st = kernelgen.check_batch(seeds, None, compiled=False)
+    assert not st.mismatches, _fail_text(st)
+    assert st.kernels == 120 and st.adjoint_checked >= 110
+    assert st.fd_elements > 2000 and st.fd_skipped < 0.02 * st.fd_elements

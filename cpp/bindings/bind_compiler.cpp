@@ -20,6 +20,7 @@
 #include "ir/interp.hpp"
 #include "ir/lower.hpp"
 #include "passes/optimize.hpp"
+#include "passes/stages.hpp"
 #include "passes/trim.hpp"
 #include "runtime/build.hpp"
 #include "runtime/nvrtc.hpp"
@@ -207,11 +208,10 @@ ir::InterpBinding binding_for(const ir::Kernel& k, int64_t n,
   return b;
 }
 
-InterpResult interpret(const KernelHandle& h, int64_t n,
-                       const std::map<std::string, std::vector<double>>& inputs,
-                       const std::vector<uint8_t>& mask, bool zero_finished, bool float32,
-                       int perturb_ulps, int64_t sample_base, int64_t n_total) {
-  const ir::Kernel& k = *h.kernel;
+InterpResult interpret_one(const ir::Kernel& k, int64_t n,
+                           const std::map<std::string, std::vector<double>>& inputs,
+                           const std::vector<uint8_t>& mask, bool zero_finished, bool float32,
+                           int perturb_ulps, int64_t sample_base, int64_t n_total) {
   ir::InterpBinding b = binding_for(k, n, inputs, mask);
   if (sample_base != 0) b.sample_base = sample_base;
   b.n_total = n_total;
@@ -239,6 +239,48 @@ InterpResult interpret(const KernelHandle& h, int64_t n,
           std::move(b.mask),
           b.finished,
           {b.error[0], b.error[1], b.error[2], b.error[3]}};
+}
+
+// The reference interpreter over a kernel's stages (passes/stages.hpp) in order: each stage's
+// sums are its outputs and the later stages' Params (rounded to float in a float32 run, as a
+// float32 build writes them); outputs of every stage, the hidden sums included. A stage that
+// reports an error ends the run with it.
+InterpResult interpret(const KernelHandle& h, int64_t n,
+                       const std::map<std::string, std::vector<double>>& inputs,
+                       const std::vector<uint8_t>& mask, bool zero_finished, bool float32,
+                       int perturb_ulps, int64_t sample_base, int64_t n_total) {
+  const ir::Kernel& k = *h.kernel;
+  if (k.stage_links.empty())
+    return interpret_one(k, n, inputs, mask, zero_finished, float32, perturb_ulps, sample_base,
+                         n_total);
+  const passes::Stages stages = passes::split_stages(k);
+  std::map<std::string, std::vector<double>> ins = inputs;
+  InterpResult all;
+  for (const ir::Kernel& st : stages.kernels) {
+    InterpResult r = interpret_one(st, n, ins, mask, zero_finished, float32, perturb_ulps,
+                                   sample_base, n_total);
+    for (auto& [name, v] : std::get<0>(r)) std::get<0>(all)[name] = v;
+    for (auto& [name, v] : std::get<1>(r)) std::get<1>(all)[name] = v;
+    std::get<2>(all) = std::get<2>(r);
+    std::get<3>(all) += std::get<3>(r);
+    std::get<4>(all) = std::get<4>(r);
+    if (std::get<0>(std::get<4>(r)) != 0) {  // a table error's slot as the kernel's own index
+      int64_t& slot = std::get<1>(std::get<4>(all));
+      if (std::get<0>(std::get<4>(r)) == 1 && slot >= 0 &&
+          static_cast<size_t>(slot) < st.slots.size())
+        slot = k.find_slot(st.slots[static_cast<size_t>(slot)].name);
+      break;
+    }
+    for (const ir::Kernel::StageLink& l : k.stage_links) {
+      const auto it = std::get<0>(r).find(l.sum);
+      if (it == std::get<0>(r).end()) continue;
+      std::vector<double> v = it->second;
+      if (float32)
+        for (double& x : v) x = static_cast<double>(static_cast<float>(x));
+      ins[l.param] = v;
+    }
+  }
+  return all;
 }
 
 // The optimized IR as plain tuples, for lowerings written outside C++ (the JAX bridge's XLA
@@ -429,6 +471,35 @@ void bind_compiler(nb::module_& m) {
             return KernelHandle{std::make_shared<const ir::Kernel>(std::move(k))};
           },
           "The same kernel without the Param, plane and Table inputs no value reads.")
+      .def_prop_ro("staged", [](const KernelHandle& h) { return !h.kernel->stage_links.empty(); })
+      .def(
+          "stage_links",
+          [](const KernelHandle& h) {
+            std::vector<std::tuple<std::string, std::string, bool, int, int>> out;
+            const passes::Stages st = passes::split_stages(*h.kernel);
+            for (size_t l = 0; l < h.kernel->stage_links.size(); ++l) {
+              const auto& x = h.kernel->stage_links[l];
+              out.emplace_back(x.sum, x.param, x.hidden, x.line, st.link_stage[l]);
+            }
+            return out;
+          },
+          "(sum, param, hidden, line, stage) per stage boundary: the stage that writes ParamSum "
+          "`sum`, which later stages read as Param `param`; hidden: not a user's parameter.")
+      .def(
+          "stages",
+          [](const KernelHandle& h) {
+            passes::Stages st;
+            {
+              nb::gil_scoped_release release;
+              st = passes::split_stages(*h.kernel);
+            }
+            std::vector<KernelHandle> out;
+            for (ir::Kernel& k : st.kernels)
+              out.push_back(KernelHandle{std::make_shared<const ir::Kernel>(std::move(k))});
+            return out;
+          },
+          "The kernel's stages in the order they run (passes/stages.hpp); [] without a stage "
+          "boundary.")
       .def("interpret", &interpret, nb::arg("n"), nb::arg("inputs"),
            nb::arg("mask") = std::vector<uint8_t>(), nb::arg("zero_finished") = false,
            nb::arg("float32") = false, nb::arg("perturb_ulps") = 0, nb::arg("sample_base") = 0,

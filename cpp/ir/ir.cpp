@@ -686,6 +686,7 @@ std::string canonical(const Kernel& k) {
     os << "st " << s.slot << " " << s.comp << " " << s.value << " " << s.index << " " << s.pred
        << "\n";
   os << "term " << k.terminate << "\n";
+  for (const Kernel::StageLink& l : k.stage_links) os << "stage " << l.sum << " " << l.param << "\n";
   return os.str();
 }
 

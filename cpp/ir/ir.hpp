@@ -281,6 +281,17 @@ struct Kernel {
   std::vector<Value> values;
   std::vector<Store> stores;  // each Mutable component exactly once; sums any number of times
   int32_t terminate = -1;     // Bool value: finish the sample at the end of this step; -1: never
+  // Stage boundaries (docs/architecture.md "Stage boundaries"): each reduction whose value
+  // the body reads. The body reads it as Param `param`, the value of ParamSum `sum` (a user's
+  // Mutable[Param], or a hidden slot for `hawk.mean(x)` inside an expression). A kernel with
+  // links is not built as one kernel: passes/stages.hpp splits it into stages run in order.
+  struct StageLink {
+    std::string sum;    // the ParamSum slot's name
+    std::string param;  // the Param slot's name the later stage reads it as
+    bool hidden = false;  // the sum is not a user's parameter (an expression's hawk.mean(x))
+    int line = 0;         // where the reduction is, for messages
+  };
+  std::vector<StageLink> stage_links;
 
   // Where values came from, for comments in generated code: files[loc.file] and the text of
   // each (file, line) the front end lowered. Not part of the kernel's meaning or digest.

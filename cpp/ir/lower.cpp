@@ -3,6 +3,7 @@
 // and turns the final values of Mutable parameters and of the mask into stores.
 #include "ir/lower.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -239,6 +240,7 @@ Kernel Lowerer::run() {
   // Final values of the Mutable planes and the mask become the step's stores.
   for (size_t s = 0; s < k.slots.size(); ++s) {
     const Slot& slot = k.slots[s];
+    if (slot.kind != SlotKind::Mutable && slot.kind != SlotKind::Terminated) continue;
     const Var& var = frame().vars.at(slot.name);
     if (slot.kind == SlotKind::Mutable) {
       for (int c = 0; c < slot.width; ++c) {
@@ -620,12 +622,14 @@ TV Lowerer::read_var(const std::string& name, parse::Loc loc) {
                      ")[i] += v`; its entries (the bound values plus every sample's adds) "
                      "are known only when the launch ends: read them in the next kernel as a "
                      "Table");
-    if (var.value.kind == TV::Kind::SumOut)
+    if (var.value.kind == TV::Kind::SumOut) {  // read after its hawk.sum: a stage boundary
+      if (std::find(summed_.begin(), summed_.end(), var.value.slot) != summed_.end())
+        return TV::f(stage_read(var.value.slot, loc, false));
       error(loc, "'" + name +
-                     "' is a Mutable[Param] sum output: its value (a sum over every sample) "
-                     "is known only when the launch ends, so the body cannot read it (a stage "
-                     "boundary, as in `x - hawk.mean(x)`, is not supported yet); sum in one "
-                     "kernel and pass the result to the next as a Param");
+                     "' is a Mutable[Param] sum output read before it is assigned: assign it "
+                     "`" + name + " = hawk.sum(...)` (or hawk.mean) first; a read after that "
+                     "is a stage boundary (docs/language.md \"Stage boundaries\")");
+    }
     TV v = var.value;
     if (var.param_slot >= 0)
       for (size_t c = 0; c < v.comps.size(); ++c)

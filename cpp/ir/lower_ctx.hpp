@@ -327,6 +327,12 @@ class Lowerer {
   std::vector<int> summed_;
   std::optional<std::string> reduction_call(const parse::Expr& e);
   void reduce_stmt(const parse::Stmt& s, const std::string& fn);
+  // Stage boundaries (lower_stage.cpp): a reduction whose value the body reads. stage_read
+  // gives the value of sum slot `slot` as a read of its stage Param (made on the first read);
+  // staged_reduction lowers `hawk.mean(x)` inside an expression into a hidden sum slot.
+  std::map<int, int> stage_param_;  // sum slot -> its Param slot
+  int stage_read(int slot, parse::Loc loc, bool hidden);
+  TV staged_reduction(const parse::Expr& call, const std::string& fn);
   // `hawk.scatter(t)[i] += v` (docs/language.md "Scatter-adds"): whether an assignment
   // target is `hawk.scatter(...)[...]`, and the statement's lowering to TableSum stores.
   bool scatter_target(const parse::Expr& e);

@@ -498,6 +498,7 @@ TV Lowerer::expr(const Expr& e) {
       return select(cond, a, b, e.loc);
     }
     case ExprKind::Call: {
+      if (const auto fn = reduction_call(e)) return staged_reduction(e, *fn);  // a stage boundary
       const Expr& callee = *e.args[0];
       if (e.args.size() - 1 > 0 && !e.keywords.empty())
         error(e.loc,
@@ -582,10 +583,9 @@ TV Lowerer::expr(const Expr& e) {
             (e.name == "sum" || e.name == "mean" || e.name == "min" || e.name == "max"))
           error(e.loc, "hawk." + e.name +
                            "() is a reduction over the samples of the launch: assign it "
-                           "directly to a Mutable[Param] output (`total = hawk.sum(x)`); using "
-                           "its value in the same body (a stage boundary, as in `x - "
-                           "hawk.mean(x)`) is not supported yet: reduce in one kernel and pass "
-                           "the result to the next as a Param");
+                           "directly to a Mutable[Param] output (`total = hawk.sum(x)`) or "
+                           "call it inside an expression (`x - hawk.mean(x)`, a stage "
+                           "boundary); it is not a value of its own");
         if (base.name == "hawk" && e.name == "scatter")
           error(e.loc,
                 "hawk.scatter(t) is only the target of an add, `hawk.scatter(t)[i] += v` (t a "

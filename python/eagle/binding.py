@@ -224,8 +224,10 @@ def _first_float_dtype(kernel: Kernel, values: Mapping[str, Any], who: str) -> t
     return np.dtype(np.float64), ""
 
 
-def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> Bound:
-    """Checks ``values`` against ``plan.kernel`` and binds them (see the module docstring)."""
+def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False, n_samples: int | None = None) -> Bound:
+    """Checks ``values`` against ``plan.kernel`` and binds them (see the module docstring).
+    ``n_samples``: the sample count when the kernel has no plane to read it from (a stage of
+    a staged kernel, eagle/stages.py)."""
     kernel: Kernel = plan.kernel
     who = f"eagle: kernel '{kernel.name}'"
     names = {s.name for s in kernel.slots}
@@ -255,6 +257,8 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False) -> B
             if arr.ndim >= 1:
                 n = int(arr.shape[-1])
                 break
+    if n is None and n_samples is not None:
+        n = int(n_samples)
     for i, (s, si) in enumerate(zip(kernel.slots, iface.slots)):
         value = values[s.name]
         if s.kind == "random":

@@ -81,6 +81,9 @@ def reverse(record: Record, seeds: Mapping[str, Any], vjps: Mapping[str, Callabl
     if record is None or not isinstance(record, Record):
         raise TypeError("eagle.diff.reverse: pass graph.record of a graph built with build(record=True)")
     vjps = dict(vjps or {})
+    from eagle.stages import refuse_reverse
+
+    refuse_reverse(record.nodes)
     nodes = dict(record.nodes)
     for name, node in record.nodes:
         if not isinstance(node, Bound) and name not in vjps and any(name == nl.node for launch in record.launches for nl in launch):

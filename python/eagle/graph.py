@@ -134,7 +134,14 @@ class Graph:
         return name
 
     def add(self, bound: Bound, name: str | None = None) -> "Graph":
-        """Appends a bound kernel launch (``plan.bind(...)``)."""
+        """Appends a bound kernel launch (``plan.bind(...)``); a staged kernel's binding
+        (eagle/stages.py) as one node per stage, in order (``name:stage1``, ..., ``name``)."""
+        from eagle.stages import StagedBound, expand
+
+        if isinstance(bound, StagedBound):
+            for node_name, b in expand(name or bound.name, bound):
+                self._nodes.append((self._name(node_name, ""), b))
+            return self
         if not isinstance(bound, Bound):
             raise TypeError(f"eagle.Graph.add takes a bound kernel (plan.bind(...)), got {type(bound).__name__}; use add_node for foreign nodes")
         self._nodes.append((self._name(name, bound.name), bound))

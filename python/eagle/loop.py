@@ -228,7 +228,10 @@ def report_of(launches: int, live: int, n: int, elapsed: float) -> Report:
 
 def _bind_items(items: Sequence[Any], bindings: dict[str, Any]) -> list[tuple[str, Any]]:
     """Binds each plan of ``items`` to the ``bindings`` that are its parameters; bound kernels
-    and foreign nodes are taken as they are. Every binding must be used by some plan."""
+    and foreign nodes are taken as they are. Every binding must be used by some plan. A
+    staged kernel's binding is its stages' (eagle/stages.py), launched in order each step."""
+    from eagle.stages import StagedBound, expand
+
     if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
         raise TypeError(f"eagle.until_done: items is a list of plans, bound kernels and foreign nodes, got {type(items).__name__}")
     named: list[tuple[str, Any]] = []
@@ -240,9 +243,9 @@ def _bind_items(items: Sequence[Any], bindings: dict[str, Any]) -> list[tuple[st
             if "finished_count" in bindings and any(s.kind == "terminated" for s in item.kernel.slots):
                 values["finished_count"] = bindings["finished_count"]
             used |= set(values)
-            named.append((item.kernel.name, item.bind(**values)))
-        elif isinstance(item, Bound):
-            named.append((item.name, item))
+            named.extend(expand(item.kernel.name, item.bind(**values)))  # a staged kernel: its stages
+        elif isinstance(item, (Bound, StagedBound)):
+            named.extend(expand(item.name, item))
         elif all(hasattr(item, a) for a in ("run", "kind", "reads", "writes")):
             named.append((item.kind, item))
         else:

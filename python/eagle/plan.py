@@ -103,9 +103,35 @@ def auto(kernels: Sequence[Kernel], targets: Sequence[str] = ("host",), cache_di
     compiler = _core.Compiler(os.fspath(cache_dir) if cache_dir is not None else None)
     where = os.fspath(cache_dir) if cache_dir is not None else None
     if t == "cuda":
+        for k in kernels:
+            if k.staged:
+                from eagle.stages import refuse_cuda
+
+                refuse_cuda(k)
         return _auto_cuda(kernels, compiler, where)
-    entries, info = _core.build([k._core for k in kernels], compiler, os.environ.get("RAPTOR_CXXFLAGS"))
-    return [Plan(k, "host", {"float32": e32, "float64": e64}, dict(info), where) for k, (e32, e64) in zip(kernels, entries)]
+    # A staged kernel (eagle/stages.py) is built as its stages, in the same build.
+    built = [s for k in kernels for s in (k.stages if k.staged else (k,))]
+    # Each distinct kernel once in the translation unit (one symbol per digest): the same
+    # kernel twice, or a stage passed beside its staged kernel, would define a symbol twice.
+    unique: dict[str, int] = {}
+    for k in built:
+        unique.setdefault(k.digest("float64"), len(unique))
+    cores = [None] * len(unique)
+    for k in built:
+        cores[unique[k.digest("float64")]] = k._core
+    entries, info = _core.build(cores, compiler, os.environ.get("RAPTOR_CXXFLAGS"))
+    plans = [Plan(k, "host", dict(zip(("float32", "float64"), entries[unique[k.digest("float64")]])), dict(info), where)
+             for k in built]
+    out: list[Any] = []
+    for k in kernels:
+        if k.staged:
+            from eagle.stages import StagedPlan
+
+            out.append(StagedPlan(k, plans[:len(k.stages)], dict(info), where))
+            plans = plans[len(k.stages):]
+        else:
+            out.append(plans.pop(0))
+    return out
 
 
 def _auto_cuda(kernels: list[Kernel], compiler: Any, where: str | None) -> list[Plan]:

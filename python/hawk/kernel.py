@@ -126,7 +126,14 @@ class Kernel:
         self._origin = origin
         self._interfaces: dict[str, Any] = {}
         layout = _core.kernel_interface(core, "float64", False)  # no digest: that is hashing the IR
-        self.slots: tuple[SlotInfo, ...] = tuple(SlotInfo.of(s) for s in layout.slots)
+        # A kernel with a stage boundary (docs/language.md "Stage boundaries") runs as stages;
+        # its own parameters are the user's: the stages' links (hidden sums, the Params the
+        # later stages read them as) are not among them.
+        self.stage_links: tuple[StageLink, ...] = tuple(StageLink(*l) for l in core.stage_links()) if core.staged else ()
+        hidden = {l.param for l in self.stage_links} | {l.sum for l in self.stage_links if l.hidden}
+        self.slots: tuple[SlotInfo, ...] = tuple(SlotInfo.of(s) for s in layout.slots if s.name not in hidden)
+        self._stages: tuple["Kernel", ...] | None = None
+        self.stage_of: "Kernel | None" = None  # a stage's staged kernel (Kernel.stages)
 
     # --- what it is
     @property
@@ -195,18 +202,49 @@ class Kernel:
     def with_steps(self, steps: int) -> "Kernel":
         """The same kernel running ``steps`` steps per launch (a sample still stops as soon as
         it is terminated). eagle's stepping loops use it to run many steps per pass over memory."""
+        self.refuse_staged("Kernel.with_steps", "run it one step per launch")
         return Kernel(self._core.with_steps(int(steps)), self.guard, f"{self.name} with steps={steps}", self._spec,
                       self.time, self.time_step)
+
+    # --- stage boundaries
+    @property
+    def staged(self) -> bool:
+        """Whether the kernel has a stage boundary (a reduction over samples whose value the
+        body reads, as in ``x - hawk.mean(x)``): it then runs as ``stages``, in order."""
+        return bool(self.stage_links)
+
+    @property
+    def stages(self) -> tuple["Kernel", ...]:
+        """The kernels a staged kernel runs as, in order (cpp/passes/stages.hpp): each earlier
+        stage computes reductions into ParamSum slots (``stage_links``: the user's
+        Mutable[Param] or a hidden one), which later stages read as Params. () for a kernel
+        without a stage boundary."""
+        if self._stages is None:
+            self._stages = tuple(Kernel(c, self.guard, f"stage {i + 1} of {self.name}")
+                                 for i, c in enumerate(self._core.stages()))
+            for st in self._stages:
+                st.stage_of = self
+        return self._stages
+
+    def refuse_staged(self, what: str, instead: str) -> None:
+        """Raises ModeError when the kernel is staged: ``what`` does not run stage boundaries
+        (the message names the kernel, the reduction's line and ``instead``)."""
+        if self.staged:
+            from eagle.errors import ModeError
+
+            raise ModeError(staged_message(self, what, instead))
 
     # --- derivatives
     def tangent(self, wrt: Sequence[str], with_primal: bool = True) -> "Kernel":
         """The forward-mode kernel: primal inputs plus ``<w>_dot`` for each ``w`` in wrt;
         outputs ``<m>_dot`` for each output (and the primal outputs when with_primal)."""
+        self.refuse_staged("Kernel.tangent", _DIFF_INSTEAD)
         return Kernel(self._core.tangent(list(_names(wrt)), bool(with_primal)), None, f"tangent of {self.name}")
 
     def adjoint(self, wrt: Sequence[str]) -> "Kernel":
         """The reverse-mode kernel: primal inputs plus ``<m>_bar`` for each output; returns
         ``<w>_bar`` for each ``w`` in wrt (sums over samples for Params and Tables)."""
+        self.refuse_staged("Kernel.adjoint", _DIFF_INSTEAD)
         return Kernel(self._core.adjoint(list(_names(wrt))), None, f"adjoint of {self.name}")
 
     def winner(self) -> "Kernel":
@@ -224,6 +262,7 @@ class Kernel:
         the inputs, the residuals and ``<w>_dot`` for each ``w`` in wrt and gives the tangent
         outputs of ``tangent(wrt, with_primal=False)``, linear in the ``_dot`` inputs, without
         recomputing the primal."""
+        self.refuse_staged("Kernel.linearize", _DIFF_INSTEAD)
         primal, linear = self._core.linearize(list(_names(wrt)))
         return (Kernel(primal, None, f"linearized primal of {self.name}"),
                 Kernel(linear, None, f"linearized tangent of {self.name}"))
@@ -244,6 +283,7 @@ class Kernel:
         hawk/trace.py and docs/language.md ("Seeing inside a kernel")."""
         from hawk.trace import trace
 
+        self.refuse_staged("Kernel.trace", "trace a kernel without the boundary, the reduced value passed as a Param")
         return trace(self, self._spec, samples, inputs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -259,6 +299,32 @@ class Kernel:
         extra = f", steps={self.steps}" if self.steps != 1 else ""
         extra += ", active_set=True" if self.guard.active_set else ""
         return f"<hawk.Kernel {self.name}({params}){extra}>"
+
+
+_DIFF_INSTEAD = ("differentiate it through the JAX bridge (eagle.frameworks.jax.function(kernel)), which composes "
+                 "its stages, or split it into kernels by hand")
+
+
+@dataclass(frozen=True)
+class StageLink:
+    """One stage boundary of a staged kernel: stage ``stage`` (0-based) writes the reduction
+    into ParamSum ``sum`` (a user's Mutable[Param], or a hidden slot when ``hidden``: a
+    reduction inside an expression); later stages read it as Param ``param``. ``line``: the
+    reduction's line in the kernel's file."""
+
+    sum: str
+    param: str
+    hidden: bool
+    line: int
+    stage: int
+
+
+def staged_message(k: "Kernel", what: str, instead: str) -> str:
+    """The refusal of ``what`` for a staged kernel (pinned in tests/test_stages.py)."""
+    line = k.stage_links[0].line if k.stage_links else 0
+    return (f"{what}: kernel '{k.name}' has a stage boundary (the reduction at {k.file}:{line} is read in the same "
+            f"body, so it runs as {len(k.stages)} stages, each over every sample); {what} does not run stage "
+            f"boundaries: {instead}")
 
 
 def _names(wrt: Sequence[str] | str) -> Sequence[str]:

@@ -17,7 +17,8 @@ from typing import Any
 def sum(x: Any, *, where: Any = True) -> Any:  # noqa: A001 - the kernel language's hawk.sum
     """sum(x, where=c): the sum of x over the samples of the launch where c holds (all when
     where is left out), assigned to a Mutable[Param] output. Deterministic: the same bits on
-    any thread count (docs/runtime.md)."""
+    any thread count (docs/runtime.md). Its value read later in the body, or the call inside an
+    expression, is a stage boundary (docs/language.md "Stage boundaries")."""
     raise TypeError("hawk.sum can only be used inside a @hawk.kernel body (`total = hawk.sum(x)` with "
                     "`total: Mutable[Param]`); use numpy.sum in plain Python")
 
@@ -25,7 +26,8 @@ def sum(x: Any, *, where: Any = True) -> Any:  # noqa: A001 - the kernel languag
 def mean(x: Any) -> Any:
     """mean(x): the mean of x over every sample of the launch (the sum of x / n_samples()),
     assigned to a Mutable[Param] output. Deterministic as hawk.sum; 0 for a launch of no
-    samples. where= is not supported yet (the count it selects is known only at the end)."""
+    samples. where= is not supported yet (the count it selects is known only at the end).
+    ``x - hawk.mean(x)`` (a read of the mean in the same body) is a stage boundary."""
     raise TypeError("hawk.mean can only be used inside a @hawk.kernel body (`m = hawk.mean(x)` with "
                     "`m: Mutable[Param]`); use numpy.mean in plain Python")
 

@@ -251,7 +251,7 @@ class KernelFunction:
         return _jax_lowering.choose(call.ops(), n, platform or jax.default_backend())
 
 
-def function(kernel: Kernel, wrt: Sequence[str] = (), lowering: str = "auto") -> KernelFunction:
+def function(kernel: Kernel, wrt: Sequence[str] = (), lowering: str = "auto") -> Any:
     """A hawk kernel as a JAX function (works under jit, grad, vmap, scan, jacfwd, jacrev,
     hessian). ``wrt`` names the inputs you mean to differentiate; their derived kernels are
     built now, others on first use. ``lowering``: "ffi" (the C++ kernel as an XLA custom
@@ -259,9 +259,14 @@ def function(kernel: Kernel, wrt: Sequence[str] = (), lowering: str = "auto") ->
     or "auto" (per call, from N, the steps, the platform and the kernel; docs/jax.md "Two
     lowerings"). Kernels built with ``Guard(active_set=True)`` are refused:
     their index map belongs to eagle's launcher; so are kernels with no plane input, since a
-    call takes its sample count N from its planes."""
+    call takes its sample count N from its planes. A kernel with a stage boundary is its
+    stages' functions composed (eagle/frameworks/_jax_stages.py)."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"eagle.frameworks.jax.function takes a hawk kernel, got {type(kernel).__name__}")
+    if kernel.staged:  # a stage boundary: its stages' functions, composed (_jax_stages.py)
+        from eagle.frameworks._jax_stages import StagedKernelFunction
+
+        return StagedKernelFunction(kernel, wrt, lowering, function)  # type: ignore[return-value]
     if kernel.guard.active_set:
         raise ModeError(
             f"eagle.frameworks.jax.function: {kernel.name} is built with Guard(active_set=True), whose index map belongs to eagle's "
