@@ -60,9 +60,9 @@ writes exactly the kernels of the generator before all of them and ``features=("
 - "int" (a third of the kernels): ``Scalar[hawk.int32]`` / ``Scalar[hawk.int64]`` planes, a
   ``Vector[k, hawk.int32]``, a ``Param[hawk.int32]``, pure and in-out integer Mutables, int
   locals (also accumulated in unrolled loops); ``+ - * ** // %`` (divisors that are literals,
-  ``abs(j) + 1``, or guarded ``i // j if j != 0 else ...``; rarely unguarded: a launch error
-  both sides must report), unary ``-``, ``abs``, ``min``, ``max``, conditionals, comparisons
-  (with ints and floats), ``int(cond)``, ``int(x)`` of floats kept finite and in range
+  ``abs(j) + 1``, or guarded ``i // j if j != 0 else ...``; rarely unguarded, by a divisor that
+  is not a compile-time constant: a launch error both sides must report), unary ``-``,
+  ``abs``, ``min``, ``max``, conditionals, comparisons (with ints and floats), ``int(cond)``, ``int(x)`` of floats kept finite and in range
   (``int(clamp(x, -40.0, 40.0))``, ``int(x if abs(x) < 1e6 else 0.0)``), ``float(i)``, ints
   meeting floats, ``i / j``, table reads at int indices (``t.at(i % M)``, guarded, rarely
   unguarded). Every int expression keeps a bound (IBOUND = 2**40; inputs within INT_RANGE),
@@ -108,9 +108,10 @@ writes exactly the kernels of the generator before all of them and ``features=("
 - "sums" (three in ten kernels of one step, from a stream of its own, ``r6``): one or two
   ``totj: Mutable[Param]`` outputs, ``totj = hawk.sum(expr)``, ``hawk.sum(expr, where=c)``,
   (a quarter, in kernels without a Terminated mask) ``hawk.mean(expr)``, or (an eighth)
-  ``hawk.min`` / ``hawk.max(expr[, where=c])``; the same r6 draws as before means and
-  min / max were added, so a kernel not drawn "sums" is unchanged, and one drawn no min / max
-  is the kernel before them. The derivative checks take the winner Params of min / max
+  ``hawk.min`` / ``hawk.max(expr[, where=c])``, or (a sixteenth, without a mask)
+  ``hawk.mean(expr, where=c)``, which runs as stages (its count first); the same r6 draws as
+  before means and min / max were added, so a kernel not drawn "sums" is unchanged, and one
+  drawn no min / max or mean with where= is the kernel before them. The derivative checks take the winner Params of min / max
   (``winners``).
   Two in five of those without a mask then cross a stage boundary (drawn from ``r9``, only
   there, so every other kernel is unchanged): ``y0 = y0 + 0.5 * tanh(totj)`` or
@@ -801,7 +802,9 @@ class _Gen:
         if c == 5:  # by an int that may be 0, guarded as the language asks (the branch not taken never raises)
             (x, bx, cx), (y, by, cy), (z, bz, cz) = a(), a(), a()
             op = r.choice(["//", "%"])
-            if r.random() < 0.03:  # unguarded: where y is 0, a launch error both sides report
+            # unguarded: where y is 0, a launch error both sides report (not where y may be a
+            # compile-time constant, which folds: a 0 there is a compile error instead)
+            if r.random() < 0.03 and not cy:
                 return f"({x} {op} {y})", (bx if op == "//" else by), cx and cy
             # (a condition that folds picks one branch: a constant where that one is)
             t, const = self._int_typed(f"({x} {op} {y} if {y} != 0 else {z})", (cx and cy) or cz)
@@ -1392,6 +1395,10 @@ class _Gen:
                 # where= and [0.5, 0.5625) without: a kernel drawn no min / max is unchanged
                 if 0.4375 <= u < 0.5625:
                     fn = "min" if u < 0.46875 or 0.5 <= u < 0.53125 else "max"
+                # hawk.mean(expr, where=c) from the slice [0.375, 0.4375) of where= sums (no
+                # mask): its count is an earlier stage, so the kernel runs as stages
+                if 0.375 <= u < 0.4375 and not mask:
+                    fn = "mean"
                 lines.append(f"    tot{j} = hawk.{fn}({self.scal(sc, depth - 1)}{where})")
         if sums and not mask and self.r9.random() < 0.4:  # a stage boundary: which form from r9
             if self.r9.random() < 0.5:

@@ -8,7 +8,8 @@ and jax.numpy:
   3. the JAX bridge on both lowerings: a 0-d result, grad (the adjoint is the output's
      cotangent / n on every sample) and jvp against jnp.mean, check_grads at order 2, and a
      sharded call equal to the whole call's mean (n_samples() is the whole launch's count);
-  4. the reference interpreter, NVRTC, and the refusals pinned (where=, a Terminated kernel;
+  4. the reference interpreter, NVRTC, and the refusals pinned (a Terminated kernel; where=:
+     tests/test_reductions_mean_where.py;
      hawk.min / hawk.max are supported: tests/test_reductions_minmax.py).
 """
 
@@ -173,11 +174,6 @@ def _refused(src_fn, match: str) -> None:
 
 
 def test_refusals():
-    def where(x: Scalar, m: Mutable[Param]):
-        m = hawk.mean(x, where=x > 0.0)
-
-    _refused(where, r"hawk\.mean\(x, where=c\) is not supported yet \(how many samples c selects is known only when the launch ends\)")
-
     def masked(x: Scalar, m: Mutable[Param], done: Terminated):
         m = hawk.mean(x)
 

@@ -906,24 +906,22 @@ void Lowerer::reduce_stmt(const parse::Stmt& s, const std::string& fn) {
     const parse::Expr& arg = *call.args[1 + positional + i];
     if (call.keywords[i] != "where")
       error(arg.loc, what + " takes the keyword where= only, not " + call.keywords[i] + "=");
-    if (fn == "mean")
-      error(arg.loc, "hawk.mean(x, where=c) is not supported yet (how many samples c selects "
-                     "is known only when the launch ends); hawk.mean(x) over every sample is, "
-                     "or hawk.sum(x, where=c) and hawk.sum(1.0, where=c) into two outputs, "
-                     "divided in Python");
     where = to_bool(expr(arg), arg.loc, "where=");
   }
   // hawk.mean(x) over every sample: the sum of x / n_samples() (the whole launch's count, so
   // a sharded launch means as the whole one would). Each term is rounded once more than in
   // the sum; the sum's machinery (deterministic partials, psum, broadcast adjoint) does the
-  // rest, and the adjoint is the broadcast divided by the count.
+  // rest, and the adjoint is the broadcast divided by the count. hawk.mean(x, where=c): the
+  // sum of x / count where c, the count a hidden sum of 1.0 where c of an earlier stage
+  // (selected_count, lower_stage.cpp), so the launch runs as stages.
   if (fn == "mean") {
     if (k.has_mask() || k.active_set)
       error(call.loc, "hawk.mean() in kernel '" + k.name +
                           "', which has a Terminated parameter, is not supported: finished "
                           "samples add nothing, so the count is not the launch's; sum the "
                           "live samples with hawk.sum(x) and hawk.sum(1.0) into two outputs");
-    const int n = emit(Op::ToFloat, Type::F, emit(Op::NSamples, Type::I));
+    const int n = where < 0 ? emit(Op::ToFloat, Type::F, emit(Op::NSamples, Type::I))
+                            : selected_count(where, call.loc);
     value = emit(Op::Div, Type::F, value, n);
   }
   // hawk.min / hawk.max: the slot combines by min / max (ir.hpp Combine; +inf / -inf when

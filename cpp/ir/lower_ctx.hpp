@@ -333,6 +333,9 @@ class Lowerer {
   std::map<int, int> stage_param_;  // sum slot -> its Param slot
   int stage_read(int slot, parse::Loc loc, bool hidden);
   TV staged_reduction(const parse::Expr& call, const std::string& fn);
+  // `hawk.mean(x, where=c)` divides by how many samples c selects: a hidden sum of 1.0 where c,
+  // read as a stage Param (so the mean is a reduction of a later stage than the count).
+  int selected_count(int where, parse::Loc loc);
   // `hawk.scatter(t)[i] += v` (docs/language.md "Scatter-adds"): whether an assignment
   // target is `hawk.scatter(...)[...]`, and the statement's lowering to TableSum stores.
   bool scatter_target(const parse::Expr& e);

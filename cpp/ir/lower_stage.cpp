@@ -100,4 +100,25 @@ TV Lowerer::staged_reduction(const parse::Expr& call, const std::string& fn) {
   return TV::f(stage_read(slot, call.loc, true));
 }
 
+int Lowerer::selected_count(int where, parse::Loc loc) {
+  // A hidden ParamSum output `hawk_count<k>` summing 1.0 over the samples where `where` holds
+  // (no derivative: a constant), read back as the Param of a stage boundary.
+  int hidden = 0;
+  for (const auto& l : k.stage_links) hidden += l.hidden ? 1 : 0;
+  Slot s;
+  s.name = unused_slot_name(k, "hawk_count" + std::to_string(hidden));
+  s.kind = SlotKind::ParamSum;
+  s.width = 1;
+  k.slots.push_back(s);
+  const int slot = static_cast<int>(k.slots.size()) - 1;
+  Store st;
+  st.slot = slot;
+  st.comp = 0;
+  st.value = konst(1.0);
+  st.pred = where;
+  st.loc = cur_loc_;
+  k.stores.push_back(st);
+  return stage_read(slot, loc, true);
+}
+
 }  // namespace raptor::ir::front

@@ -7,7 +7,8 @@
 // 2. a golden file of the host C++ of both stages of a mean-field kernel (cpp/tests/golden/
 //    stage_boundary.cpp; RAPTOR_UPDATE_GOLDEN=1 ./raptor_tests --gtest_filter='CodegenGolden*'
 //    rewrites it), and the CUDA emission of both stages;
-// 3. the emitters refuse the unsplit kernel, naming it and the reduction's line.
+// 3. the emitters refuse the unsplit kernel, naming it and the reduction's line;
+// 4. hawk.mean(x, where=c): its count is a first stage.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -108,6 +109,34 @@ def zscore(x: Scalar, v: Mutable[Param], z: Mutable[Scalar]):
   EXPECT_EQ(st.link_stage, (std::vector<int>{0, 1}));
   EXPECT_EQ(slot_names(st.kernels[1]),
             (std::vector<std::string>{"x:plane", "v:param_sum", "hawk_mean0_value:param"}));
+}
+
+// hawk.mean(x, where=c): the count of the selected samples is a hidden sum of 1.0 of the first
+// stage, the mean (the sum of x / count where c) is in the body's stage; run by the interpreter.
+TEST(Stages, AMeanWithWhereCountsFirst) {
+  const ir::Kernel k = optimized(lower_source(R"(@hawk.kernel
+def pmean(x: Scalar, m: Mutable[Param]):
+    m = hawk.mean(x, where=x > 0.0)
+)",
+                                              {Scalar("x"), SumOut("m")},
+                                              with_math({{"hawk", module("hawk")}})));
+  const passes::Stages st = passes::split_stages(k);
+  ASSERT_EQ(st.kernels.size(), 2u);
+  EXPECT_EQ(slot_names(st.kernels[0]),
+            (std::vector<std::string>{"x:plane", "hawk_count0:param_sum"}));
+  EXPECT_EQ(slot_names(st.kernels[1]),
+            (std::vector<std::string>{"x:plane", "m:param_sum", "hawk_count0_value:param"}));
+  const std::vector<double> x = {-1.0, 0.25, 0.75, 2.0, -0.5};
+  const int64_t n = static_cast<int64_t>(x.size());
+  ir::InterpBinding b1 = ir::make_binding(st.kernels[0], n);
+  set_in(st.kernels[0], b1, "x", x);
+  ir::interpret(st.kernels[0], b1);
+  EXPECT_EQ(out_of(st.kernels[0], b1, "hawk_count0")[0], 3.0);
+  ir::InterpBinding b2 = ir::make_binding(st.kernels[1], n);
+  set_in(st.kernels[1], b2, "x", x);
+  set_in(st.kernels[1], b2, "hawk_count0_value", out_of(st.kernels[0], b1, "hawk_count0"));
+  ir::interpret(st.kernels[1], b2);
+  EXPECT_NEAR(out_of(st.kernels[1], b2, "m")[0], 3.0 / 3.0, 1e-15);
 }
 
 TEST(Stages, EmittersRefuseTheUnsplitKernel) {

@@ -23,10 +23,11 @@ def sum(x: Any, *, where: Any = True) -> Any:  # noqa: A001 - the kernel languag
                     "`total: Mutable[Param]`); use numpy.sum in plain Python")
 
 
-def mean(x: Any) -> Any:
-    """mean(x): the mean of x over every sample of the launch (the sum of x / n_samples()),
-    assigned to a Mutable[Param] output. Deterministic as hawk.sum; 0 for a launch of no
-    samples. where= is not supported yet (the count it selects is known only at the end).
+def mean(x: Any, *, where: Any = True) -> Any:
+    """mean(x, where=c): the mean of x over the samples of the launch where c holds (all when
+    where is left out), assigned to a Mutable[Param] output: the sum of x / n_samples(), or with
+    where= the sum of x / count where c, the count a sum of an earlier stage (so the launch
+    runs as stages). Deterministic as hawk.sum; 0 when no sample is selected (NumPy: NaN).
     ``x - hawk.mean(x)`` (a read of the mean in the same body) is a stage boundary."""
     raise TypeError("hawk.mean can only be used inside a @hawk.kernel body (`m = hawk.mean(x)` with "
                     "`m: Mutable[Param]`); use numpy.mean in plain Python")
