@@ -104,6 +104,26 @@ def run_on_host_devices(tmp_path: pathlib.Path, source: str, devices: int = 4, t
     return p.stdout
 
 
+def same_output_over_thread_counts(tmp_path: pathlib.Path, source: str,
+                                   runs: tuple[tuple[int, tuple[str, ...]], ...] = ((1, ()), (2, ()), (3, ())),
+                                   env: dict[str, str] | None = None, timeout: int = 300) -> str:
+    """Runs ``source`` as a script file once per ``(threads, extra argv)`` of ``runs``, each a
+    fresh Python with RAPTOR_NUM_THREADS = threads and argv ``[cache dir, *extra]`` (one cache
+    dir under tmp_path for all); asserts that every run exits 0 and prints the same, and
+    returns that output, stripped (the determinism tests: the same bits on any thread count)."""
+    path = tmp_path / "threads.py"
+    path.write_text(source)
+    seen = set()
+    for threads, extra in runs:
+        run_env = {**os.environ, **(env or {}), "RAPTOR_NUM_THREADS": str(threads)}
+        p = subprocess.run([sys.executable, str(path), str(tmp_path / "cache"), *extra],
+                           capture_output=True, text=True, env=run_env, timeout=timeout)
+        assert p.returncode == 0, p.stderr[-3000:]
+        seen.add(p.stdout.strip())
+    assert len(seen) == 1, seen
+    return seen.pop()
+
+
 def nvrtc_missing() -> bool:
     """Whether no NVRTC can be loaded here (CUDA emission tests skip then)."""
     from raptor_core import _core

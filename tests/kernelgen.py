@@ -1682,13 +1682,15 @@ class Mismatch:
         return f"MISMATCH seed={self.seed} check={self.check}: {self.detail}\n--- kernel source (seed {self.seed}) ---\n{self.source}"
 
 
-COUNTS = ("kernels", "runs_compared", "fd_elements", "fd_skipped", "adjoint_checked", "adjoint_skipped", "table_errors",
+COUNTS = ("seeds", "kernels", "stages", "runs_compared", "fd_elements", "fd_skipped", "adjoint_checked", "adjoint_skipped", "table_errors",
           "xla_compared", "xla_unsupported", "xla_skipped", "xla_table_errors", "fd_stop_gradient", "adjoint_tables_refused")
 
 
 @dataclass
 class Stats:
-    kernels: int = 0
+    seeds: int = 0  # kernels generated (one per seed)
+    kernels: int = 0  # kernels checked: a staged kernel's stages each
+    stages: int = 0  # of those, stages of staged kernels (each also compared in the whole launch)
     runs_compared: int = 0
     fd_elements: int = 0
     fd_skipped: int = 0  # elements near a kink or a jump, or not finite
@@ -1709,7 +1711,7 @@ class Stats:
         self.mismatches += other.mismatches
 
     def summary(self) -> str:
-        return (f"{self.kernels} kernels, {self.runs_compared} compiled runs compared with the interpreter, "
+        return (f"{self.kernels} kernels ({self.seeds} generated, {self.stages} of them stages), {self.runs_compared} compiled runs compared with the interpreter, "
                 f"{self.fd_elements} tangent elements against differences ({self.fd_skipped} skipped near kinks), "
                 f"{self.fd_stop_gradient} kernels with stop_gradient not compared with differences, {self.adjoint_checked} adjoint identities ({self.adjoint_skipped} not finite, "
                 f"{self.adjoint_tables_refused} without a Table read in a long loop), "
@@ -1979,10 +1981,12 @@ def check_batch(seeds: Iterable[int], cache_dir: str | None, checks: tuple[str, 
     staged = []  # (g, kernel): staged kernels, also launched whole ("interp")
     for seed in seeds:
         g = generate(seed, features)
+        st.seeds += 1
         try:
             built = g.build()
             if built.staged:
                 staged.append((g, built))
+                st.stages += len(built.stages)
             # A staged kernel is checked as its stages: each an ordinary kernel, its links' Params
             # given values like any Param (tests/test_stages.py checks the stages run together).
             for k in built.stages if built.staged else (built,):

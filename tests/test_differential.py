@@ -15,6 +15,7 @@ constructs it names, and a bounded batch of kernels with each feature through ev
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import sys
@@ -243,11 +244,25 @@ def test_refilled_lanes_match_the_interpreter(tmp_path, unrecorded):
     assert jaxed >= 3
 
 
+def _with_int_planes(seed: int) -> int:
+    """How many of the kernels check_batch checks for `seed` (it, or a staged kernel's stages)
+    have integer planes or Params: those the "xla" lowering does not lower yet."""
+    k = kernelgen.generate(seed).build()
+    return sum(any(sl.dtype in ("int32", "int64") for sl in c.slots) for c in (k.stages if k.staged else (k,)))
+
+
+def _runs(st: kernelgen.Stats) -> int:
+    """The compiled runs check_batch compares with the interpreter: each kernel checked, its
+    tangent and adjoint in both dtypes, and each stage again in its staged kernel's whole
+    launch in both dtypes."""
+    return 6 * st.kernels + 2 * st.stages
+
+
 def test_derivatives_on_the_ir_of_many_kernels(unrecorded):
     st = kernelgen.check_batch(IR_SEEDS, None, compiled=False)
     assert not st.mismatches, _fail_text(st)
-    assert st.kernels == len(IR_SEEDS)
-    assert st.fd_elements > 100_000 and st.adjoint_checked > 0.95 * len(IR_SEEDS)
+    assert st.seeds == len(IR_SEEDS) and st.kernels >= st.seeds  # (a staged kernel: its stages)
+    assert st.fd_elements > 100_000 and st.adjoint_checked > 0.95 * st.kernels
     assert st.fd_skipped < 0.01 * st.fd_elements  # the kink test skips little
 
 
@@ -259,13 +274,13 @@ def test_the_xla_lowering_matches_the_interpreter(unrecorded):
     interpreter with zero_finished, within what XLA_ULPS of its library functions move."""
     st = kernelgen.check_batch(XLA_SEEDS, None, compiled=False, checks=("xla",))
     assert not st.mismatches, _fail_text(st)
-    assert st.kernels == len(XLA_SEEDS)
+    assert st.seeds == len(XLA_SEEDS)
     # the lowering refuses exactly the kernels with integer planes (not lowered yet); long loops
-    # are lax.while_loops there
-    ints = sum("int" in kernelgen.features_of(s) for s in XLA_SEEDS)
+    # are lax.while_loops there (a staged kernel: each of its stages)
+    ints = sum(_with_int_planes(s) for s in XLA_SEEDS if "int" in kernelgen.features_of(s))
     assert st.xla_unsupported == ints
-    assert st.xla_compared >= 0.8 * (len(XLA_SEEDS) - ints)
-    assert st.xla_compared + st.xla_skipped + st.xla_unsupported == len(XLA_SEEDS)
+    assert st.xla_compared >= 0.8 * (st.kernels - ints)
+    assert st.xla_compared + st.xla_skipped + st.xla_unsupported == st.kernels
 
 
 def test_the_xla_check_catches_a_wrong_lowering(monkeypatch, unrecorded):
@@ -302,12 +317,12 @@ def test_kernels_with_each_newer_feature_pass_every_check_compiled(tmp_path, unr
                        + _with("numpy", 3) + _with("linalg", 3)))
     st = kernelgen.check_batch(seeds, str(tmp_path / "c"), checks=("interp", "tangent", "adjoint", "xla"))
     assert not st.mismatches, _fail_text(st)
-    assert st.kernels == len(seeds) >= 7
-    assert st.runs_compared == 6 * len(seeds)  # kernel, tangent, adjoint x 2 dtypes
-    assert st.adjoint_checked >= len(seeds) - 1 and st.fd_elements > 200
-    ints = sum("int" in kernelgen.features_of(s) for s in seeds)
+    assert st.seeds == len(seeds) >= 7
+    assert st.runs_compared == _runs(st)  # kernel, tangent, adjoint x 2 dtypes
+    assert st.adjoint_checked >= st.kernels - 1 and st.fd_elements > 200
+    ints = sum(_with_int_planes(s) for s in seeds if "int" in kernelgen.features_of(s))
     unsupported = ints  # (int planes: not lowered yet)
-    assert ints >= 3 and st.xla_unsupported == unsupported and st.xla_compared >= len(seeds) - unsupported - 1
+    assert ints >= 3 and st.xla_unsupported == unsupported and st.xla_compared >= st.kernels - unsupported - 1
 
 
 @pytest.mark.parametrize("feature", ["int", "matrix", "random", "long_loops", "numpy", "linalg"])
@@ -317,7 +332,7 @@ def test_derivatives_of_kernels_with_each_newer_feature_on_the_ir(feature, unrec
     seeds = _with(feature, 100, IR_FEATURE_SEEDS)
     st = kernelgen.check_batch(seeds, None, compiled=False)
     assert not st.mismatches, _fail_text(st)
-    assert st.kernels == 100 and st.adjoint_checked >= 95
+    assert st.seeds == 100 and st.adjoint_checked >= 0.95 * st.kernels
     assert st.fd_elements > 4000 and st.fd_skipped < 0.02 * st.fd_elements
 
 
@@ -391,7 +406,7 @@ def test_kernels_not_drawn_numbered_are_the_generator_before_them():
     assert names == {"sample_index", "n_samples"}
 
 
-def test_kernels_not_drawn_sums_are_the_generator_before_them():
+def test_kernels_not_drawn_sums_are_the_generator_before_them(unrecorded):
     """"sums" (hawk.sum into Mutable[Param] outputs) is drawn from a stream of its own: a kernel
     not drawn to have it is the kernel of the other features alone, byte for byte; those drawn
     (of one step) sum, with and without where=, take a mean, a min or a max (with and without
@@ -431,8 +446,8 @@ def test_min_max_kernels_pass_every_check_compiled(tmp_path, unrecorded):
     seeds = _folding(4, FEATURE_SEEDS)
     st = kernelgen.check_batch(seeds, str(tmp_path / "c"), checks=("interp", "tangent", "adjoint", "xla"))
     assert not st.mismatches, _fail_text(st)
-    assert st.kernels == 4 and st.runs_compared == 24
-    assert st.adjoint_checked >= 3 and st.xla_compared >= 3
+    assert st.seeds == 4 and st.runs_compared == _runs(st)
+    assert st.adjoint_checked >= st.kernels - 1 and st.xla_compared >= st.kernels - 1
 
 
 def test_derivatives_of_min_max_kernels_on_the_ir(unrecorded):
@@ -441,10 +456,10 @@ def test_derivatives_of_min_max_kernels_on_the_ir(unrecorded):
     seeds = _folding(60, range(IR_FEATURE_SEEDS.start, IR_FEATURE_SEEDS.start + 3000))
     st = kernelgen.check_batch(seeds, None, compiled=False)
     assert not st.mismatches, _fail_text(st)
-    assert st.kernels == 60 and st.adjoint_checked >= 55 and st.fd_elements > 1000
+    assert st.seeds == 60 and st.adjoint_checked >= 0.9 * st.kernels and st.fd_elements > 1000
 
 
-def test_kernels_not_drawn_scatter_are_the_generator_before_them():
+def test_kernels_not_drawn_scatter_are_the_generator_before_them(unrecorded):
     """"scatter" (hawk.scatter(sct)[i] += v into a Mutable[Table]) is drawn from a stream of its
     own (r8): a kernel not drawn to have it is the kernel of the other features alone, byte for
     byte; those drawn (of one step) scatter Scalars and Vectors at float and int indices, some
@@ -479,8 +494,8 @@ def test_scatter_kernels_pass_every_check_compiled(tmp_path, unrecorded):
     seeds = _scattering(4, FEATURE_SEEDS)
     st = kernelgen.check_batch(seeds, str(tmp_path / "c"), checks=("interp", "tangent", "adjoint", "xla"))
     assert not st.mismatches, _fail_text(st)
-    assert st.kernels == 4 and st.runs_compared == 24
-    assert st.adjoint_checked >= 3 and st.fd_elements > 100
+    assert st.seeds == 4 and st.runs_compared == _runs(st)
+    assert st.adjoint_checked >= st.kernels - 1 and st.fd_elements > 100
 
 
 def test_derivatives_of_scatter_kernels_on_the_ir(unrecorded):
@@ -489,7 +504,7 @@ def test_derivatives_of_scatter_kernels_on_the_ir(unrecorded):
     seeds = _scattering(100, IR_FEATURE_SEEDS)
     st = kernelgen.check_batch(seeds, None, compiled=False)
     assert not st.mismatches, _fail_text(st)
-    assert st.kernels == 100 and st.adjoint_checked >= 90
+    assert st.seeds == 100 and st.adjoint_checked >= 0.9 * st.kernels
     assert st.fd_elements > 4000 and st.fd_skipped < 0.02 * st.fd_elements
 
 
@@ -506,6 +521,8 @@ def test_long_loops_are_loop_regions_and_their_table_adjoints_are_left_out(unrec
     refused = 0
     for seed in seeds:
         k = _gen(seed).kernel
+        if k.staged:  # (its stages are checked by check_batch below, each an ordinary kernel)
+            continue
         wrt = kernelgen.float_inputs(k)
         ak, awrt = kernelgen.adjoint_of(k, wrt)
         left = set(wrt) - set(awrt)
@@ -518,7 +535,7 @@ def test_long_loops_are_loop_regions_and_their_table_adjoints_are_left_out(unrec
     st = kernelgen.check_batch(seeds, None, compiled=False)
     assert not st.mismatches, _fail_text(st)
     # (a kernel whose runs report a table error skips the derivative checks)
-    assert refused - 2 <= st.adjoint_tables_refused <= refused and st.adjoint_checked >= len(seeds) - 2
+    assert refused - 2 <= st.adjoint_tables_refused <= refused and st.adjoint_checked >= st.kernels - 2
 
 
 def test_launch_key_is_jaxs_fold_in():
@@ -640,6 +657,8 @@ def _catches_wrong_derivatives(seeds) -> tuple[int, int, int]:
     for seed in seeds:
         g = _gen(seed)
         k = g.kernel
+        if k.staged:  # (differentiated as its stages: test_derivatives_of_staged_kernels_on_the_ir)
+            continue
         wrt = kernelgen.float_inputs(k)
         ak, wrt = kernelgen.adjoint_of(k, wrt)  # (without a Table read in a long loop: the same wrt for both)
         tk = k.tangent(wrt, with_primal=False)
@@ -904,12 +923,13 @@ def test_fuzzer_finding_a_helper_called_in_a_long_loop(tmp_path):
 
 def _staged(count: int, seeds: range) -> list[int]:
     """The first `count` seeds of `seeds` whose kernels cross a stage boundary."""
-    out = [s for s in seeds if "sums" in kernelgen.features_of(s) and kernelgen.generate(s).build().staged][:count]
+    out = list(itertools.islice((s for s in seeds if "sums" in kernelgen.features_of(s)
+                                 and kernelgen.generate(s).build().staged), count))
     assert len(out) == count
     return out
 
 
-def test_stage_boundaries_are_drawn_in_sums_kernels_without_a_mask():
+def test_stage_boundaries_are_drawn_in_sums_kernels_without_a_mask(unrecorded):
     """Within "sums", two in five kernels without a mask read a sum later in the body or take
     hawk.mean inside an expression (from r9, drawn only there); each is a staged kernel of two
     stages, and no other kernel changes (the test above pins those not drawn "sums")."""
@@ -917,7 +937,9 @@ def test_stage_boundaries_are_drawn_in_sums_kernels_without_a_mask():
     for seed in _staged(40, range(3000)):
         g = kernelgen.generate(seed)
         k = g.build()
-        assert len(k.stages) == 2 and "done: Terminated" not in g.source, seed
+        # two stages; three where a hawk.mean(..., where=) counts first (its count a stage of its own)
+        assert len(k.stages) == 2 or (len(k.stages) == 3 and "where=" in g.source), seed
+        assert "done: Terminated" not in g.source, seed
         forms |= {"read" if "tanh(tot" in line else "expression" for line in g.source.splitlines()
                   if "tanh(tot" in line or "- hawk.mean(" in line}
     assert forms == {"read", "expression"}
@@ -930,8 +952,9 @@ def test_kernels_with_a_stage_boundary_pass_every_check_compiled(tmp_path, unrec
     seeds = _staged(4, FEATURE_SEEDS)
     st = kernelgen.check_batch(seeds, str(tmp_path / "c"), checks=("interp", "tangent", "adjoint", "xla"))
     assert not st.mismatches, _fail_text(st)
-    assert st.kernels == 8 and st.runs_compared == 48 + 4 * 2 * 2  # and each launched whole, each stage compared
-    assert st.adjoint_checked >= 7 and st.fd_elements > 40
+    assert st.seeds == 4 and st.kernels == st.stages >= 8
+    assert st.runs_compared == _runs(st)  # and each launched whole, each stage compared
+    assert st.adjoint_checked >= st.kernels - 1 and st.fd_elements > 40
 
 
 def test_derivatives_of_staged_kernels_on_the_ir(unrecorded):
@@ -940,5 +963,5 @@ def test_derivatives_of_staged_kernels_on_the_ir(unrecorded):
     seeds = _staged(60, IR_FEATURE_SEEDS)
     st = kernelgen.check_batch(seeds, None, compiled=False)
     assert not st.mismatches, _fail_text(st)
-    assert st.kernels == 120 and st.adjoint_checked >= 110
+    assert st.seeds == 60 and st.kernels == st.stages >= 120 and st.adjoint_checked >= 0.9 * st.kernels
     assert st.fd_elements > 2000 and st.fd_skipped < 0.02 * st.fd_elements

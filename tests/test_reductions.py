@@ -15,9 +15,6 @@ output (docs/language.md "Sums over samples"), against math.fsum and NumPy:
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -26,7 +23,7 @@ import hawk
 import hawk.math as hm
 from hawk import Mutable, Param, Scalar
 
-from conftest import nvrtc_missing, plan_kernels, run_on_host_devices
+from conftest import nvrtc_missing, plan_kernels, run_on_host_devices, same_output_over_thread_counts
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -124,16 +121,8 @@ print(" ".join(out))
 def test_same_bits_whatever_the_thread_count(tmp_path):
     """Processes with 1, 2 and 3 threads (RAPTOR_NUM_THREADS) give the same bits, within 1e-12 of
     math.fsum."""
-    path = tmp_path / "threads.py"
-    path.write_text(THREADS_SRC)
-    seen = set()
-    for threads in (1, 2, 3):
-        env = {**os.environ, "RAPTOR_NUM_THREADS": str(threads)}
-        p = subprocess.run([sys.executable, str(path), str(tmp_path / "cache")], capture_output=True, text=True, env=env, timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        seen.add(p.stdout.strip())
-    assert len(seen) == 1, seen
-    got = [float.fromhex(h) for h in seen.pop().split()]
+    out = same_output_over_thread_counts(tmp_path, THREADS_SRC)
+    got = [float.fromhex(h) for h in out.split()]
     for j, n in enumerate((5000, 70_000, 300_000)):
         x = np.random.default_rng(n).standard_normal(n)
         w1 = math.fsum(np.where(x < 1.0, np.sin(1.3 * x), 0.0))

@@ -16,9 +16,6 @@ and jax.numpy:
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -27,7 +24,7 @@ import hawk
 import hawk.math as hm
 from hawk import Mutable, Param, Scalar, Terminated, Vector
 
-from conftest import nvrtc_missing, plan_kernels, run_on_host_devices
+from conftest import nvrtc_missing, plan_kernels, run_on_host_devices, same_output_over_thread_counts
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -96,17 +93,8 @@ print(" ".join(out))
 def test_same_bits_whatever_the_thread_count(tmp_path):
     """Processes with 1, 2 and 3 threads (RAPTOR_NUM_THREADS), and a launch run serially, give
     the same bits, within 1e-12 of math.fsum / n."""
-    path = tmp_path / "threads.py"
-    path.write_text(THREADS_SRC)
-    seen = set()
-    for threads, threshold in ((1, 64), (2, 64), (3, 64), (3, 1 << 40)):
-        env = {**os.environ, "RAPTOR_NUM_THREADS": str(threads)}
-        p = subprocess.run([sys.executable, str(path), str(tmp_path / "cache"), str(threshold)],
-                           capture_output=True, text=True, env=env, timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        seen.add(p.stdout.strip())
-    assert len(seen) == 1, seen
-    got = [float.fromhex(h) for h in seen.pop().split()]
+    out = same_output_over_thread_counts(tmp_path, THREADS_SRC, runs=((1, ("64",)), (2, ("64",)), (3, ("64",)), (3, (str(1 << 40),))))
+    got = [float.fromhex(h) for h in out.split()]
     for j, n in enumerate((5000, 70_000, 300_000)):
         terms = _terms(np.random.default_rng(n).standard_normal(n), 1.3)
         assert abs(got[j] - math.fsum(terms) / n) <= 1e-12 * math.fsum(np.abs(terms)) / n

@@ -14,9 +14,6 @@ earlier stage (docs/language.md "Stage boundaries"), against math.fsum and jax.n
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -24,7 +21,7 @@ import pytest
 import hawk
 from hawk import Mutable, Param, Scalar, Terminated
 
-from conftest import nvrtc_missing, plan_kernels, run_on_host_devices
+from conftest import nvrtc_missing, plan_kernels, run_on_host_devices, same_output_over_thread_counts
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -100,16 +97,7 @@ print(" ".join(out))
 
 def test_same_bits_whatever_the_thread_count(tmp_path):
     """Processes with 1, 2 and 3 threads (RAPTOR_NUM_THREADS) give the same bits."""
-    path = tmp_path / "threads.py"
-    path.write_text(THREADS_SRC)
-    seen = set()
-    for threads in (1, 2, 3):
-        env = {**os.environ, "RAPTOR_NUM_THREADS": str(threads)}
-        p = subprocess.run([sys.executable, str(path), str(tmp_path / "cache")],
-                           capture_output=True, text=True, env=env, timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        seen.add(p.stdout.strip())
-    assert len(seen) == 1, seen
+    same_output_over_thread_counts(tmp_path, THREADS_SRC)
 
 
 def _ref(x, a):

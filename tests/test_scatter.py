@@ -18,9 +18,6 @@ Checked here:
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -31,7 +28,7 @@ from jax.test_util import check_grads
 import eagle.frameworks.jax as eagle_jax
 import hawk
 import hawk.math as hm
-from conftest import nvrtc_missing, plan_kernels, run_on_host_devices
+from conftest import nvrtc_missing, plan_kernels, run_on_host_devices, same_output_over_thread_counts
 from hawk import Matrix, Mutable, Scalar, Table, Vector, int32
 
 jax.config.update("jax_enable_x64", True)
@@ -155,16 +152,8 @@ print(" ".join(out))
 
 def test_same_bits_whatever_the_thread_count(tmp_path):
     """Processes of 1, 2 and 3 threads give the same bits, within 1e-12 of np.add.at."""
-    path = tmp_path / "threads.py"
-    path.write_text(THREADS_SRC)
-    seen = set()
-    for threads in (1, 2, 3):
-        env = {**os.environ, "RAPTOR_NUM_THREADS": str(threads)}
-        p = subprocess.run([sys.executable, str(path), str(tmp_path / "cache")], capture_output=True, text=True, env=env, timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        seen.add(p.stdout.strip())
-    assert len(seen) == 1, seen
-    got = np.array([float.fromhex(h) for h in seen.pop().split()]).reshape(3, 13)
+    out = same_output_over_thread_counts(tmp_path, THREADS_SRC)
+    got = np.array([float.fromhex(h) for h in out.split()]).reshape(3, 13)
     for j, n in enumerate((5000, 70000, 300000)):
         rng = np.random.default_rng(n)
         x, w = rng.uniform(0, 13, n), rng.normal(size=n)

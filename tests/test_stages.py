@@ -14,9 +14,6 @@ then a read of `m`) runs as stages, each over every sample. Checked here:
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -27,7 +24,7 @@ import hawk.math as hm
 from eagle.errors import ModeError
 from hawk import Mutable, Param, Random, Scalar, Table, Terminated
 
-from conftest import nvrtc_missing, plan_kernels, run_on_host_devices
+from conftest import nvrtc_missing, plan_kernels, run_on_host_devices, same_output_over_thread_counts
 
 STAGED_SRC = '''
 @hawk.kernel
@@ -165,16 +162,7 @@ print(" ".join(out))
 
 def test_same_bits_whatever_the_thread_count(tmp_path):
     """Processes with 1, 2 and 3 threads give the same bits for every stage's sums and planes."""
-    path = tmp_path / "threads.py"
-    path.write_text(THREADS_SRC)
-    seen = set()
-    for threads in (1, 2, 3):
-        env = {**os.environ, "RAPTOR_NUM_THREADS": str(threads), "PYTHONHASHSEED": "0"}
-        p = subprocess.run([sys.executable, str(path), str(tmp_path / "cache")], capture_output=True, text=True, env=env,
-                           timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        seen.add(p.stdout.strip())
-    assert len(seen) == 1, seen
+    same_output_over_thread_counts(tmp_path, THREADS_SRC, env={"PYTHONHASHSEED": "0"})
 
 
 def test_bad_bind_changes_nothing_and_names_the_kernel(tmp_path):
