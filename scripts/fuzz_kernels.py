@@ -138,7 +138,8 @@ def main() -> int:
     k = totals.get("kernels", 0)
     mode = "IR only (interpreter)" if args.ir_only else f"compiled (RAPTOR_CXXFLAGS={os.environ.get('RAPTOR_CXXFLAGS', 'default')}) and interpreter"
     gaps = "" if not unchecked else f" (not reached before the deadline: {', '.join(f'{lo}..{hi - 1}' for lo, hi in unchecked)})"
-    print(f"[fuzz] done: {k} kernels ({mode}), seeds {args.start}..{seed - 1}{gaps} with {jobs} workers, {el:.0f} s, {k / max(el, 1e-9):.2f} kernels/s; "
+    print(f"[fuzz] done: {k} kernels ({totals.get('seeds', 0)} generated, {totals.get('stages', 0)} of the kernels stages of "
+          f"staged ones; {mode}), seeds {args.start}..{seed - 1}{gaps} with {jobs} workers, {el:.0f} s, {k / max(el, 1e-9):.2f} kernels/s; "
           f"{totals.get('runs_compared', 0)} compiled runs vs the interpreter, {totals.get('fd_elements', 0)} tangent elements "
           f"({totals.get('fd_skipped', 0)} skipped near kinks; {totals.get('fd_stop_gradient', 0)} kernels with stop_gradient not "
           f"compared with differences), {totals.get('adjoint_checked', 0)} adjoint identities, "
