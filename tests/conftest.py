@@ -189,7 +189,9 @@ class Page:
 # architecture conditionals, so the two differ only in NVVM's and ptxas's back ends, and both
 # cost the same (a batch of 32 random kernels: about 0.08 s per kernel each); compiling every
 # kernel for both doubled the check (175-182 s per CI worker). tests/test_cuda_compile.py
-# compiles its kernels for both. A failure fails the session. RAPTOR_SKIP_NVRTC_CHECK=1 skips it.
+# compiles its kernels for both. A kernel a test already compiled to a cubin (its own
+# _core.nvrtc_check) is claimed then and not compiled again here (_record_test_compiles).
+# A failure fails the session. RAPTOR_SKIP_NVRTC_CHECK=1 skips it.
 _NVRTC_ARCHS = ("sm_80", "sm_90")
 _NVRTC_BATCH = 32
 _session_kernels: list[Any] = []
@@ -200,11 +202,21 @@ _session_kernels: list[Any] = []
 # 0.7 s), and with them the check took over 200 s on each CI worker, against 123 s and 84 s
 # when passes were 64 steps.
 _not_derived: set[int] = set()
+# Kernels whose derivatives are not compiled at all, by name (tests/linalg_cases.py: the 4x4
+# to 6x6 linear algebra): neither derived here nor, when a test derives them (the JAX
+# bridge's tangent and adjoint of the 6x6 eigh), recorded; their rules are the 3x3 kernel's,
+# which is compiled with its derivatives, and test_linalg_nvrtc.py compiles the 6x6 eigh's
+# tangent itself. The 6x6 eigh's adjoint alone took NVRTC minutes of CPU.
+_underived_names: set[str] = set()
+_DERIVED_ORIGIN = re.compile(r"^(?:tangent|adjoint|linearized primal|linearized tangent|winner) of (\w+)$")
 _kernel_init = hawk.Kernel.__init__
 
 
 def _recording_init(self, core: Any, *args: Any, **kwargs: Any) -> None:
     _kernel_init(self, core, *args, **kwargs)
+    derived = _DERIVED_ORIGIN.match(str(getattr(self, "_origin", "")))
+    if derived and derived.group(1) in _underived_names:
+        return
     # A staged kernel is never built as one kernel: its stages are (cpp/passes/stages.hpp).
     _session_kernels.extend(core.stages() if core.staged else [core])
     if " with steps=" in str(getattr(self, "_origin", "")):  # Kernel.with_steps's origin
@@ -286,7 +298,7 @@ def _nvrtc_failures(batch: list[Any], arch: str) -> list[str]:
     from raptor_core import _core
 
     try:
-        _core.nvrtc_check(batch, arch, True)
+        (_nvrtc_compile or _core.nvrtc_check)(batch, arch, True)
         return []
     except RuntimeError as e:
         if "NVRTC not found" in str(e) or len(batch) == 1:
@@ -357,6 +369,33 @@ def _claimed_here(kernels: list[Any]) -> list[Any]:
     return mine
 
 
+_nvrtc_compile: Any = None  # raptor_core._core.nvrtc_check itself (see _record_test_compiles)
+
+
+def _record_test_compiles() -> None:
+    """Kernels a test compiles to a cubin itself (``_core.nvrtc_check``: test_cuda_compile.py,
+    the linear algebra, stage and reduction tests) are claimed when that succeeds, so the
+    session-end check does not compile the same structure again, in this worker or another."""
+    from raptor_core import _core
+
+    global _nvrtc_compile
+    original = _core.nvrtc_check
+    if getattr(original, "_raptor_recording", False):
+        return
+    _nvrtc_compile = original  # the session check's own batches: claimed already
+
+    def nvrtc_check(cores: list[Any], arch: str, *args: Any) -> int:
+        compiled = original(cores, arch, *args)
+        _claimed_here(list(cores))
+        return compiled
+
+    nvrtc_check._raptor_recording = True  # type: ignore[attr-defined]
+    _core.nvrtc_check = nvrtc_check
+
+
+_record_test_compiles()
+
+
 def _nvrtc_check() -> tuple[list[str], bool]:
     """Compiles this process's session kernels (and their derivatives) to cubin: the lines to
     report and whether the check failed."""
@@ -392,7 +431,7 @@ def _nvrtc_check() -> tuple[list[str], bool]:
     return [
         f"nvrtc: {done} kernels compiled to cubin for {' or '.join(_NVRTC_ARCHS)} (alternating by batch) "
         f"({digests} distinct digests with derivatives, deduplicated by structure to {distinct}, "
-        f"{distinct - done} of those compiled by another worker; {time.perf_counter() - t0:.1f} s, "
+        f"{distinct - done} of those compiled by another worker or by a test; {time.perf_counter() - t0:.1f} s, "
         f"of which {t_derived:.1f} s deriving and deduplicating)"
     ], False
 

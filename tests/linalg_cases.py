@@ -67,9 +67,12 @@ def _compile_as_they_are(*kernels) -> None:
     """The session's NVRTC check (conftest.py) also derives each kernel it records. The
     derivatives of the 4x4 to 6x6 kernels here are the rules of diff3's 3x3 ones (whose
     derivatives it does compile) written out larger, and NVRTC takes minutes on them (a 6x6
-    eigh adjoint: 256 s of CPU): these are compiled as they are, as stepping passes are."""
+    eigh adjoint: 256 s of CPU): these are compiled as they are, as stepping passes are, and
+    the derivatives the tests make of them (through the JAX bridge) are not compiled by that
+    check either (test_linalg_nvrtc.py compiles the 6x6 eigh's tangent itself)."""
     for k in kernels:
         conftest._not_derived.add(id(k._core))
+        conftest._underived_names.add(k.name)
 
 
 _compile_as_they_are(KERNELS[4], KERNELS[5], KERNELS[6])
