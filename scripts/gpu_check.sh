@@ -33,6 +33,10 @@ if [[ ! -x "$VENV/bin/python" ]]; then
   "$PY" -m venv --system-site-packages "$VENV" || { echo "gpu_check: cannot make a venv with $PY"; echo "gpu_check: 0 passed, 1 failed, 0 skipped"; exit 1; }
 fi
 VPY="$VENV/bin/python"
+# When $PY is itself a venv's Python, --system-site-packages sees the base interpreter's
+# packages, not that venv's: a .pth file adds the venv's own (jax, cupy, nanobind, ...).
+"$PY" -c 'import site, sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)' 2>/dev/null &&
+  "$PY" -c 'import site; print("\n".join(site.getsitepackages()))' >"$("$VPY" -c 'import site; print(site.getsitepackages()[0])')/raptor_parent_venv.pth"
 
 # XLA FFI headers: the fetched 0.11.2 ones when present, else the installed jaxlib's.
 if [[ -z "${RAPTOR_XLA_FFI_INCLUDE:-}" ]]; then
