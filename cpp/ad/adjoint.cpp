@@ -92,14 +92,8 @@ AdjointSlots lay_out(const ir::Kernel& k, const std::vector<int>& wrt, ir::Kerne
   for (int s = 0; s < ns; ++s) {  // d) the winners of the min / max outputs (winner.hpp)
     const ir::Slot& out = k.slots[s];
     if (out.kind != SlotKind::ParamSum || out.combine == ir::Combine::Sum) continue;
-    ir::Slot copy = out;
-    copy.name = winner_name(k, out.name);
-    copy.kind = SlotKind::Param;
-    copy.combine = ir::Combine::Sum;
-    copy.role = 'p';
-    copy.primal = copy.name;  // an input by its own name, as the winner kernel's output
     m.win[s] = static_cast<int>(a.slots.size());
-    a.slots.push_back(std::move(copy));
+    a.slots.push_back(winner_param(k, out));
   }
   for (int s = 0; s < ns; ++s) {  // roles, for callers that map slots back (the JAX bridge)
     if (m.primal[s] >= 0) a.slots[m.primal[s]].role = 'p';

@@ -90,19 +90,12 @@ TangentSlots lay_out(const ir::Kernel& k, const std::vector<int>& wrt, bool with
   for (int s = 0; s < ns; ++s) {  // d) the winners of the min / max outputs (winner.hpp)
     const ir::Slot& out = k.slots[s];
     if (out.kind != SlotKind::ParamSum || out.combine == ir::Combine::Sum) continue;
-    ir::Slot slot = out;
-    slot.name = winner_name(k, out.name);
-    slot.kind = SlotKind::Param;
-    slot.combine = ir::Combine::Sum;
+    ir::Slot slot = winner_param(k, out);
     taken.insert(slot.name);
     m.win[s] = static_cast<int>(t.slots.size());
     t.slots.push_back(std::move(slot));
   }
   for (int s = 0; s < ns; ++s) {  // roles, for callers that map slots back (the JAX bridge)
-    if (m.win[s] >= 0) {  // an input by its own name, as the winner kernel's output is named
-      t.slots[m.win[s]].role = 'p';
-      t.slots[m.win[s]].primal = t.slots[m.win[s]].name;
-    }
     if (m.primal[s] >= 0) t.slots[m.primal[s]].role = 'p';
     for (const int d : {m.dot_in[s], m.dot_out[s]})
       if (d >= 0) t.slots[d].role = 't';

@@ -27,6 +27,16 @@ std::string winner_name(const ir::Kernel& k, const std::string& slot_name) {
   return name;
 }
 
+ir::Slot winner_param(const ir::Kernel& k, const ir::Slot& out) {
+  ir::Slot slot = out;
+  slot.name = winner_name(k, out.name);
+  slot.kind = ir::SlotKind::Param;
+  slot.combine = ir::Combine::Sum;
+  slot.role = 'p';
+  slot.primal = slot.name;
+  return slot;
+}
+
 int is_winner(Builder& b, int win_slot) {
   const int index = b.op(Op::ToFloat, {b.op(Op::SampleIndex, {})});
   return b.op(Op::Eq, {index, b.load(Op::LoadParam, win_slot, 0)});

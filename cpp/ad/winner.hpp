@@ -22,6 +22,11 @@ bool has_folds(const ir::Kernel& k);
 // std::invalid_argument naming the kernel when `k` already has a slot of that name.
 std::string winner_name(const ir::Kernel& k, const std::string& slot_name);
 
+// The winner Param the tangent and adjoint kernels of `k` take for its min / max slot `out`:
+// a Param named winner_name(k, out.name), role 'p', its own name as its primal name (an input
+// by the name of the winner kernel's output).
+ir::Slot winner_param(const ir::Kernel& k, const ir::Slot& out);
+
 // The winner kernel of `k` (which has_folds), named k.name + "_winner": k's inputs (Params,
 // planes, Tables, the mask as a skip mask (terminate = -1), Random; an in-out Mutable as the
 // Plane of its old value), then per min / max slot s in order a Param "s" (the primal
