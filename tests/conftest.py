@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -193,6 +194,7 @@ class Page:
 # _core.nvrtc_check) is claimed then and not compiled again here (_record_test_compiles).
 # A failure fails the session. RAPTOR_SKIP_NVRTC_CHECK=1 skips it.
 _NVRTC_ARCHS = ("sm_80", "sm_90")
+_SESSION_START = time.perf_counter()
 _NVRTC_BATCH = 32
 _session_kernels: list[Any] = []
 # Kernels made by Kernel.with_steps (eagle's fused stepping passes: 256 and 16 times a
@@ -204,21 +206,53 @@ _session_kernels: list[Any] = []
 _not_derived: set[int] = set()
 # Kernels whose derivatives are not compiled at all, by name (tests/linalg_cases.py: the 4x4
 # to 6x6 linear algebra): neither derived here nor, when a test derives them (the JAX
-# bridge's tangent and adjoint of the 6x6 eigh), recorded; their rules are the 3x3 kernel's,
-# which is compiled with its derivatives, and test_linalg_nvrtc.py compiles the 6x6 eigh's
-# tangent itself. The 6x6 eigh's adjoint alone took NVRTC minutes of CPU.
+# bridge's tangent and adjoint of the 6x6 eigh, and derivatives of those), recorded; their
+# rules are the 3x3 kernel's, which is compiled with its derivatives, and
+# test_linalg_nvrtc.py compiles the 6x6 eigh's tangent itself. The 6x6 eigh's adjoint alone
+# took NVRTC minutes of CPU, its tangent's adjoint (28,205 lines) 562 s.
 _underived_names: set[str] = set()
+# Kernels whose first derivatives are compiled (derived here, or recorded when a test makes
+# them) but not the derivatives of those, by name (tests/linalg_cases.py: diff3, every
+# linear algebra function at 3x3). A second or third derivative applies the same rules again
+# to a kernel that grows each time: check_grads at order 2 through the JAX bridge made diff3's
+# up to 8,821 lines, two batches of them 178-190 s of NVRTC. Second derivatives of matrix
+# operations stay compiled (test_matrix.py's, test_derivatives_higher.py's).
+_first_order_names: set[str] = set()
+# The test that made each recorded kernel (id of its core -> node id), for the check's report
+# of its slowest batches.
+_made_by: dict[int, str] = {}
 _DERIVED_ORIGIN = re.compile(r"^(?:tangent|adjoint|linearized primal|linearized tangent|winner) of (\w+)$")
+# The suffixes derived kernels' names carry (hawk.Kernel.tangent, adjoint, linearize, winner).
+_DERIVED_SUFFIX = re.compile(r"_(?:tangent|adjoint|jvp_primal|jvp_linear|winner)$")
+
+
+def _derived_from(origin: str) -> tuple[str, int] | None:
+    """For a derived kernel's origin ("adjoint of k_tangent"), the kernel it was derived from
+    at the root and the order (here 2: the origin's name is k_tangent, itself derived); None
+    for a kernel that is not derived."""
+    derived = _DERIVED_ORIGIN.match(origin)
+    if not derived:
+        return None
+    name, order = derived.group(1), 1
+    while (m := _DERIVED_SUFFIX.search(name)) is not None:
+        name, order = name[: m.start()], order + 1
+    return name, order
+
+
 _kernel_init = hawk.Kernel.__init__
 
 
 def _recording_init(self, core: Any, *args: Any, **kwargs: Any) -> None:
     _kernel_init(self, core, *args, **kwargs)
-    derived = _DERIVED_ORIGIN.match(str(getattr(self, "_origin", "")))
-    if derived and derived.group(1) in _underived_names:
+    derived = _derived_from(str(getattr(self, "_origin", "")))
+    if derived and (derived[0] in _underived_names or (derived[0] in _first_order_names and derived[1] > 1)):
         return
     # A staged kernel is never built as one kernel: its stages are (cpp/passes/stages.hpp).
-    _session_kernels.extend(core.stages() if core.staged else [core])
+    made = core.stages() if core.staged else [core]
+    _session_kernels.extend(made)
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0] or "a test module's import"
+    for c in made:
+        _made_by.setdefault(id(c), test)
     if " with steps=" in str(getattr(self, "_origin", "")):  # Kernel.with_steps's origin
         _not_derived.add(id(core))
 
@@ -286,7 +320,9 @@ def _nvrtc_kernels(cores: list[Any]) -> tuple[list[Any], int]:
             continue
         for derive in (lambda c: c.tangent(wrt, True), lambda c: c.adjoint(wrt)):
             try:
-                add(derive(core))
+                derived = derive(core)
+                _made_by.setdefault(id(derived), _made_by.get(id(core), "?") + " (derived here)")
+                add(derived)
             except (_core.KernelError, hawk.KernelError, ValueError):
                 pass  # not derivable with respect to all of them: nothing to compile
     return out, len(seen_digests)
@@ -309,7 +345,6 @@ def _nvrtc_failures(batch: list[Any], arch: str) -> list[str]:
 def _nvrtc_profile(kernels: list[Any], path: str) -> None:
     """Compiles each kernel alone for sm_80 and writes `seconds name lines` per kernel,
     slowest first, to `path` (RAPTOR_NVRTC_PROFILE=path): where the check's time goes."""
-    import time
 
     from raptor_core import _core
 
@@ -399,7 +434,6 @@ _record_test_compiles()
 def _nvrtc_check() -> tuple[list[str], bool]:
     """Compiles this process's session kernels (and their derivatives) to cubin: the lines to
     report and whether the check failed."""
-    import time
     from concurrent.futures import ThreadPoolExecutor
 
     t0 = time.perf_counter()
@@ -411,13 +445,20 @@ def _nvrtc_check() -> tuple[list[str], bool]:
         return [f"nvrtc: profile of {len(kernels)} kernels written to {profile}"], False
     distinct = len(kernels)
     compiled: list[int] = []
+    timed: list[tuple[float, str]] = []  # (seconds, the batch's first kernels): the slowest are reported
 
     def run(i: int, batch: list[Any]) -> list[str]:
         # Claimed when its turn comes, so a worker that reaches this check later shares the
         # batches still unclaimed instead of finding them all taken.
         mine = _claimed_here(batch)
         compiled.append(len(mine))
-        return _nvrtc_failures(mine, _NVRTC_ARCHS[i % len(_NVRTC_ARCHS)]) if mine else []
+        t = time.perf_counter()
+        failures = _nvrtc_failures(mine, _NVRTC_ARCHS[i % len(_NVRTC_ARCHS)]) if mine else []
+        if mine:
+            big = max(mine, key=lambda c: len(c.cuda("float64")))
+            timed.append((time.perf_counter() - t, f"{len(mine)} kernels; the largest, {big.name}, "
+                          f"{big.cuda('float64').count(chr(10))} lines, from {_made_by.get(id(big), '?')}"))
+        return failures
 
     batches = [kernels[i : i + _NVRTC_BATCH] for i in range(0, len(kernels), _NVRTC_BATCH)]
     # Batches in threads: nvrtc_check releases the GIL while NVRTC compiles.
@@ -432,7 +473,9 @@ def _nvrtc_check() -> tuple[list[str], bool]:
         f"nvrtc: {done} kernels compiled to cubin for {' or '.join(_NVRTC_ARCHS)} (alternating by batch) "
         f"({digests} distinct digests with derivatives, deduplicated by structure to {distinct}, "
         f"{distinct - done} of those compiled by another worker or by a test; {time.perf_counter() - t0:.1f} s, "
-        f"of which {t_derived:.1f} s deriving and deduplicating)"
+        f"of which {t_derived:.1f} s deriving and deduplicating; the session's tests ran "
+        f"{t0 - _SESSION_START:.1f} s before it)",
+        *(f"nvrtc: slowest batch {sec:.1f} s ({what})" for sec, what in sorted(timed, reverse=True)[:3]),
     ], False
 
 
