@@ -555,13 +555,13 @@ class HostWriter : public detail::StepWriter {
   }
 
   // steps > 1, refilled lanes: 64 lanes, each holding one sample's state (and copies of its
-  // read-only planes) in local arrays. Every R steps (R divides steps) a lane whose sample
-  // finished, or ran the call's budget of steps, writes it back and takes the chunk's next
-  // sample, so a lane steps samples one after another instead of idling until the slowest
-  // sample of a fixed block is done. A sample enters a lane at a multiple of R; live_[j] is
-  // the number of steps lane j may run in the current period (R, fewer in the last period of
-  // a budget that is not a multiple of R), so every sample runs exactly the steps a plain loop
-  // would give it, whatever the budget. A sample that finishes in step r of a period leaves
+  // read-only planes) in local arrays. Every period of R steps (8 to 32, refill_period and
+  // refill_max_period) a lane whose sample finished, or ran the call's budget of steps,
+  // writes it back and takes the chunk's next sample, so a lane steps samples one after
+  // another instead of idling until the slowest sample of a fixed block is done. A sample
+  // enters a lane at a period's start; live_[j] is the number of steps lane j may run in the
+  // current period (R, fewer in the last period of its budget), so every sample runs exactly
+  // the steps a plain loop would give it, whatever the budget and the periods. A sample that finishes in step r of a period leaves
   // ~r = -(r + 1) there: negative, so it steps no more, and minus the steps it ran in the
   // period. (A per-lane counter of those steps, a load and a store per lane and step, kept
   // GCC's -frename-registers from overlapping the lanes' iterations: without it the dense
@@ -575,7 +575,19 @@ class HostWriter : public detail::StepWriter {
     // 8: with 16, a sample that ran 20 steps held its lane for 12 idle ones on average, and
     // the performance card's "spread 100" cell (1e5 samples stopping after 1-100 steps) took
     // 8.4-12 ms against 7.1 ms on one AMD EPYC core; 4 made dense stepping 9% slower.
+    // Periods in which no lane is due grow from there (refill_max_period).
     return k_.steps % 8 == 0 ? 8 : 0;
+  }
+
+  // The longest period: after a period in which no lane was due, the next one is twice as
+  // long, up to this; when a lane is due it is refill_period() again. Between periods every
+  // lane's flags are scanned and its allowance set (~10 operations per lane): at 8 steps a
+  // period that was 15% of a float32 step's time in the dense cell (56 instructions per 8
+  // lanes and step), where nothing is due until the budget ends.
+  int refill_max_period() const {
+    for (const int r : {32, 16})
+      if (k_.steps % r == 0) return r;
+    return refill_period();
   }
 
   // The (slot, comp) pairs of read-only planes the step reads.
@@ -589,9 +601,11 @@ class HostWriter : public detail::StepWriter {
   void refill_body() {
     const int period = refill_period();
     const auto reads = plane_reads();
-    os_ << "  // 64 lanes, refilled every " << period
+    os_ << "  // 64 lanes, refilled every " << period << " to " << refill_max_period()
         << " steps with the chunk's next sample (HostWriter::refill_body).\n";
-    os_ << "  constexpr int W = 64, R = " << period << ";\n";
+    os_ << "  constexpr int W = 64, R_MIN = " << period << ", R_MAX = " << refill_max_period()
+        << ";\n";
+    os_ << "  int R = R_MIN;  // this period's steps: even, so that it ends in st_\n";
     os_ << "  const int64_t begin = a->begin, end = a->end;\n";
     os_ << "  int64_t sample_[W], start_[W];\n";
     // Per-lane counters as wide as the values (int64 lanes for doubles, int32 for floats): in
@@ -704,9 +718,16 @@ class HostWriter : public detail::StepWriter {
     os_ << "    step += R;\n";
     // The lanes due: finished, or at the end of their budget of steps. Flags in bytes (one
     // vectorized pass), then read 8 at a time.
-    os_ << "    for (int j = 0; j < w; ++j)\n";
+    os_ << "    int ndue = 0;\n";
+    os_ << "    for (int j = 0; j < w; ++j) {\n";
     os_ << "      due_[j] = static_cast<uint8_t>((sample_[j] >= 0) & ((live_[j] < 0) | (step - "
            "start_[j] >= budget)));\n";
+    os_ << "      ndue += due_[j];\n";
+    os_ << "    }\n";
+    // The next period (refill_max_period), decided before the due lanes take samples: a
+    // taken sample's allowance is the next period's.
+    os_ << "    const int ran_r = R;\n";
+    os_ << "    R = ndue != 0 ? R_MIN : 2 * R < R_MAX ? 2 * R : R_MAX;\n";
     os_ << "    for (int k = 0; k < w; k += 8) {\n";
     os_ << "      uint64_t due;\n";
     os_ << "      __builtin_memcpy(&due, due_ + k, 8);\n";
@@ -715,7 +736,7 @@ class HostWriter : public detail::StepWriter {
     os_ << "        due &= due - 1;  // bytes are 0 or 1: clears lane j's\n";
     os_ << "        const int64_t s = sample_[j];\n";
     // The steps it ran in this period: its allowance, or -live_ when it finished.
-    os_ << "        const int64_t ran = step - R - start_[j] + (live_[j] < 0 ? -live_[j] : live_[j]);\n";
+    os_ << "        const int64_t ran = step - ran_r - start_[j] + (live_[j] < 0 ? -live_[j] : live_[j]);\n";
     os_ << "        steps_run = ran > steps_run ? static_cast<int>(ran) : steps_run;\n";
     for_each_mutable([&](size_t s, int c) {
       os_ << "        " << plane("out_", s, c) << " = " << lane_state(s, c, false) << ";\n";
@@ -728,12 +749,17 @@ class HostWriter : public detail::StepWriter {
     os_ << "      }\n";
     os_ << "    }\n";
     // The next period's allowance of the lanes that kept their samples (a lane that took one
-    // got it in take): R, or what is left of the budget.
+    // got it in take): R, or what is left of the budget. The period is then cut to the
+    // longest allowance (rounded up to even): no steps where every lane idles at a budget's
+    // end.
+    os_ << "    M longest = 0;\n";
     os_ << "    for (int j = 0; j < w; ++j) {\n";
     os_ << "      const int64_t left = budget - (step - start_[j]);\n";
     os_ << "      if (sample_[j] >= 0 && live_[j] > 0)\n";
     os_ << "        live_[j] = static_cast<M>(left < R ? left : R);\n";
+    os_ << "      longest = live_[j] > longest ? live_[j] : longest;\n";
     os_ << "    }\n";
+    os_ << "    R = static_cast<int>(longest + (longest & 1));\n";
     compact_lanes();
     os_ << "  }\n";
   }

@@ -184,7 +184,7 @@ TEST(CodegenGolden, Drag) { check_golden("drag", drag_kernel()); }
 TEST(CodegenGolden, Oscillator) { check_golden("oscillator", oscillator_kernel()); }
 TEST(CodegenGolden, SteppedTable) { check_golden("stepped_table", stepped_table_kernel()); }
 // A stepping kernel whose samples stop, with 16 steps a launch: 64 lanes refilled every 8
-// steps with the chunk's next sample, its read-only planes copied into the lane, and w * w
+// to 16 steps with the chunk's next sample, its read-only planes copied into the lane, and w * w
 // (the same in every step of a sample) computed once when a lane takes its sample
 // (codegen/host_driver.cpp, refill_body and lane_invariants).
 ir::Kernel refilled_kernel() {

@@ -52,7 +52,7 @@ __all__ = ["Report", "Runner", "until_done", "check_loop", "loop_target", "devic
 # taken again 3 times, and 1e5 oscillators stepped until done took 1.3x as long). A pass runs
 # what is left of the budget when that is less (the kernel is told how many steps:
 # raptor_args::max_steps), from FUSED_MIN launches left; under that, single launches (a
-# pass's lanes are refilled every 8 steps, so a shorter pass would step idle lanes).
+# pass's lanes are refilled every 8 to 32 steps, so a shorter pass would step idle lanes).
 FUSED = (256,)
 FUSED_MIN = 8
 # With progress on, a loop of kernels reports between chunks of this many launches (a loop

@@ -180,8 +180,9 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
   const int64_t budget = a->max_steps > 0 && a->max_steps < 16 ? a->max_steps : int64_t{16};
   int64_t err[4] = {0, 0, 0, 0};
   (void)n;
-  // 64 lanes, refilled every 8 steps with the chunk's next sample (HostWriter::refill_body).
-  constexpr int W = 64, R = 8;
+  // 64 lanes, refilled every 8 to 16 steps with the chunk's next sample (HostWriter::refill_body).
+  constexpr int W = 64, R_MIN = 8, R_MAX = 16;
+  int R = R_MIN;  // this period's steps: even, so that it ends in st_
   const int64_t begin = a->begin, end = a->end;
   int64_t sample_[W], start_[W];
   using M = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;
@@ -308,8 +309,13 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
       }
     }
     step += R;
-    for (int j = 0; j < w; ++j)
+    int ndue = 0;
+    for (int j = 0; j < w; ++j) {
       due_[j] = static_cast<uint8_t>((sample_[j] >= 0) & ((live_[j] < 0) | (step - start_[j] >= budget)));
+      ndue += due_[j];
+    }
+    const int ran_r = R;
+    R = ndue != 0 ? R_MIN : 2 * R < R_MAX ? 2 * R : R_MAX;
     for (int k = 0; k < w; k += 8) {
       uint64_t due;
       __builtin_memcpy(&due, due_ + k, 8);
@@ -317,7 +323,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
         const int j = k + (__builtin_ctzll(due) >> 3);
         due &= due - 1;  // bytes are 0 or 1: clears lane j's
         const int64_t s = sample_[j];
-        const int64_t ran = step - R - start_[j] + (live_[j] < 0 ? -live_[j] : live_[j]);
+        const int64_t ran = step - ran_r - start_[j] + (live_[j] < 0 ? -live_[j] : live_[j]);
         steps_run = ran > steps_run ? static_cast<int>(ran) : steps_run;
         out_x[s] = st_x_0[j];
         out_v[s] = st_v_0[j];
@@ -329,11 +335,14 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
         take(j);
       }
     }
+    M longest = 0;
     for (int j = 0; j < w; ++j) {
       const int64_t left = budget - (step - start_[j]);
       if (sample_[j] >= 0 && live_[j] > 0)
         live_[j] = static_cast<M>(left < R ? left : R);
+      longest = live_[j] > longest ? live_[j] : longest;
     }
+    R = static_cast<int>(longest + (longest & 1));
     // No sample left to take: the occupied lanes to the front, fewer lanes stepped.
     if (next >= end && w > 8 && occupied <= w / 2) {
       int to = 0;

@@ -1,0 +1,88 @@
+"""The refilled lanes' periods (cpp/codegen/host_driver.cpp, HostWriter::refill_body): a fused
+stepping pass steps 64 lanes in periods of 8 steps, doubled up to 32 after a period in which
+no lane was due and cut to the longest allowance at a budget's end. Whatever the periods, every
+sample must run exactly the steps a plain loop gives it. Checked here against NumPy running
+the same operations one step at a time (bit for bit): samples that all run long (the periods
+grow), samples that stop after 1-40 steps (they stay short), both mixed, some finished on
+entry, and `runner.run(max_steps=b)` called again and again with budgets that end periods
+anywhere (1, 3, 7, 9, 17, 31, 33, 50, 200, 256 launches; from 8 up a run is fused passes, eagle.loop.FUSED_MIN)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eagle
+import eagle.plan
+import hawk
+from hawk import Mutable, Param, Scalar, Terminated
+
+DT = 0.01
+
+
+@hawk.kernel(steps=1)
+def counted(omega: Scalar, nstop: Scalar, dt: Param, terminated: Terminated, x: Mutable[Scalar],
+            v: Mutable[Scalar], k: Mutable[Scalar]):
+    a = -(omega * omega) * x
+    x = x + dt * v
+    v = v + dt * a
+    k = k + 1.0
+    terminated = k >= nstop
+
+
+def reference(omega, nstop, x, v, k, done, launches, dtype):
+    """NumPy, one launch at a time, the kernel's operations in its order: the state after
+    `launches` launches (a sample stops stepping once terminated)."""
+    x, v, k, done = x.copy(), v.copy(), k.copy(), done.copy()
+    dt = dtype(DT)
+    for _ in range(launches):
+        live = ~done
+        if not live.any():
+            break
+        a = -(omega * omega) * x
+        xn, vn, kn = x + dt * v, v + dt * a, k + dtype(1)
+        x, v, k = np.where(live, xn, x), np.where(live, vn, v), np.where(live, kn, k)
+        done = done | (live & (kn >= nstop))
+    return x, v, k, done
+
+
+def cases(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    long_ = np.full(n, 90.0)
+    short = rng.integers(1, 41, n).astype(np.float64)
+    mixed = np.where(rng.random(n) < 0.7, 90.0, short)
+    return {"long": long_, "short": short, "mixed": mixed}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+@pytest.mark.parametrize("budget", [1, 3, 7, 9, 17, 31, 33, 50, 200, 256])
+def test_every_budget_gives_each_sample_its_plain_loop_steps(tmp_path, budget, dtype):
+    (plan,) = eagle.plan.auto([counted], cache_dir=str(tmp_path))
+    rng = np.random.default_rng(20261204 + budget)
+    n = 300  # more than the 64 lanes of each of two threads' chunks
+    for name, nstop in cases(n, rng).items():
+        omega = rng.uniform(1.0, 3.0, n).astype(dtype)
+        nstop = nstop.astype(dtype)
+        x = rng.uniform(-1.0, 1.0, n).astype(dtype)
+        v = rng.uniform(-1.0, 1.0, n).astype(dtype)
+        k = np.zeros(n, dtype)
+        done = rng.random(n) < 0.1  # finished on entry: left alone
+        state = {"x": x.copy(), "v": v.copy(), "k": k.copy(), "terminated": done.copy()}
+        runner = eagle.until_done([plan], max_steps=budget, omega=omega, nstop=nstop, dt=DT, **state)
+        ran = 0
+        while not state["terminated"].all() and ran < 200:
+            runner.run(max_steps=budget)
+            ran += budget
+            want = reference(omega, nstop, x, v, k, done, ran, dtype)
+            for got, ref, what in zip((state["x"], state["v"], state["k"], state["terminated"]), want,
+                                      ("x", "v", "k", "terminated")):
+                assert np.array_equal(got, ref), f"{name}, {ran} launches in runs of {budget}: {what} differs"
+        assert state["terminated"].all() and np.array_equal(state["k"][~done], np.minimum(nstop, 90)[~done])
+        assert np.array_equal(state["k"][done], k[done])
+
+
+def test_the_generated_pass_says_its_periods():
+    """A pass of 256 steps grows its periods to 32, one of 16 steps to 16, one of 8 stays at 8."""
+    for steps, longest in ((256, 32), (16, 16), (8, 8)):
+        src = counted.with_steps(steps).cpp()
+        assert f"64 lanes, refilled every 8 to {longest} steps" in src, steps
+        assert f"R_MIN = 8, R_MAX = {longest};" in src
