@@ -182,7 +182,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
   (void)n;
   // 64 lanes, refilled every 8 to 16 steps with the chunk's next sample (HostWriter::refill_body).
   constexpr int W = 64, R_MIN = 8, R_MAX = 16;
-  int R = R_MIN;  // this period's steps: even, so that it ends in st_
+  int R = R_MIN;  // this period's steps (run in pairs st_ -> pp_ -> st_; an odd R's last one idles)
   const int64_t begin = a->begin, end = a->end;
   int64_t sample_[W], start_[W];
   using M = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;
@@ -315,7 +315,8 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
       ndue += due_[j];
     }
     const int ran_r = R;
-    R = ndue != 0 ? R_MIN : 2 * R < R_MAX ? 2 * R : R_MAX;
+    R = 2 * ndue * R <= w ? 2 * R : ndue * R > 2 * w ? R / 2 : R;
+    R = R < R_MIN ? R_MIN : R > R_MAX ? R_MAX : R;
     for (int k = 0; k < w; k += 8) {
       uint64_t due;
       __builtin_memcpy(&due, due_ + k, 8);
@@ -342,7 +343,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
         live_[j] = static_cast<M>(left < R ? left : R);
       longest = live_[j] > longest ? live_[j] : longest;
     }
-    R = static_cast<int>(longest + (longest & 1));
+    R = static_cast<int>(longest);
     // No sample left to take: the occupied lanes to the front, fewer lanes stepped.
     if (next >= end && w > 8 && occupied <= w / 2) {
       int to = 0;
