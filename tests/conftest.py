@@ -445,7 +445,7 @@ def _nvrtc_check() -> tuple[list[str], bool]:
         return [f"nvrtc: profile of {len(kernels)} kernels written to {profile}"], False
     distinct = len(kernels)
     compiled: list[int] = []
-    timed: list[tuple[float, str]] = []  # (seconds, the batch's first kernels): the slowest are reported
+    timed: list[tuple[float, str]] = []  # (seconds, the batch's largest kernel): the slowest are reported
 
     def run(i: int, batch: list[Any]) -> list[str]:
         # Claimed when its turn comes, so a worker that reaches this check later shares the
@@ -455,9 +455,9 @@ def _nvrtc_check() -> tuple[list[str], bool]:
         t = time.perf_counter()
         failures = _nvrtc_failures(mine, _NVRTC_ARCHS[i % len(_NVRTC_ARCHS)]) if mine else []
         if mine:
-            big = max(mine, key=lambda c: len(c.cuda("float64")))
-            timed.append((time.perf_counter() - t, f"{len(mine)} kernels; the largest, {big.name}, "
-                          f"{big.cuda('float64').count(chr(10))} lines, from {_made_by.get(id(big), '?')}"))
+            lines, big = max((c.cuda("float64").count("\n"), i) for i, c in enumerate(mine))
+            timed.append((time.perf_counter() - t, f"{len(mine)} kernels; the largest, {mine[big].name}, "
+                          f"{lines} lines, from {_made_by.get(id(mine[big]), '?')}"))
         return failures
 
     batches = [kernels[i : i + _NVRTC_BATCH] for i in range(0, len(kernels), _NVRTC_BATCH)]

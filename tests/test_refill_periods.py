@@ -1,6 +1,7 @@
 """The refilled lanes' periods (cpp/codegen/host_driver.cpp, HostWriter::refill_body): a fused
-stepping pass steps 64 lanes in periods of 8 steps, doubled up to 32 after a period in which
-no lane was due and cut to the longest allowance at a budget's end. Whatever the periods, every
+stepping pass steps 64 lanes in periods of 8 to 32 steps, doubled after a period in which few
+lanes were due, halved after one in which many were, and cut to the longest allowance at a
+budget's end. Whatever the periods, every
 sample must run exactly the steps a plain loop gives it. Checked here against NumPy running
 the same operations one step at a time (bit for bit): samples that all run long (the periods
 grow), samples that stop after 1-40 steps (they stay short), both mixed, some finished on

@@ -561,7 +561,8 @@ class HostWriter : public detail::StepWriter {
   // another instead of idling until the slowest sample of a fixed block is done. A sample
   // enters a lane at a period's start; live_[j] is the number of steps lane j may run in the
   // current period (R, fewer in the last period of its budget), so every sample runs exactly
-  // the steps a plain loop would give it, whatever the budget and the periods. A sample that finishes in step r of a period leaves
+  // the steps a plain loop would give it, whatever the budget and the periods. A sample that
+  // finishes in step r of a period leaves
   // ~r = -(r + 1) there: negative, so it steps no more, and minus the steps it ran in the
   // period. (A per-lane counter of those steps, a load and a store per lane and step, kept
   // GCC's -frename-registers from overlapping the lanes' iterations: without it the dense
@@ -575,15 +576,15 @@ class HostWriter : public detail::StepWriter {
     // 8: with 16, a sample that ran 20 steps held its lane for 12 idle ones on average, and
     // the performance card's "spread 100" cell (1e5 samples stopping after 1-100 steps) took
     // 8.4-12 ms against 7.1 ms on one AMD EPYC core; 4 made dense stepping 9% slower.
-    // Periods in which no lane is due grow from there (refill_max_period).
+    // Periods in which few lanes are due grow from there (refill_max_period).
     return k_.steps % 8 == 0 ? 8 : 0;
   }
 
   // The longest period: after a period in which few lanes were due, the next one is twice
-  // as long, up to this; when many are due it halves, down to refill_period(). Between periods every
-  // lane's flags are scanned and its allowance set (~10 operations per lane): at 8 steps a
-  // period that was 15% of a float32 step's time in the dense cell (56 instructions per 8
-  // lanes and step), where nothing is due until the budget ends.
+  // as long, up to this; when many are due it halves, down to refill_period(). Between
+  // periods every lane's flags are scanned and its allowance set (~10 operations per lane):
+  // with periods of 8 steps that scan was 15% of the time of float32 dense stepping (56
+  // instructions per 8 lanes and step), where nothing is due until the budget ends.
   int refill_max_period() const {
     for (const int r : {32, 16})
       if (k_.steps % r == 0) return r;
