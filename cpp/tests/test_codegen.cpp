@@ -827,8 +827,9 @@ TEST(CodegenVectorize, MaskedSampleLoopsAreVectorized) {
   expect_sample_loops_vectorized(oscillator_kernel(), "raptor_oscillator_vec_f32", DType::F32);
 }
 
-// A fused stepping kernel (64 lanes refilled as samples finish, HostWriter::refill_body): both
-// step loops of a period (st_ -> pp_ and pp_ -> st_) in each dtype, for each target.
+// A fused stepping kernel (64 lanes refilled as samples finish, HostWriter::refill_body): the
+// four step loops of a period (st_ -> pp_ and pp_ -> st_, each unmasked and masked) in each
+// dtype, for each target.
 TEST(CodegenVectorize, RefilledLaneStepsAreVectorized) {
   if (std::system("g++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "g++ is not available";
   const ir::Kernel k = refilled_kernel();
@@ -846,7 +847,7 @@ TEST(CodegenVectorize, RefilledLaneStepsAreVectorized) {
         after_step = false;
       }
     }
-    ASSERT_EQ(step_loops.size(), 2u) << code;
+    ASSERT_EQ(step_loops.size(), 4u) << code;  // r and r + 1, each unmasked and masked
     for (const VecTarget& target : vec_targets()) {
       std::printf("[ vector ISA ] refilled lanes, %s: %s\n", dtype_word(dtype),
                   target.name.c_str());

@@ -232,80 +232,170 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
   };
   for (int j = 0; j < W; ++j) take(j);
   int w = W;
+  bool quiet = true;
+  M shortest = R;
+  for (int j = 0; j < W; ++j) shortest = live_[j] < shortest ? live_[j] : shortest;
   while (occupied > 0) {
+    bool fast = quiet && shortest >= R;
     for (int r = 0; r < R; r += 2) {
       const M r0 = r, r1 = r + 1;
-      // step r: st_ -> pp_
+      if (fast) {
+        // step r: st_ -> pp_, unmasked: no lane has finished in this period
+        M any_fin = 0;
 #pragma GCC ivdep
-      for (int j = 0; j < w; ++j) {
-        const int64_t s = sample_[j];
-        const bool was = false;
-        const bool live = live_[j] > r0;
-        (void)s;
-        (void)was;
-        const T v0_v = st_v_0[j];
-        const T v1_dt = k_dt;
-        const T v2_w = ld_w_0[j];
-        // refilled.py:43  vn = v + dt * (-(w * w) * x - c * v)
-        const T v3 = v2_w * v2_w;
-        const T v4 = iv_v4[j];  // once per sample
-        const T v5_x = st_x_0[j];
-        const T v6 = v4 * v5_x;
-        const T v7_c = k_c;
-        const T v8 = v7_c * v0_v;
-        const T v9 = v6 - v8;
-        const T v10 = v1_dt * v9;
-        const T v11_vn = v0_v + v10;
-        // refilled.py:44  x = x + dt * v
-        const T v12 = v1_dt * v0_v;
-        const T v13_x = v5_x + v12;
-        const T v14_t = st_t_0[j];
-        // refilled.py:46  t = t + dt
-        const T v15_t = v14_t + v1_dt;
-        const T v16_t_final = ld_t_final_0[j];
-        // refilled.py:47  terminated = t >= t_final
-        const bool v17 = v15_t >= v16_t_final;
-        pp_x_0[j] = live ? v13_x : st_x_0[j];
-        pp_v_0[j] = live ? v11_vn : st_v_0[j];
-        pp_t_0[j] = live ? v15_t : st_t_0[j];
-        const M fin = M{0} - static_cast<M>(live && v17);
-        live_[j] = static_cast<M>(live_[j] ^ ((live_[j] ^ ~r0) & fin));
+        for (int j = 0; j < w; ++j) {
+          const int64_t s = sample_[j];
+          const bool was = false;
+          const bool live = true;
+          (void)s;
+          (void)was;
+          (void)live;
+          const T v0_v = st_v_0[j];
+          const T v1_dt = k_dt;
+          const T v2_w = ld_w_0[j];
+          // refilled.py:43  vn = v + dt * (-(w * w) * x - c * v)
+          const T v3 = v2_w * v2_w;
+          const T v4 = iv_v4[j];  // once per sample
+          const T v5_x = st_x_0[j];
+          const T v6 = v4 * v5_x;
+          const T v7_c = k_c;
+          const T v8 = v7_c * v0_v;
+          const T v9 = v6 - v8;
+          const T v10 = v1_dt * v9;
+          const T v11_vn = v0_v + v10;
+          // refilled.py:44  x = x + dt * v
+          const T v12 = v1_dt * v0_v;
+          const T v13_x = v5_x + v12;
+          const T v14_t = st_t_0[j];
+          // refilled.py:46  t = t + dt
+          const T v15_t = v14_t + v1_dt;
+          const T v16_t_final = ld_t_final_0[j];
+          // refilled.py:47  terminated = t >= t_final
+          const bool v17 = v15_t >= v16_t_final;
+          pp_x_0[j] = v13_x;
+          pp_v_0[j] = v11_vn;
+          pp_t_0[j] = v15_t;
+          any_fin |= static_cast<M>(v17);
+        }
+        fast = any_fin == 0;
       }
-      // step r + 1: pp_ -> st_
+      if (!fast) {
+        // step r: st_ -> pp_
 #pragma GCC ivdep
-      for (int j = 0; j < w; ++j) {
-        const int64_t s = sample_[j];
-        const bool was = false;
-        const bool live = live_[j] > r1;
-        (void)s;
-        (void)was;
-        const T v0_v = pp_v_0[j];
-        const T v1_dt = k_dt;
-        const T v2_w = ld_w_0[j];
-        // refilled.py:43  vn = v + dt * (-(w * w) * x - c * v)
-        const T v3 = v2_w * v2_w;
-        const T v4 = iv_v4[j];  // once per sample
-        const T v5_x = pp_x_0[j];
-        const T v6 = v4 * v5_x;
-        const T v7_c = k_c;
-        const T v8 = v7_c * v0_v;
-        const T v9 = v6 - v8;
-        const T v10 = v1_dt * v9;
-        const T v11_vn = v0_v + v10;
-        // refilled.py:44  x = x + dt * v
-        const T v12 = v1_dt * v0_v;
-        const T v13_x = v5_x + v12;
-        const T v14_t = pp_t_0[j];
-        // refilled.py:46  t = t + dt
-        const T v15_t = v14_t + v1_dt;
-        const T v16_t_final = ld_t_final_0[j];
-        // refilled.py:47  terminated = t >= t_final
-        const bool v17 = v15_t >= v16_t_final;
-        st_x_0[j] = live ? v13_x : pp_x_0[j];
-        st_v_0[j] = live ? v11_vn : pp_v_0[j];
-        st_t_0[j] = live ? v15_t : pp_t_0[j];
-        const M fin = M{0} - static_cast<M>(live && v17);
-        live_[j] = static_cast<M>(live_[j] ^ ((live_[j] ^ ~r1) & fin));
+        for (int j = 0; j < w; ++j) {
+          const int64_t s = sample_[j];
+          const bool was = false;
+          const bool live = live_[j] > r0;
+          (void)s;
+          (void)was;
+          (void)live;
+          const T v0_v = st_v_0[j];
+          const T v1_dt = k_dt;
+          const T v2_w = ld_w_0[j];
+          // refilled.py:43  vn = v + dt * (-(w * w) * x - c * v)
+          const T v3 = v2_w * v2_w;
+          const T v4 = iv_v4[j];  // once per sample
+          const T v5_x = st_x_0[j];
+          const T v6 = v4 * v5_x;
+          const T v7_c = k_c;
+          const T v8 = v7_c * v0_v;
+          const T v9 = v6 - v8;
+          const T v10 = v1_dt * v9;
+          const T v11_vn = v0_v + v10;
+          // refilled.py:44  x = x + dt * v
+          const T v12 = v1_dt * v0_v;
+          const T v13_x = v5_x + v12;
+          const T v14_t = st_t_0[j];
+          // refilled.py:46  t = t + dt
+          const T v15_t = v14_t + v1_dt;
+          const T v16_t_final = ld_t_final_0[j];
+          // refilled.py:47  terminated = t >= t_final
+          const bool v17 = v15_t >= v16_t_final;
+          pp_x_0[j] = live ? v13_x : st_x_0[j];
+          pp_v_0[j] = live ? v11_vn : st_v_0[j];
+          pp_t_0[j] = live ? v15_t : st_t_0[j];
+          const M fin = M{0} - static_cast<M>(live && v17);
+          live_[j] = static_cast<M>(live_[j] ^ ((live_[j] ^ ~r0) & fin));
+        }
+      }
+      if (fast && r + 1 < R) {
+        // step r + 1: pp_ -> st_, unmasked: no lane has finished in this period
+        M any_fin = 0;
+#pragma GCC ivdep
+        for (int j = 0; j < w; ++j) {
+          const int64_t s = sample_[j];
+          const bool was = false;
+          const bool live = true;
+          (void)s;
+          (void)was;
+          (void)live;
+          const T v0_v = pp_v_0[j];
+          const T v1_dt = k_dt;
+          const T v2_w = ld_w_0[j];
+          // refilled.py:43  vn = v + dt * (-(w * w) * x - c * v)
+          const T v3 = v2_w * v2_w;
+          const T v4 = iv_v4[j];  // once per sample
+          const T v5_x = pp_x_0[j];
+          const T v6 = v4 * v5_x;
+          const T v7_c = k_c;
+          const T v8 = v7_c * v0_v;
+          const T v9 = v6 - v8;
+          const T v10 = v1_dt * v9;
+          const T v11_vn = v0_v + v10;
+          // refilled.py:44  x = x + dt * v
+          const T v12 = v1_dt * v0_v;
+          const T v13_x = v5_x + v12;
+          const T v14_t = pp_t_0[j];
+          // refilled.py:46  t = t + dt
+          const T v15_t = v14_t + v1_dt;
+          const T v16_t_final = ld_t_final_0[j];
+          // refilled.py:47  terminated = t >= t_final
+          const bool v17 = v15_t >= v16_t_final;
+          st_x_0[j] = v13_x;
+          st_v_0[j] = v11_vn;
+          st_t_0[j] = v15_t;
+          any_fin |= static_cast<M>(v17);
+        }
+        fast = any_fin == 0;
+      }
+      if (!fast || r + 1 >= R) {
+        // step r + 1: pp_ -> st_
+#pragma GCC ivdep
+        for (int j = 0; j < w; ++j) {
+          const int64_t s = sample_[j];
+          const bool was = false;
+          const bool live = live_[j] > r1;
+          (void)s;
+          (void)was;
+          (void)live;
+          const T v0_v = pp_v_0[j];
+          const T v1_dt = k_dt;
+          const T v2_w = ld_w_0[j];
+          // refilled.py:43  vn = v + dt * (-(w * w) * x - c * v)
+          const T v3 = v2_w * v2_w;
+          const T v4 = iv_v4[j];  // once per sample
+          const T v5_x = pp_x_0[j];
+          const T v6 = v4 * v5_x;
+          const T v7_c = k_c;
+          const T v8 = v7_c * v0_v;
+          const T v9 = v6 - v8;
+          const T v10 = v1_dt * v9;
+          const T v11_vn = v0_v + v10;
+          // refilled.py:44  x = x + dt * v
+          const T v12 = v1_dt * v0_v;
+          const T v13_x = v5_x + v12;
+          const T v14_t = pp_t_0[j];
+          // refilled.py:46  t = t + dt
+          const T v15_t = v14_t + v1_dt;
+          const T v16_t_final = ld_t_final_0[j];
+          // refilled.py:47  terminated = t >= t_final
+          const bool v17 = v15_t >= v16_t_final;
+          st_x_0[j] = live ? v13_x : pp_x_0[j];
+          st_v_0[j] = live ? v11_vn : pp_v_0[j];
+          st_t_0[j] = live ? v15_t : pp_t_0[j];
+          const M fin = M{0} - static_cast<M>(live && v17);
+          live_[j] = static_cast<M>(live_[j] ^ ((live_[j] ^ ~r1) & fin));
+        }
       }
     }
     step += R;
@@ -314,6 +404,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
       due_[j] = static_cast<uint8_t>((sample_[j] >= 0) & ((live_[j] < 0) | (step - start_[j] >= budget)));
       ndue += due_[j];
     }
+    quiet = ndue == 0;
     const int ran_r = R;
     R = 2 * ndue * R <= w ? 2 * R : ndue * R > 2 * w ? R / 2 : R;
     R = R < R_MIN ? R_MIN : R > R_MAX ? R_MAX : R;
@@ -337,11 +428,13 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
       }
     }
     M longest = 0;
+    shortest = R;
     for (int j = 0; j < w; ++j) {
       const int64_t left = budget - (step - start_[j]);
       if (sample_[j] >= 0 && live_[j] > 0)
         live_[j] = static_cast<M>(left < R ? left : R);
       longest = live_[j] > longest ? live_[j] : longest;
+      shortest = live_[j] < shortest ? live_[j] : shortest;
     }
     R = static_cast<int>(longest);
     // No sample left to take: the occupied lanes to the front, fewer lanes stepped.
