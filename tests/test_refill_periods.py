@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import eagle
+import eagle.loop
 import eagle.plan
 import hawk
 from hawk import Mutable, Param, Scalar, Terminated
@@ -79,6 +80,32 @@ def test_every_budget_gives_each_sample_its_plain_loop_steps(tmp_path, budget, d
                 assert np.array_equal(got, ref), f"{name}, {ran} launches in runs of {budget}: {what} differs"
         assert state["terminated"].all() and np.array_equal(state["k"][~done], np.minimum(nstop, 90)[~done])
         assert np.array_equal(state["k"][done], k[done])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+def test_samples_longer_than_a_pass_run_their_plain_loop_steps(tmp_path, dtype):
+    """Samples of up to 2.5 passes (eagle.loop.FUSED launches each): a run to the end is several
+    passes, each taking every live sample again; half the samples run equally long, so most
+    periods are quiet and run unmasked steps (HostWriter::refill_step) until they all finish
+    in the same step, which then runs again, masked."""
+    (plan,) = eagle.plan.auto([counted], cache_dir=str(tmp_path))
+    rng = np.random.default_rng(20261205)
+    n = 300
+    longest = int(2.5 * eagle.loop.FUSED[-1])
+    nstop = np.where(rng.random(n) < 0.5, float(longest), rng.integers(1, longest, n)).astype(dtype)
+    omega = rng.uniform(1.0, 3.0, n).astype(dtype)
+    x = rng.uniform(-1.0, 1.0, n).astype(dtype)
+    v = rng.uniform(-1.0, 1.0, n).astype(dtype)
+    k = np.zeros(n, dtype)
+    done = np.zeros(n, bool)
+    state = {"x": x.copy(), "v": v.copy(), "k": k.copy(), "terminated": done.copy()}
+    report = eagle.until_done([plan], max_steps=longest + 100, omega=omega, nstop=nstop, dt=DT, **state).run()
+    assert report.done and report.steps == longest
+    want = reference(omega, nstop, x, v, k, done, longest, dtype)
+    for got, ref, what in zip((state["x"], state["v"], state["k"], state["terminated"]), want,
+                              ("x", "v", "k", "terminated")):
+        assert np.array_equal(got, ref), what
+    assert np.array_equal(state["k"], nstop)
 
 
 def test_the_generated_pass_says_its_periods():

@@ -8,7 +8,7 @@ on. The loop is the one stepping loop of ``cpp/runtime/loop.hpp`` (its planner d
 runs and counts launches): a loop of kernels alone runs entirely in C++ (no Python per step);
 foreign nodes are called back from it between launches on the host. A loop of one stepping
 kernel runs up to ``FUSED`` launches' worth of steps in one pass over memory: the kernel
-recompiled with 256 times its steps, told at each pass how many steps the budget has left
+recompiled with 1024 times its steps, told at each pass how many steps the budget has left
 (at most 7 single launches, when fewer than ``FUSED_MIN`` are left). Its plans are built
 once per process (``fused_plans_of``), so a warm ``until_done`` costs its binds. In such a kernel each of 64 lanes steps one
 sample and takes the next as soon as its sample is done (codegen/host_driver.cpp,
@@ -48,12 +48,16 @@ __all__ = ["Report", "Runner", "until_done", "check_loop", "loop_target", "devic
 
 # A loop of one stepping kernel runs up to this many launches' worth of steps per pass over
 # memory (the kernel recompiled with that many times its steps): each sample is taken into a
-# lane once for up to 256 steps (with 64 a sample that ran 200 steps was written back and
-# taken again 3 times, and 1e5 oscillators stepped until done took 1.3x as long). A pass runs
-# what is left of the budget when that is less (the kernel is told how many steps:
-# raptor_args::max_steps), from FUSED_MIN launches left; under that, single launches (a
-# pass's lanes are refilled every 8 to 32 steps, so a shorter pass would step idle lanes).
-FUSED = (256,)
+# lane once for up to 1024 steps. With 64, a sample that ran 200 steps was written back and
+# taken again 3 times, and 1e5 oscillators stepped until done took 1.3x as long; with 256 the
+# performance card's spread 1000 cell (N = 1e5, AVX-512 Xeon) took 12.1 ms (float64) and
+# 6.95 ms (float32) against 10.7 ms and 5.9 ms with 1024, its uniform 1000 cell 42.0 and
+# 22.1 ms against 40.2 and 20.5 ms (each pass writes every live sample back and takes it
+# again). A pass runs what is left of the budget when that is less (the kernel is told how
+# many steps: raptor_args::max_steps), from FUSED_MIN launches left; under that, single
+# launches (a pass's lanes are refilled every 8 to 32 steps, so a shorter pass would step
+# idle lanes).
+FUSED = (1024,)
 FUSED_MIN = 8
 # With progress on, a loop of kernels reports between chunks of this many launches (a loop
 # with foreign nodes after every launch), about every PROGRESS_EVERY seconds.
