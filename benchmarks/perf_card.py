@@ -6,6 +6,7 @@ hand-written C++ baseline (the compute limit of this machine).
     python benchmarks/perf_card.py --quick              # N = 1e3, one round, 3 repeats (a smoke run)
     python benchmarks/perf_card.py --ns 100000 --dtypes float64
     python benchmarks/perf_card.py --arms raptor,cpp --cells uniform1000 --json /tmp/card.json
+    python benchmarks/perf_card.py --arms raptor,cpp --march x86-64-v3  # AVX2 code on any x86-64-v3 machine
 
 The workload: x'' + 2 zeta omega x' + omega^2 x = 0, one classical RK4 step of dt = 0.01 at a
 time (``card_rk4`` of benchmarks/kernels.py), each sample counting its steps in k and done when
@@ -492,14 +493,27 @@ def why_not(arm: str) -> str | None:
             "jax": "jax is not installed (pip install 'raptor[jax]')"}.get(arm, "unavailable")
 
 
-def build_cpp(tmp: str) -> tuple[str, str]:
-    """Builds benchmarks/baselines/card_lanes.cpp into ``tmp``; (library path, its lanes info)."""
+def with_march(flags: list[str], march: str) -> list[str]:
+    """``flags`` with ``-march=native`` replaced by ``-march=<march>`` (unchanged for "native")."""
+    return [f"-march={march}" if f == "-march=native" else f for f in flags]
+
+
+def build_cpp(tmp: str, march: str = "native") -> tuple[str, str]:
+    """Builds benchmarks/baselines/card_lanes.cpp into ``tmp`` for ``-march=<march>``; (library
+    path, its lanes info)."""
     cxx = shutil.which(os.environ.get("CXX", "g++"))
     lib = os.path.join(tmp, "libcard_lanes.so")
-    subprocess.run([cxx, *CXXFLAGS, BASELINE, "-o", lib], check=True)
+    subprocess.run([cxx, *with_march(CXXFLAGS, march), BASELINE, "-o", lib], check=True)
     handle = ctypes.CDLL(lib)
     handle.card_lanes_info.restype = ctypes.c_char_p
     return lib, handle.card_lanes_info().decode()
+
+
+def raptor_default_flags(env: dict[str, str]) -> str:
+    """raptor's host compile flags when RAPTOR_CXXFLAGS is not set, asked of a fresh process."""
+    r = subprocess.run([sys.executable, "-c", "from raptor_core import _core; print(_core.default_host_flags())"],
+                       capture_output=True, text=True, env=env, check=True)
+    return r.stdout.strip()
 
 
 def raptor_threads(env: dict[str, str]) -> int:
@@ -894,6 +908,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         f"{BUDGET_S:g}; 0: always --repeat)")
     p.add_argument("--quick", action="store_true", help="N = 1e3 only, 1 round, 3 repeats")
     p.add_argument("--all-jax", action="store_true", help=f"run jax above N = {JAX_MAX_N:.0e} too")
+    p.add_argument("--march", default="native",
+                   help="the ISA of raptor's kernels, the C++ lanes and Numba's code, e.g. x86-64-v3 "
+                        "(AVX2) on an AVX-512 machine; the published eagle and JAX are not changed "
+                        "(default native)")
     p.add_argument("--json", default=os.path.join(RESULTS, "perf_card.json"))
     p.add_argument("--png", default=os.path.join(RESULTS, "perf_card.png"))
     # A worker's arguments (the driver passes them).
@@ -950,10 +968,17 @@ def run_all(a: argparse.Namespace, arms: list[str]) -> tuple[list[dict], dict[st
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         for var, sub in (("RAPTOR_CACHE_DIR", "raptor"), ("NUMBA_CACHE_DIR", "numba"), ("HAWK_CACHE_DIR", "hawk")):
             env.setdefault(var, os.path.join(tmp, sub))
+        if a.march != "native":
+            # raptor's default host flags for that ISA (a caller's RAPTOR_CXXFLAGS is refused:
+            # the run would not say which flags it measured).
+            if "RAPTOR_CXXFLAGS" in os.environ:
+                raise SystemExit("perf_card: --march with RAPTOR_CXXFLAGS set: unset one of them")
+            env["RAPTOR_CXXFLAGS"] = " ".join(with_march(raptor_default_flags(env).split(), a.march))
+            env["NUMBA_CPU_NAME"] = a.march  # LLVM knows the x86-64-v2/v3/v4 levels by name too
         ctx = Context(tmp, env, a.repeat, a.warmup, a.budget, raptor_threads(env))
         cpp_info = None
         if "cpp" in arms:
-            ctx.lib, cpp_info = build_cpp(tmp)
+            ctx.lib, cpp_info = build_cpp(tmp, a.march)
         print(f"perf_card: arms {', '.join(arms)}; N = {', '.join(str(n) for n in a.ns)}; cells "
               f"{', '.join(a.cells)}; {', '.join(a.dtypes)}; {a.rounds} round(s) of one process per arm, each "
               f"{a.warmup} warm-up + {a.repeat} timed runs; {ctx.threads} threads"
@@ -966,7 +991,8 @@ def run_all(a: argparse.Namespace, arms: list[str]) -> tuple[list[dict], dict[st
                     records.append(rec)
                     done = ", ".join(f"{arm} {e['ms']:.3f} ms" for arm, e in rec["arms"].items())
                     print(f"  N={n} {cell} {dtype}: {done}", flush=True)
-    settings = {"threads": ctx.threads, "cpp_lanes": cpp_info,
+    settings = {"threads": ctx.threads, "cpp_lanes": cpp_info, "march": a.march,
+                "raptor_cxxflags": env.get("RAPTOR_CXXFLAGS"),
                 "worker_env": {k: env[k] for k in ("OPENBLAS_NUM_THREADS", "XLA_PYTHON_CLIENT_PREALLOCATE")}}
     return records, settings
 
@@ -1028,7 +1054,7 @@ def main(argv: list[str] | None = None) -> int:
                            "min_timed": MIN_TIMED, "extra_warmup": EXTRA_WARMUP, "dt": DT, "seed": SEED,
                            "cells": {c: CELLS[c] for c in a.cells}, "ns": a.ns, "dtypes": a.dtypes,
                            "jax_max_n": None if a.all_jax else JAX_MAX_N, "tolerance": TOLERANCE,
-                           "reentry_calls": REENTRY_CALLS, "cpp_flags": CXXFLAGS, **settings},
+                           "reentry_calls": REENTRY_CALLS, "cpp_flags": with_march(CXXFLAGS, a.march), **settings},
               "arms": arms, "skipped": skipped, "ok": ok, "wall_s": time.perf_counter() - started,
               "load_average": {"start": load_start, "end": load_end}, "records": records}
     os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
