@@ -196,10 +196,12 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
   T iv_v4[W];
   int64_t next = begin, step = 0;
   int occupied = 0;
+  const int64_t* const index = a->index;  // read once: the uint8_t stores may alias *a
+  uint8_t list_[W];  // the lanes due after a period, in order
   const bool finished_stay = mask_out == mask_in && static_cast<const void*>(out_x) == static_cast<const void*>(in_x) && static_cast<const void*>(out_v) == static_cast<const void*>(in_v) && static_cast<const void*>(out_t) == static_cast<const void*>(in_t);
   auto take = [&](const int j) {
     for (; next < end; ++next) {
-      const int64_t s = a->index ? a->index[next] : next;
+      const int64_t s = index ? index[next] : next;
       if (mask_in[s] == 0) break;
       if (finished_stay) continue;
       out_x[s] = in_x[s];
@@ -212,7 +214,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
       live_[j] = 0;
       return;
     }
-    const int64_t s = a->index ? a->index[next] : next;
+    const int64_t s = index ? index[next] : next;
     ++next;
     sample_[j] = s;
     start_[j] = step;
@@ -408,25 +410,51 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
     const int ran_r = R;
     R = 2 * ndue * R <= w ? 2 * R : ndue * R > 2 * w ? R / 2 : R;
     R = R < R_MIN ? R_MIN : R > R_MAX ? R_MAX : R;
-    for (int k = 0; k < w; k += 8) {
-      uint64_t due;
-      __builtin_memcpy(&due, due_ + k, 8);
-      while (due != 0) {
-        const int j = k + (__builtin_ctzll(due) >> 3);
-        due &= due - 1;  // bytes are 0 or 1: clears lane j's
-        const int64_t s = sample_[j];
-        const int64_t ran = step - ran_r - start_[j] + (live_[j] < 0 ? -live_[j] : live_[j]);
-        steps_run = ran > steps_run ? static_cast<int>(ran) : steps_run;
-        out_x[s] = st_x_0[j];
-        out_v[s] = st_v_0[j];
-        out_t[s] = st_t_0[j];
-        const bool done = live_[j] < 0;
-        mask_out[s] = done ? 1 : 0;
-        finished += done ? 1u : 0u;
-        --occupied;
-        take(j);
-      }
+    int nd = 0;
+    for (int j = 0; j < w; ++j) {
+      list_[nd] = static_cast<uint8_t>(j);
+      nd += due_[j];
     }
+    for (int q = 0; q < nd; ++q) {
+      const int j = list_[q];
+      const int64_t s = sample_[j];
+      const int64_t ran = step - ran_r - start_[j] + (live_[j] < 0 ? -live_[j] : live_[j]);
+      steps_run = ran > steps_run ? static_cast<int>(ran) : steps_run;
+      out_x[s] = st_x_0[j];
+      out_v[s] = st_v_0[j];
+      out_t[s] = st_t_0[j];
+      const bool done = live_[j] < 0;
+      mask_out[s] = done ? 1 : 0;
+      finished += done ? 1u : 0u;
+    }
+    occupied -= nd;
+    int q = 0;
+    if (index == nullptr) {
+      const int64_t more = end - next < nd ? end - next : nd;
+      int fresh = 0;  // the next samples up to the first finished on entry
+      while (fresh < more && mask_in[next + fresh] == 0) ++fresh;
+      for (; q < fresh; ++q) {
+        const int j = list_[q];
+        const int64_t s = next + q;
+        sample_[j] = s;
+        start_[j] = step;
+        live_[j] = static_cast<M>(budget < R ? budget : R);
+        st_x_0[j] = in_x[s];
+        st_v_0[j] = in_v[s];
+        st_t_0[j] = in_t[s];
+        ld_t_final_0[j] = in_t_final[s];
+        ld_w_0[j] = in_w[s];
+        const T v1_dt = k_dt;
+        const T v2_w = in_w[s];
+        // refilled.py:43  vn = v + dt * (-(w * w) * x - c * v)
+        const T v3 = v2_w * v2_w;
+        const T v4 = -v3;
+        iv_v4[j] = v4;
+      }
+      next += fresh;
+      occupied += fresh;
+    }
+    for (; q < nd; ++q) take(list_[q]);
     M longest = 0;
     shortest = R;
     for (int j = 0; j < w; ++j) {
