@@ -498,6 +498,35 @@ def with_march(flags: list[str], march: str) -> list[str]:
     return [f"-march={march}" if f == "-march=native" else f for f in flags]
 
 
+def march_wrapper(tmp: str, march: str) -> str:
+    """A C++ compiler command in ``tmp`` that runs $CXX (or g++) with ``-march=native`` replaced
+    by ``-march=<march>``, logging each call's arguments to ``tmp``/march_wrapper.log."""
+    cxx = shutil.which(os.environ.get("CXX", "g++"))
+    path = os.path.join(tmp, "march-cxx")
+    log = os.path.join(tmp, "march_wrapper.log")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n"
+                "for arg do\n"
+                "  shift\n"
+                f'  case "$arg" in -march=native) arg="-march={march}" ;; esac\n'
+                '  set -- "$@" "$arg"\n'
+                "done\n"
+                f'echo "$*" >> "{log}"\n'
+                f'exec "{cxx}" "$@"\n')
+    os.chmod(path, 0o755)
+    return path
+
+
+def march_wrapper_calls(tmp: str, march: str) -> tuple[int, int]:
+    """(compiles through the wrapper, those with -march=<march>), from its log."""
+    try:
+        with open(os.path.join(tmp, "march_wrapper.log")) as f:
+            calls = [line for line in f if " -c " in f" {line} " or " -o " in f" {line} "]
+    except FileNotFoundError:
+        return 0, 0
+    return len(calls), sum(f"-march={march}" in line for line in calls)
+
+
 def build_cpp(tmp: str, march: str = "native") -> tuple[str, str]:
     """Builds benchmarks/baselines/card_lanes.cpp into ``tmp`` for ``-march=<march>``; (library
     path, its lanes info)."""
@@ -974,7 +1003,14 @@ def run_all(a: argparse.Namespace, arms: list[str]) -> tuple[list[dict], dict[st
             if "RAPTOR_CXXFLAGS" in os.environ:
                 raise SystemExit("perf_card: --march with RAPTOR_CXXFLAGS set: unset one of them")
             env["RAPTOR_CXXFLAGS"] = " ".join(with_march(raptor_default_flags(env).split(), a.march))
-            env["NUMBA_CPU_NAME"] = a.march  # LLVM knows the x86-64-v2/v3/v4 levels by name too
+            # LLVM knows the x86-64-v2/v3/v4 levels by name too; without NUMBA_CPU_FEATURES set
+            # (empty: the CPU's own) Numba adds the host's features, AVX-512 included.
+            env["NUMBA_CPU_NAME"] = a.march
+            env["NUMBA_CPU_FEATURES"] = ""
+            # The published hawk compiles with -march=native (its "native" host profile, the
+            # default): its compiler, through $HAWK_CXX, is a wrapper that says -march=<march>
+            # instead and logs each call, so the run can tell that it took effect.
+            env["HAWK_CXX"] = march_wrapper(tmp, a.march)
         ctx = Context(tmp, env, a.repeat, a.warmup, a.budget, raptor_threads(env))
         cpp_info = None
         if "cpp" in arms:
@@ -991,7 +1027,16 @@ def run_all(a: argparse.Namespace, arms: list[str]) -> tuple[list[dict], dict[st
                     records.append(rec)
                     done = ", ".join(f"{arm} {e['ms']:.3f} ms" for arm, e in rec["arms"].items())
                     print(f"  N={n} {cell} {dtype}: {done}", flush=True)
+        if a.march != "native" and "published" in arms:
+            calls, marched = march_wrapper_calls(tmp, a.march)
+            if calls == 0 or marched != calls:
+                raise SystemExit(f"perf_card: the published eagle compiled {calls} time(s) through the "
+                                 f"$HAWK_CXX wrapper, {marched} with -march={a.march}: its ISA is not known")
+            published_compiles = calls
+        else:
+            published_compiles = None
     settings = {"threads": ctx.threads, "cpp_lanes": cpp_info, "march": a.march,
+                "published_compiles_through_wrapper": published_compiles,
                 "raptor_cxxflags": env.get("RAPTOR_CXXFLAGS"),
                 "worker_env": {k: env[k] for k in ("OPENBLAS_NUM_THREADS", "XLA_PYTHON_CLIENT_PREALLOCATE")}}
     return records, settings

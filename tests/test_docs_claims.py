@@ -31,8 +31,9 @@ def test_performance_docs_are_the_rendered_results():
     rd = _render_docs()
     card = json.loads(rd.RESULTS.read_text())
     draws = json.loads(rd.DRAWS_RESULTS.read_text())
+    isa = json.loads(rd.ISA_RESULTS.read_text())
     doc = rd.DOC.read_text()
-    assert rd.rendered_doc(doc, card, draws) == doc, "run python benchmarks/render_docs.py after a new benchmark run"
+    assert rd.rendered_doc(doc, card, draws, isa) == doc, "run python benchmarks/render_docs.py after a new benchmark run"
 
 
 def test_a_changed_figure_is_caught():
@@ -110,3 +111,15 @@ def test_a_changed_draws_figure_is_caught():
     assert rd.DRAWS_BEGIN in doc and "| gamma | float64 |" in doc
     draws["rows"][0]["raptor_draws_per_s"] *= 2
     assert rd.rendered_doc(doc, card, draws) != doc
+
+
+def test_a_changed_isa_figure_is_caught():
+    """The AVX2 card's block: rendered from its JSON, says which ISA, and a changed time moves it."""
+    rd = _render_docs()
+    card = json.loads(rd.RESULTS.read_text())
+    isa = json.loads(rd.ISA_RESULTS.read_text())
+    doc = rd.DOC.read_text()
+    assert rd.ISA_BEGIN in doc and f"-march={isa['protocol']['march']}" in doc
+    assert isa["protocol"]["march"] != "native" and isa["ok"]
+    isa["records"][0]["arms"]["raptor"]["ms"] *= 2
+    assert rd.rendered_doc(doc, card, None, isa) != doc
