@@ -48,6 +48,22 @@ def reference(omega, nstop, x, v, k, done, launches, dtype):
     return x, v, k, done
 
 
+def assert_state(state: dict[str, np.ndarray], want: tuple, where: str) -> None:
+    """The planes x, v, k and the mask equal NumPy's ``want`` (reference's tuple), bit for bit."""
+    for name, ref in zip(("x", "v", "k", "terminated"), want):
+        assert np.array_equal(state[name], ref), f"{where}: {name} differs"
+
+
+def fresh_samples(n: int, rng: np.random.Generator, dtype) -> tuple:
+    """omega, x, v, k, done (none finished) and the state dict bound to until_done (copies)."""
+    omega = rng.uniform(1.0, 3.0, n).astype(dtype)
+    x = rng.uniform(-1.0, 1.0, n).astype(dtype)
+    v = rng.uniform(-1.0, 1.0, n).astype(dtype)
+    k = np.zeros(n, dtype)
+    done = np.zeros(n, bool)
+    return omega, x, v, k, done, {"x": x.copy(), "v": v.copy(), "k": k.copy(), "terminated": done.copy()}
+
+
 def cases(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     long_ = np.full(n, 90.0)
     short = rng.integers(1, 41, n).astype(np.float64)
@@ -75,9 +91,7 @@ def test_every_budget_gives_each_sample_its_plain_loop_steps(tmp_path, budget, d
             runner.run(max_steps=budget)
             ran += budget
             want = reference(omega, nstop, x, v, k, done, ran, dtype)
-            for got, ref, what in zip((state["x"], state["v"], state["k"], state["terminated"]), want,
-                                      ("x", "v", "k", "terminated")):
-                assert np.array_equal(got, ref), f"{name}, {ran} launches in runs of {budget}: {what} differs"
+            assert_state(state, want, f"{name}, {ran} launches in runs of {budget}")
         assert state["terminated"].all() and np.array_equal(state["k"][~done], np.minimum(nstop, 90)[~done])
         assert np.array_equal(state["k"][done], k[done])
 
@@ -93,18 +107,11 @@ def test_samples_longer_than_a_pass_run_their_plain_loop_steps(tmp_path, dtype):
     n = 300
     longest = int(2.5 * eagle.loop.FUSED[-1])
     nstop = np.where(rng.random(n) < 0.5, float(longest), rng.integers(1, longest, n)).astype(dtype)
-    omega = rng.uniform(1.0, 3.0, n).astype(dtype)
-    x = rng.uniform(-1.0, 1.0, n).astype(dtype)
-    v = rng.uniform(-1.0, 1.0, n).astype(dtype)
-    k = np.zeros(n, dtype)
-    done = np.zeros(n, bool)
-    state = {"x": x.copy(), "v": v.copy(), "k": k.copy(), "terminated": done.copy()}
+    omega, x, v, k, done, state = fresh_samples(n, rng, dtype)
     report = eagle.until_done([plan], max_steps=longest + 100, omega=omega, nstop=nstop, dt=DT, **state).run()
     assert report.done and report.steps == longest
     want = reference(omega, nstop, x, v, k, done, longest, dtype)
-    for got, ref, what in zip((state["x"], state["v"], state["k"], state["terminated"]), want,
-                              ("x", "v", "k", "terminated")):
-        assert np.array_equal(got, ref), what
+    assert_state(state, want, "at the end")
     assert np.array_equal(state["k"], nstop)
 
 
@@ -118,26 +125,17 @@ def test_lanes_finishing_inside_unmasked_periods(tmp_path, dtype):
     rng = np.random.default_rng(20261206)
     n = 20_000
     nstop = rng.integers(200, 401, n).astype(dtype)
-    omega = rng.uniform(1.0, 3.0, n).astype(dtype)
-    x = rng.uniform(-1.0, 1.0, n).astype(dtype)
-    v = rng.uniform(-1.0, 1.0, n).astype(dtype)
-    k = np.zeros(n, dtype)
-    done = np.zeros(n, bool)
-    state = {"x": x.copy(), "v": v.copy(), "k": k.copy(), "terminated": done.copy()}
+    omega, x, v, k, done, state = fresh_samples(n, rng, dtype)
     runner = eagle.until_done([plan], max_steps=500, omega=omega, nstop=nstop, dt=DT, **state)
     ran = 0
     for budget in (137, 263):  # then the rest
         runner.run(max_steps=budget)
         ran += budget
         want = reference(omega, nstop, x, v, k, done, ran, dtype)
-        for got, ref, what in zip((state["x"], state["v"], state["k"], state["terminated"]), want,
-                                  ("x", "v", "k", "terminated")):
-            assert np.array_equal(got, ref), f"after {ran} launches: {what} differs"
+        assert_state(state, want, f"after {ran} launches")
     assert runner.run().done
     want = reference(omega, nstop, x, v, k, done, 400, dtype)
-    for got, ref, what in zip((state["x"], state["v"], state["k"], state["terminated"]), want,
-                              ("x", "v", "k", "terminated")):
-        assert np.array_equal(got, ref), f"at the end: {what} differs"
+    assert_state(state, want, "at the end")
 
 
 def test_the_generated_pass_says_its_periods():
