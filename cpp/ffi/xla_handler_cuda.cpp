@@ -62,10 +62,21 @@ class ContextBlocks {
     const std::lock_guard lock(mu_);
     Block& b = blocks_[{d.current_context(), kernel}];
     if (!b.status) {
-      b.status = d.alloc(kStatusBytes);
-      b.mirror = static_cast<unsigned long long*>(d.alloc_host(kStatusBytes));
-      std::memset(b.mirror, 0, kStatusBytes);
-      d.memset_async(b.status, kStatusBytes, stream);
+      // Made whole or not at all: a block with status words but no mirror would be read
+      // through a null mirror by the next call (take_earlier_error).
+      const cuda::CUdeviceptr status = d.alloc(kStatusBytes);
+      void* mirror = nullptr;
+      try {
+        mirror = d.alloc_host(kStatusBytes);
+        std::memset(mirror, 0, kStatusBytes);
+        d.memset_async(status, kStatusBytes, stream);
+      } catch (...) {
+        d.free_host(mirror);
+        d.free(status);
+        throw;
+      }
+      b.mirror = static_cast<unsigned long long*>(mirror);
+      b.status = status;
     }
     if (scratch_bytes > b.scratch_bytes) {
       if (b.scratch) b.retired.push_back(b.scratch);

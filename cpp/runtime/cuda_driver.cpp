@@ -4,46 +4,62 @@
 #include <dlfcn.h>
 
 #include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 namespace raptor::runtime::cuda {
 
+// Every driver entry point raptor calls: (member, symbol, type), in one list, so that each
+// member is resolved by construction (an entry point declared but never resolved was a null
+// function pointer: cuMemAllocHost, which the CUDA XLA handler's first call crashed on).
+// Versioned symbols (_v2) are the ones cuda.h maps the plain names to.
+#define RAPTOR_CUDA_DRIVER_API(X)                                                              \
+  X(init, "cuInit", int (*)(unsigned))                                                         \
+  X(ctx_get_current, "cuCtxGetCurrent", int (*)(CUcontext*))                                   \
+  X(module_load_data, "cuModuleLoadData", int (*)(CUmodule*, const void*))                     \
+  X(module_get_function, "cuModuleGetFunction", int (*)(CUfunction*, CUmodule, const char*))   \
+  X(launch_kernel, "cuLaunchKernel",                                                           \
+    int (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,  \
+            CUstream, void**, void**))                                                         \
+  X(memset_d8_async, "cuMemsetD8Async", int (*)(CUdeviceptr, unsigned char, size_t, CUstream)) \
+  X(mem_alloc_async, "cuMemAllocAsync", int (*)(CUdeviceptr*, size_t, CUstream))               \
+  X(mem_free_async, "cuMemFreeAsync", int (*)(CUdeviceptr, CUstream))                          \
+  X(memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2", int (*)(void*, CUdeviceptr, size_t, CUstream))  \
+  X(stream_synchronize, "cuStreamSynchronize", int (*)(CUstream))                              \
+  X(get_error_string, "cuGetErrorString", int (*)(int, const char**))                          \
+  X(ctx_set_current, "cuCtxSetCurrent", int (*)(CUcontext))                                    \
+  X(ctx_get_device, "cuCtxGetDevice", int (*)(int*))                                           \
+  X(device_get, "cuDeviceGet", int (*)(int*, int))                                             \
+  X(primary_ctx_retain, "cuDevicePrimaryCtxRetain", int (*)(CUcontext*, int))                  \
+  X(pointer_get_attribute, "cuPointerGetAttribute", int (*)(void*, int, CUdeviceptr))          \
+  X(memcpy_dtod_async, "cuMemcpyDtoDAsync_v2",                                                 \
+    int (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))                                       \
+  X(memcpy_htod, "cuMemcpyHtoD_v2", int (*)(CUdeviceptr, const void*, size_t))                 \
+  X(mem_alloc, "cuMemAlloc_v2", int (*)(CUdeviceptr*, size_t))                                 \
+  X(mem_free, "cuMemFree_v2", int (*)(CUdeviceptr))                                            \
+  X(event_create, "cuEventCreate", int (*)(CUevent*, unsigned))                                \
+  X(event_destroy, "cuEventDestroy_v2", int (*)(CUevent))                                      \
+  X(event_record, "cuEventRecord", int (*)(CUevent, CUstream))                                 \
+  X(event_query, "cuEventQuery", int (*)(CUevent))                                             \
+  X(stream_wait_event, "cuStreamWaitEvent", int (*)(CUstream, CUevent, unsigned))              \
+  X(stream_begin_capture, "cuStreamBeginCapture_v2", int (*)(CUstream, int))                   \
+  X(stream_end_capture, "cuStreamEndCapture", int (*)(CUstream, CUgraph*))                     \
+  X(graph_instantiate, "cuGraphInstantiateWithFlags",                                          \
+    int (*)(CUgraphExec*, CUgraph, unsigned long long))                                        \
+  X(graph_launch, "cuGraphLaunch", int (*)(CUgraphExec, CUstream))                             \
+  X(graph_destroy, "cuGraphDestroy", int (*)(CUgraph))                                         \
+  X(graph_exec_destroy, "cuGraphExecDestroy", int (*)(CUgraphExec))                            \
+  X(stream_create, "cuStreamCreate", int (*)(CUstream*, unsigned))                             \
+  X(stream_destroy, "cuStreamDestroy_v2", int (*)(CUstream))                                   \
+  X(mem_alloc_host, "cuMemAllocHost_v2", int (*)(void**, size_t))                              \
+  X(mem_free_host, "cuMemFreeHost", int (*)(void*))
+
 struct Driver::Api {
   void* handle = nullptr;
-  int (*init)(unsigned) = nullptr;
-  int (*ctx_get_current)(CUcontext*) = nullptr;
-  int (*module_load_data)(CUmodule*, const void*) = nullptr;
-  int (*module_get_function)(CUfunction*, CUmodule, const char*) = nullptr;
-  int (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                       unsigned, CUstream, void**, void**) = nullptr;
-  int (*memset_d8_async)(CUdeviceptr, unsigned char, size_t, CUstream) = nullptr;
-  int (*mem_alloc_async)(CUdeviceptr*, size_t, CUstream) = nullptr;
-  int (*mem_free_async)(CUdeviceptr, CUstream) = nullptr;
-  int (*memcpy_dtoh_async)(void*, CUdeviceptr, size_t, CUstream) = nullptr;
-  int (*stream_synchronize)(CUstream) = nullptr;
-  int (*get_error_string)(int, const char**) = nullptr;
-  int (*ctx_set_current)(CUcontext) = nullptr;
-  int (*ctx_get_device)(int*) = nullptr;
-  int (*device_get)(int*, int) = nullptr;
-  int (*primary_ctx_retain)(CUcontext*, int) = nullptr;
-  int (*pointer_get_attribute)(void*, int, CUdeviceptr) = nullptr;
-  int (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
-  int (*memcpy_htod)(CUdeviceptr, const void*, size_t) = nullptr;
-  int (*mem_alloc)(CUdeviceptr*, size_t) = nullptr;
-  int (*mem_free)(CUdeviceptr) = nullptr;
-  int (*event_create)(CUevent*, unsigned) = nullptr;
-  int (*event_destroy)(CUevent) = nullptr;
-  int (*event_record)(CUevent, CUstream) = nullptr;
-  int (*event_query)(CUevent) = nullptr;
-  int (*stream_wait_event)(CUstream, CUevent, unsigned) = nullptr;
-  int (*stream_begin_capture)(CUstream, int) = nullptr;
-  int (*stream_end_capture)(CUstream, CUgraph*) = nullptr;
-  int (*graph_instantiate)(CUgraphExec*, CUgraph, unsigned long long) = nullptr;
-  int (*graph_launch)(CUgraphExec, CUstream) = nullptr;
-  int (*graph_destroy)(CUgraph) = nullptr;
-  int (*graph_exec_destroy)(CUgraphExec) = nullptr;
-  int (*stream_create)(CUstream*, unsigned) = nullptr;
-  int (*stream_destroy)(CUstream) = nullptr;
-  int (*mem_alloc_host)(void**, size_t) = nullptr;
+#define RAPTOR_CUDA_MEMBER(member, symbol, type) std::type_identity_t<type> member = nullptr;
+  RAPTOR_CUDA_DRIVER_API(RAPTOR_CUDA_MEMBER)
+#undef RAPTOR_CUDA_MEMBER
 };
 
 namespace {
@@ -62,44 +78,23 @@ bool resolve(void* handle, const char* name, F& out) {
   return out != nullptr;
 }
 
+// Resolves every entry point of RAPTOR_CUDA_DRIVER_API from `handle`; the symbols missing.
+std::vector<std::string> resolve_all(void* handle, Driver::Api& api) {
+  std::vector<std::string> missing;
+#define RAPTOR_CUDA_RESOLVE(member, symbol, type) \
+  if (!resolve(handle, symbol, api.member)) missing.emplace_back(symbol);
+  RAPTOR_CUDA_DRIVER_API(RAPTOR_CUDA_RESOLVE)
+#undef RAPTOR_CUDA_RESOLVE
+  return missing;
+}
+
 std::unique_ptr<Driver::Api> load() {
   // RTLD_NODELETE: the driver stays mapped for the process, as a linked library would.
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!h) return nullptr;
   auto api = std::make_unique<Driver::Api>();
   api->handle = h;
-  const bool ok =
-      resolve(h, "cuInit", api->init) && resolve(h, "cuCtxGetCurrent", api->ctx_get_current) &&
-      resolve(h, "cuModuleLoadData", api->module_load_data) &&
-      resolve(h, "cuModuleGetFunction", api->module_get_function) &&
-      resolve(h, "cuLaunchKernel", api->launch_kernel) &&
-      resolve(h, "cuMemsetD8Async", api->memset_d8_async) &&
-      resolve(h, "cuMemAllocAsync", api->mem_alloc_async) &&
-      resolve(h, "cuMemFreeAsync", api->mem_free_async) &&
-      resolve(h, "cuMemcpyDtoHAsync_v2", api->memcpy_dtoh_async) &&
-      resolve(h, "cuStreamSynchronize", api->stream_synchronize) &&
-      resolve(h, "cuGetErrorString", api->get_error_string) &&
-      resolve(h, "cuCtxSetCurrent", api->ctx_set_current) &&
-      resolve(h, "cuCtxGetDevice", api->ctx_get_device) &&
-      resolve(h, "cuDeviceGet", api->device_get) &&
-      resolve(h, "cuDevicePrimaryCtxRetain", api->primary_ctx_retain) &&
-      resolve(h, "cuPointerGetAttribute", api->pointer_get_attribute) &&
-      resolve(h, "cuMemcpyDtoDAsync_v2", api->memcpy_dtod_async) &&
-      resolve(h, "cuMemcpyHtoD_v2", api->memcpy_htod) &&
-      resolve(h, "cuMemAlloc_v2", api->mem_alloc) && resolve(h, "cuMemFree_v2", api->mem_free) &&
-      resolve(h, "cuEventCreate", api->event_create) &&
-      resolve(h, "cuEventDestroy_v2", api->event_destroy) &&
-      resolve(h, "cuEventRecord", api->event_record) &&
-      resolve(h, "cuEventQuery", api->event_query) &&
-      resolve(h, "cuStreamWaitEvent", api->stream_wait_event) &&
-      resolve(h, "cuStreamBeginCapture_v2", api->stream_begin_capture) &&
-      resolve(h, "cuStreamEndCapture", api->stream_end_capture) &&
-      resolve(h, "cuGraphInstantiateWithFlags", api->graph_instantiate) &&
-      resolve(h, "cuGraphLaunch", api->graph_launch) &&
-      resolve(h, "cuGraphDestroy", api->graph_destroy) &&
-      resolve(h, "cuGraphExecDestroy", api->graph_exec_destroy) &&
-      resolve(h, "cuStreamCreate", api->stream_create) &&
-      resolve(h, "cuStreamDestroy_v2", api->stream_destroy);
+  const bool ok = resolve_all(h, *api).empty();
   if (!ok || api->init(0) != 0) return nullptr;
   return api;
 }
@@ -107,6 +102,18 @@ std::unique_ptr<Driver::Api> load() {
 }  // namespace
 
 Driver::Driver(std::unique_ptr<Api> api) : api_(std::move(api)) {}
+
+std::vector<std::string> Driver::missing_symbols(const std::string& path) {
+  void* h = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (!h) {
+    const char* why = dlerror();
+    return {std::string("dlopen: ") + (why ? why : path)};
+  }
+  Api api;
+  std::vector<std::string> missing = resolve_all(h, api);
+  dlclose(h);
+  return missing;
+}
 
 const Driver* Driver::get() {
   // Process-wide like the driver itself; created once, thread-safe (magic statics).
@@ -217,6 +224,10 @@ CUdeviceptr Driver::alloc(size_t bytes) const {
 
 void Driver::free(CUdeviceptr p) const noexcept {
   if (p) api_->mem_free(p);
+}
+
+void Driver::free_host(void* p) const noexcept {
+  if (p) api_->mem_free_host(p);
 }
 
 void Driver::synchronize(CUstream stream) const {

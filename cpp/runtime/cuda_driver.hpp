@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace raptor::runtime::cuda {
 
@@ -32,6 +33,10 @@ class Driver {
  public:
   // The process's driver (loaded on first use), or null when libcuda.so.1 cannot be loaded.
   static const Driver* get();
+  // The driver entry points raptor calls that the library at `path` (a libcuda.so, the CUDA
+  // toolkit's stub included) does not export; {"dlopen: <why>"} when it cannot be opened.
+  // Initializes nothing. The test of the entry points' names on machines without a GPU.
+  static std::vector<std::string> missing_symbols(const std::string& path);
 
   CUcontext current_context() const;  // null when none is current
   // Makes device `ordinal`'s primary context (the one the CUDA runtime, CuPy and JAX use)
@@ -55,6 +60,7 @@ class Driver {
   void* alloc_host(size_t bytes) const;
   CUdeviceptr alloc(size_t bytes) const;  // in the current context, synchronously
   void free(CUdeviceptr p) const noexcept;
+  void free_host(void* p) const noexcept;  // memory from alloc_host
   void synchronize(CUstream stream) const;
 
   // Events (timing disabled): record on a stream, query without waiting, wait on a stream.

@@ -1,12 +1,17 @@
 // The CUDA device probe (runtime/cuda_device.hpp) over fake driver entry points: every reason a
 // device is unusable, and the description of usable devices. The real probe runs too: on a
-// machine without the NVIDIA driver it must say so.
+// machine without the NVIDIA driver it must say so. And the driver's entry points
+// (runtime/cuda_driver.hpp) against the CUDA toolkit's stub libcuda.so, which exports them all.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "runtime/cuda_device.hpp"
+#include "runtime/cuda_driver.hpp"
 
 namespace {
 
@@ -139,6 +144,30 @@ TEST(RuntimeCudaDevice, ArchAndNvrtcCandidates) {
   ASSERT_GE(c.size(), 6u);
   EXPECT_EQ(c[c.size() - 6], "/sp/nvidia/cuda_nvrtc/lib/libnvrtc.so.13");
   EXPECT_EQ(c.back(), "/sp/nvidia/cu13/lib/libnvrtc.so");
+}
+
+// Every entry point the driver wrapper calls is exported under the name it resolves (a name
+// it never resolved was a null function pointer on the GPU: cuMemAllocHost, whose first call
+// from the CUDA XLA handler crashed). Checked against the toolkit's stub library: no GPU needed.
+TEST(CudaDriver, EveryEntryPointIsExportedByLibcuda) {
+  std::vector<std::string> stubs;
+  if (const char* home = std::getenv("CUDA_HOME")) stubs.push_back(std::string(home) + "/lib64/stubs/libcuda.so");
+  stubs.push_back("/usr/local/cuda/lib64/stubs/libcuda.so");
+  for (const std::string& stub : stubs) {
+    if (!std::filesystem::exists(stub)) continue;
+    const std::vector<std::string> missing = raptor::runtime::cuda::Driver::missing_symbols(stub);
+    std::string names;
+    for (const std::string& m : missing) names += " " + m;
+    EXPECT_TRUE(missing.empty()) << stub << " lacks:" << names;
+    return;
+  }
+  GTEST_SKIP() << "no CUDA toolkit stub libcuda.so (CUDA_HOME, /usr/local/cuda)";
+}
+
+TEST(CudaDriver, AMissingLibraryIsSaid) {
+  const auto missing = raptor::runtime::cuda::Driver::missing_symbols("/nonexistent/libcuda.so");
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_EQ(missing[0].rfind("dlopen: ", 0), 0u) << missing[0];
 }
 
 }  // namespace
