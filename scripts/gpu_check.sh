@@ -82,12 +82,21 @@ PYEOF
 # Run from a copy of tests/ outside the source tree so the installed packages are imported.
 rm -rf "$WORK/tests" && cp -r "$ROOT/tests" "$WORK/tests"
 cd "$WORK"
-export XLA_PYTHON_CLIENT_PREALLOCATE=false RAPTOR_CACHE_DIR="$WORK/cache" RAPTOR_SKIP_NVRTC_CHECK=1
+# PYTHONFAULTHANDLER: a crash prints the Python stack of every thread (the log keeps it).
+export XLA_PYTHON_CLIENT_PREALLOCATE=false RAPTOR_CACHE_DIR="$WORK/cache" RAPTOR_SKIP_NVRTC_CHECK=1 PYTHONFAULTHANDLER=1
 for t in tests/test_gpu.py tests/test_jax_pages.py tests/test_graphs.py tests/test_reverse.py; do
   left=$((420 - (SECONDS - START)))
   if ((left < 30)); then echo "gpu_check: out of time before $t"; failed=$((failed + 1)); continue; fi
   echo "gpu_check: $t"
-  deadline "$left" "$VPY" -m pytest -q -p no:cacheprovider -rs --junitxml="$WORK/$(basename "$t" .py).xml" "$t" 2>&1 | tail -n 15
+  log="$WORK/$(basename "$t" .py).log"
+  # -rfEs: each failure, error and skip in one line; the whole output stays in $log.
+  deadline "$left" "$VPY" -m pytest -q -p no:cacheprovider -rfEs --junitxml="$WORK/$(basename "$t" .py).xml" "$t" > "$log" 2>&1
+  grep -E "^(FAILED|ERROR) " "$log" | head -n 20
+  if grep -q "Fatal Python error" "$log"; then  # a crash: its stack, which a tail would cut
+    grep -A 30 "Fatal Python error" "$log" | head -n 40
+  else
+    tail -n 5 "$log"
+  fi
   count "$WORK/$(basename "$t" .py).xml"
 done
 
