@@ -1,14 +1,21 @@
 """The refilled lanes' periods (cpp/codegen/host_driver.cpp, HostWriter::refill_body): a fused
 stepping pass steps 64 lanes in periods of 8 to 32 steps, doubled after a period in which few
 lanes were due, halved after one in which many were, and cut to the longest allowance at a
-budget's end. Whatever the periods, every
+budget's end; a lane whose sample finishes in an unmasked step is refilled at once. Whatever
+the periods, every
 sample must run exactly the steps a plain loop gives it. Checked here against NumPy running
 the same operations one step at a time (bit for bit): samples that all run long (the periods
 grow), samples that stop after 1-40 steps (they stay short), both mixed, some finished on
 entry, and `runner.run(max_steps=b)` called again and again with budgets that end periods
-anywhere (1, 3, 7, 9, 17, 31, 33, 50, 200, 256 launches; from 8 up a run is fused passes, eagle.loop.FUSED_MIN)."""
+anywhere (1, 3, 7, 9, 17, 31, 33, 50, 200, 256 launches; from 8 up a run is fused passes, eagle.loop.FUSED_MIN).
+Each with the machine's own code and, on an x86-64 machine with AVX2, with AVX2 code
+(-march=x86-64-v3): the generated pass decides when a period is unmasked by whether the target
+has AVX-512 (its CALM), so an AVX-512 machine checks both choices."""
 
 from __future__ import annotations
+
+import platform
+import re
 
 import numpy as np
 import pytest
@@ -18,8 +25,30 @@ import eagle.loop
 import eagle.plan
 import hawk
 from hawk import Mutable, Param, Scalar, Terminated
+from raptor_core import _core
 
 DT = 0.01
+
+
+def _has_avx2() -> bool:
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx2" in f.read()
+    except OSError:
+        return False
+
+
+@pytest.fixture(params=["native", "x86-64-v3"])
+def isa(request, monkeypatch):
+    """The kernels' ISA: the default flags, or the same with -march=x86-64-v3 (AVX2)."""
+    if request.param != "native":
+        if not _has_avx2():
+            pytest.skip("AVX2 code needs an x86-64 machine with AVX2")
+        flags = re.sub(r"-march=\S+", "-march=" + request.param, _core.default_host_flags())
+        monkeypatch.setenv("RAPTOR_CXXFLAGS", flags)
+    return request.param
 
 
 @hawk.kernel(steps=1)
@@ -73,7 +102,7 @@ def cases(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("budget", [1, 3, 7, 9, 17, 31, 33, 50, 200, 256])
-def test_every_budget_gives_each_sample_its_plain_loop_steps(tmp_path, budget, dtype):
+def test_every_budget_gives_each_sample_its_plain_loop_steps(tmp_path, isa, budget, dtype):
     (plan,) = eagle.plan.auto([counted], cache_dir=str(tmp_path))
     rng = np.random.default_rng(20261204 + budget)
     n = 300  # more than the 64 lanes of each of two threads' chunks
@@ -97,11 +126,11 @@ def test_every_budget_gives_each_sample_its_plain_loop_steps(tmp_path, budget, d
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
-def test_samples_longer_than_a_pass_run_their_plain_loop_steps(tmp_path, dtype):
+def test_samples_longer_than_a_pass_run_their_plain_loop_steps(tmp_path, isa, dtype):
     """Samples of up to 2.5 passes (eagle.loop.FUSED launches each): a run to the end is several
     passes, each taking every live sample again; half the samples run equally long, so most
     periods are quiet and run unmasked steps (HostWriter::refill_step) until they all finish
-    in the same step, which then runs again, masked."""
+    in the same step."""
     (plan,) = eagle.plan.auto([counted], cache_dir=str(tmp_path))
     rng = np.random.default_rng(20261205)
     n = 300
@@ -116,11 +145,11 @@ def test_samples_longer_than_a_pass_run_their_plain_loop_steps(tmp_path, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
-def test_lanes_finishing_inside_unmasked_periods(tmp_path, dtype):
+def test_lanes_finishing_inside_unmasked_periods(tmp_path, isa, dtype):
     """Enough samples to keep every lane full, each running 200-400 steps: about one lane in
-    five finishes per step, so some periods are quiet and run unmasked until one lane
-    finishes while the others go on (that step runs again, masked, and the period goes on
-    masked). Bit for bit against NumPy, with budgets that end passes anywhere."""
+    five finishes per step, so periods run unmasked and lanes finish while the others go on
+    (HostWriter::eager_refill: a finished lane writes its sample back and takes the next one
+    at once). Bit for bit against NumPy, with budgets that end passes anywhere."""
     (plan,) = eagle.plan.auto([counted], cache_dir=str(tmp_path))
     rng = np.random.default_rng(20261206)
     n = 20_000
@@ -144,3 +173,4 @@ def test_the_generated_pass_says_its_periods():
         src = counted.with_steps(steps).cpp()
         assert f"64 lanes, refilled every 8 to {longest} steps" in src, steps
         assert f"R_MIN = 8, R_MAX = {longest};" in src
+        assert "constexpr int CALM = 0;" in src and "constexpr int CALM = 1;" in src

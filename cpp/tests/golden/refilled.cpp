@@ -188,6 +188,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
   using M = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;
   M live_[W];
   uint8_t due_[W];
+  M fin_[W], any_fin = 0;  // the lanes that finished in an unmasked step
   T st_x_0[W], pp_x_0[W];
   T st_v_0[W], pp_v_0[W];
   T st_t_0[W], pp_t_0[W];
@@ -199,7 +200,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
   const int64_t* const index = a->index;  // read once: the uint8_t stores may alias *a
   uint8_t list_[W];  // the lanes due after a period, in order
   const bool finished_stay = mask_out == mask_in && static_cast<const void*>(out_x) == static_cast<const void*>(in_x) && static_cast<const void*>(out_v) == static_cast<const void*>(in_v) && static_cast<const void*>(out_t) == static_cast<const void*>(in_t);
-  auto take = [&](const int j) {
+  auto take = [&](const int j, const int64_t at, const bool pp) {
     for (; next < end; ++next) {
       const int64_t s = index ? index[next] : next;
       if (mask_in[s] == 0) break;
@@ -217,11 +218,11 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
     const int64_t s = index ? index[next] : next;
     ++next;
     sample_[j] = s;
-    start_[j] = step;
+    start_[j] = at;
     live_[j] = static_cast<M>(budget < R ? budget : R);
-    st_x_0[j] = in_x[s];
-    st_v_0[j] = in_v[s];
-    st_t_0[j] = in_t[s];
+    (pp ? pp_x_0 : st_x_0)[j] = in_x[s];
+    (pp ? pp_v_0 : st_v_0)[j] = in_v[s];
+    (pp ? pp_t_0 : st_t_0)[j] = in_t[s];
     ld_t_final_0[j] = in_t_final[s];
     ld_w_0[j] = in_w[s];
     const T v1_dt = k_dt;
@@ -232,18 +233,34 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
     iv_v4[j] = v4;
     ++occupied;
   };
-  for (int j = 0; j < W; ++j) take(j);
+  for (int j = 0; j < W; ++j) take(j, 0, false);
+  auto put_back = [&](const int j, const int64_t ran, const bool pp, const bool done) {
+    const int64_t s = sample_[j];
+    steps_run = ran > steps_run ? static_cast<int>(ran) : steps_run;
+    out_x[s] = (pp ? pp_x_0 : st_x_0)[j];
+    out_v[s] = (pp ? pp_v_0 : st_v_0)[j];
+    out_t[s] = (pp ? pp_t_0 : st_t_0)[j];
+    mask_out[s] = done ? 1 : 0;
+    finished += done ? 1u : 0u;
+  };
   int w = W;
-  bool quiet = true;
   M shortest = R;
+#if defined(__AVX512F__)
+  constexpr int CALM = 0;  // selects are masked operations
+#else
+  constexpr int CALM = 1;  // selects are blends on the arithmetic's ports
+#endif
+  bool calm = true;  // the last period's finishes per step <= CALM
+  int nfin = 0;  // the samples refilled at once in this period
   for (int j = 0; j < W; ++j) shortest = live_[j] < shortest ? live_[j] : shortest;
   while (occupied > 0) {
-    bool fast = quiet && shortest >= R;
+    bool fast = calm && shortest >= R;
+    nfin = 0;
     for (int r = 0; r < R; r += 2) {
       const M r0 = r, r1 = r + 1;
       if (fast) {
-        // step r: st_ -> pp_, unmasked: no lane has finished in this period
-        M any_fin = 0;
+        // step r: st_ -> pp_, unmasked: every lane holds a sample
+        any_fin = 0;
 #pragma GCC ivdep
         for (int j = 0; j < w; ++j) {
           const int64_t s = sample_[j];
@@ -277,11 +294,32 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
           pp_x_0[j] = v13_x;
           pp_v_0[j] = v11_vn;
           pp_t_0[j] = v15_t;
-          any_fin |= static_cast<M>(v17);
+          const M fin = static_cast<M>(v17);
+          fin_[j] = fin;
+          any_fin |= fin;
         }
-        fast = any_fin == 0;
-      }
-      if (!fast) {
+        if (any_fin != 0) {
+          const int64_t at = step + r + 1;
+          int nf = 0;
+          for (int g = 0; g < w; g += 8) {
+            M any = 0;
+            for (int j = g; j < g + 8; ++j) any |= fin_[j];
+            if (any == 0) continue;
+            for (int j = g; j < g + 8; ++j) {
+              list_[nf] = static_cast<uint8_t>(j);
+              nf += fin_[j] != 0;
+            }
+          }
+          for (int q = 0; q < nf; ++q) {
+            const int j = list_[q];
+            put_back(j, at - start_[j], true, true);
+            --occupied;
+            take(j, at, true);
+          }
+          fast = occupied == w;
+          nfin += nf;
+        }
+      } else {
         // step r: st_ -> pp_
 #pragma GCC ivdep
         for (int j = 0; j < w; ++j) {
@@ -321,8 +359,8 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
         }
       }
       if (fast && r + 1 < R) {
-        // step r + 1: pp_ -> st_, unmasked: no lane has finished in this period
-        M any_fin = 0;
+        // step r + 1: pp_ -> st_, unmasked: every lane holds a sample
+        any_fin = 0;
 #pragma GCC ivdep
         for (int j = 0; j < w; ++j) {
           const int64_t s = sample_[j];
@@ -356,11 +394,32 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
           st_x_0[j] = v13_x;
           st_v_0[j] = v11_vn;
           st_t_0[j] = v15_t;
-          any_fin |= static_cast<M>(v17);
+          const M fin = static_cast<M>(v17);
+          fin_[j] = fin;
+          any_fin |= fin;
         }
-        fast = any_fin == 0;
-      }
-      if (!fast || r + 1 >= R) {
+        if (any_fin != 0) {
+          const int64_t at = step + r + 2;
+          int nf = 0;
+          for (int g = 0; g < w; g += 8) {
+            M any = 0;
+            for (int j = g; j < g + 8; ++j) any |= fin_[j];
+            if (any == 0) continue;
+            for (int j = g; j < g + 8; ++j) {
+              list_[nf] = static_cast<uint8_t>(j);
+              nf += fin_[j] != 0;
+            }
+          }
+          for (int q = 0; q < nf; ++q) {
+            const int j = list_[q];
+            put_back(j, at - start_[j], false, true);
+            --occupied;
+            take(j, at, false);
+          }
+          fast = occupied == w;
+          nfin += nf;
+        }
+      } else {
         // step r + 1: pp_ -> st_
 #pragma GCC ivdep
         for (int j = 0; j < w; ++j) {
@@ -406,8 +465,8 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
       due_[j] = static_cast<uint8_t>((sample_[j] >= 0) & ((live_[j] < 0) | (step - start_[j] >= budget)));
       ndue += due_[j];
     }
-    quiet = ndue == 0;
     const int ran_r = R;
+    calm = nfin + ndue <= CALM * R;
     R = 2 * ndue * R <= w ? 2 * R : ndue * R > 2 * w ? R / 2 : R;
     R = R < R_MIN ? R_MIN : R > R_MAX ? R_MAX : R;
     int nd = 0;
@@ -417,15 +476,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
     }
     for (int q = 0; q < nd; ++q) {
       const int j = list_[q];
-      const int64_t s = sample_[j];
-      const int64_t ran = step - ran_r - start_[j] + (live_[j] < 0 ? -live_[j] : live_[j]);
-      steps_run = ran > steps_run ? static_cast<int>(ran) : steps_run;
-      out_x[s] = st_x_0[j];
-      out_v[s] = st_v_0[j];
-      out_t[s] = st_t_0[j];
-      const bool done = live_[j] < 0;
-      mask_out[s] = done ? 1 : 0;
-      finished += done ? 1u : 0u;
+      put_back(j, step - ran_r - start_[j] + (live_[j] < 0 ? -live_[j] : live_[j]), false, live_[j] < 0);
     }
     occupied -= nd;
     int q = 0;
@@ -454,7 +505,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
       next += fresh;
       occupied += fresh;
     }
-    for (; q < nd; ++q) take(list_[q]);
+    for (; q < nd; ++q) take(list_[q], step, false);
     M longest = 0;
     shortest = R;
     for (int j = 0; j < w; ++j) {
