@@ -1,8 +1,8 @@
 """The refilled lanes' periods (cpp/codegen/host_driver.cpp, HostWriter::refill_body): a fused
 stepping pass steps 64 lanes in periods of 8 to 32 steps, doubled after a period in which few
 lanes were due, halved after one in which many were, and cut to the longest allowance at a
-budget's end; a lane whose sample finishes in an unmasked step is refilled at once. Whatever
-the periods, every
+budget's end; without AVX-512 a lane whose sample finishes in an unmasked step may be
+refilled at once. Whatever the periods, every
 sample must run exactly the steps a plain loop gives it. Checked here against NumPy running
 the same operations one step at a time (bit for bit): samples that all run long (the periods
 grow), samples that stop after 1-40 steps (they stay short), both mixed, some finished on
@@ -130,7 +130,7 @@ def test_samples_longer_than_a_pass_run_their_plain_loop_steps(tmp_path, isa, dt
     """Samples of up to 2.5 passes (eagle.loop.FUSED launches each): a run to the end is several
     passes, each taking every live sample again; half the samples run equally long, so most
     periods are quiet and run unmasked steps (HostWriter::refill_step) until they all finish
-    in the same step."""
+    in the same step, which then runs again, masked."""
     (plan,) = eagle.plan.auto([counted], cache_dir=str(tmp_path))
     rng = np.random.default_rng(20261205)
     n = 300
@@ -147,9 +147,11 @@ def test_samples_longer_than_a_pass_run_their_plain_loop_steps(tmp_path, isa, dt
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 def test_lanes_finishing_inside_unmasked_periods(tmp_path, isa, dtype):
     """Enough samples to keep every lane full, each running 200-400 steps: about one lane in
-    five finishes per step, so periods run unmasked and lanes finish while the others go on
-    (HostWriter::eager_refill: a finished lane writes its sample back and takes the next one
-    at once). Bit for bit against NumPy, with budgets that end passes anywhere."""
+    five finishes per step, so periods run unmasked and lanes finish while the others go on:
+    the step runs again, masked (after a quiet period), or, in AVX2 code after a calm one,
+    the finished lanes write their samples back and take the next ones at once
+    (HostWriter::eager_refill). Bit for bit against NumPy, with budgets that end passes
+    anywhere."""
     (plan,) = eagle.plan.auto([counted], cache_dir=str(tmp_path))
     rng = np.random.default_rng(20261206)
     n = 20_000

@@ -691,14 +691,19 @@ class HostWriter : public detail::StepWriter {
     // steps on 64 lanes).
     os_ << "  int w = W;\n";
     // fast: the period's steps are unmasked (refill_step) while every lane holds a sample
-    // allowed the whole period; a lane whose sample finishes is refilled at once
-    // (eager_refill). That listing of the finished lanes after a step costs about what the
-    // masked step's selects save on AVX2 when one sample in 64 lanes finishes per step, and
-    // more than they cost on AVX-512, where a select is a masked operation. So a period is
-    // unmasked (calm) after one in which at most CALM samples finished per step. Measured,
-    // performance card at N = 1e5, raptor/C++ baseline, float64/float32, on an AVX-512 Xeon
-    // with x86-64-v3 code: CALM = 1: spread 1000 0.97/0.93, spread 100 1.01/1.14; CALM = 0
-    // (no finish at all): 0.81/0.87, 1.02/1.19; always unmasked: 0.97/0.94, 0.95/0.97. With
+    // allowed the whole period, in a period after a calm one. After a quiet period (no sample
+    // finished) the first step in which one finishes is run again, masked, and the period
+    // goes on masked (dense stepping: no cost until the samples' common last step). After a
+    // calm but not quiet one, each unmasked step stores its lanes' Terminated flags, and the
+    // lanes that finished write their samples back and take the next ones at once
+    // (eager_refill), so the period goes on unmasked. Listing those lanes after a step costs
+    // about what the masked step's selects save on AVX2 once about one sample finishes per
+    // step, and more than they cost on AVX-512, where a select is a masked operation: calm is
+    // at most CALM finishes per step, 1 without AVX-512 and 0 with it (the eager steps are
+    // then compiled out; the flag store alone made dense float32 stepping 3% slower there).
+    // Measured, performance card at N = 1e5, raptor/C++ lanes, float64/float32, on an AVX-512
+    // Xeon with x86-64-v3 code: CALM = 1: spread 1000 0.97/0.93, spread 100 1.01/1.14;
+    // CALM = 0: 0.81/0.87, 1.02/1.19; always unmasked and eager: 0.97/0.94, 0.95/0.97. With
     // its native AVX-512 code CALM = 0 was ahead in every cell: spread 1000 0.96/1.09 against
     // 0.95/1.00, spread 100 1.17/1.33 against 1.10/1.31.
     os_ << "  M shortest = R;\n";
@@ -708,23 +713,35 @@ class HostWriter : public detail::StepWriter {
     os_ << "  constexpr int CALM = 1;  // selects are blends on the arithmetic's ports\n";
     os_ << "#endif\n";
     os_ << "  bool calm = true;  // the last period's finishes per step <= CALM\n";
+    os_ << "  bool quiet = true;  // no sample finished in the last period\n";
     os_ << "  int nfin = 0;  // the samples refilled at once in this period\n";
     os_ << "  for (int j = 0; j < W; ++j) shortest = live_[j] < shortest ? live_[j] : shortest;\n";
     os_ << "  while (occupied > 0) {\n";
     os_ << "    bool fast = calm && shortest >= R;\n";
+    os_ << "    const bool eager = CALM > 0 && !quiet;\n";
     os_ << "    nfin = 0;\n";
     os_ << "    for (int r = 0; r < R; r += 2) {\n";
     os_ << "      const M r0 = r, r1 = r + 1;\n";
     for (const bool flipped : {false, true}) {
       const char* const which = flipped ? "r + 1: pp_ -> st_" : "r: st_ -> pp_";
       // The odd period's last step (r + 1 == R) idles: the masked step copies pp_ to st_.
-      os_ << "      if (fast" << (flipped ? " && r + 1 < R" : "") << ") {\n";
-      os_ << "        // step " << which << ", unmasked: every lane holds a sample\n";
-      refill_step(flipped, true, "        ");
+      const std::string cut = flipped ? " && r + 1 < R" : "";
+      os_ << "      if (fast && eager" << cut << ") {\n";
+      os_ << "        // step " << which << ", unmasked, finished lanes refilled at once\n";
+      refill_step(flipped, StepKind::Eager, "        ");
       eager_refill(flipped);
       os_ << "      } else {\n";
-      os_ << "        // step " << which << "\n";
-      refill_step(flipped, false, "        ");
+      os_ << "        if (fast" << cut << ") {\n";
+      os_ << "          // step " << which << ", unmasked: no lane has finished in this period\n";
+      refill_step(flipped, StepKind::Unmasked, "          ");
+      // A lane finished: its later steps must idle. The step is run again, masked, from the
+      // copy it read (unchanged), which records the lanes that finished; bit for bit the same.
+      os_ << "          fast = any_fin == 0;\n";
+      os_ << "        }\n";
+      os_ << "        if (!fast" << (flipped ? " || r + 1 >= R" : "") << ") {\n";
+      os_ << "          // step " << which << "\n";
+      refill_step(flipped, StepKind::Masked, "          ");
+      os_ << "        }\n";
       os_ << "      }\n";
     }
     os_ << "    }\n";
@@ -746,6 +763,7 @@ class HostWriter : public detail::StepWriter {
     // only when no lane was due), float64 12.2 -> 11.9-12.1 ms; spread 100 and dense unchanged.
     os_ << "    const int ran_r = R;\n";
     os_ << "    calm = nfin + ndue <= CALM * R;\n";
+    os_ << "    quiet = nfin + ndue == 0;\n";
     os_ << "    R = 2 * ndue * R <= w ? 2 * R : ndue * R > 2 * w ? R / 2 : R;\n";
     os_ << "    R = R < R_MIN ? R_MIN : R > R_MAX ? R_MAX : R;\n";
     // The due lanes listed, their samples written back, then the chunk's next samples taken
@@ -851,7 +869,9 @@ class HostWriter : public detail::StepWriter {
   // lane live, none finished yet in the period): no selects, no allowance, only an OR of the
   // lanes' Terminated flags into any_fin: on AVX2, where a select is a blend on the FP ports,
   // the masked step's selects and allowance took ~10 of its ~50 vector operations.
-  void refill_step(const bool flipped, const bool fast, const std::string& at) {
+  enum class StepKind { Masked, Unmasked, Eager };
+  void refill_step(const bool flipped, const StepKind kind, const std::string& at) {
+    const bool fast = kind != StepKind::Masked;
     if (fast) os_ << at << "any_fin = 0;\n";
     os_ << (independent_samples() ? "#pragma GCC ivdep\n" : kNoPromise);
     os_ << at << "for (int j = 0; j < w; ++j) {\n";
@@ -883,7 +903,7 @@ class HostWriter : public detail::StepWriter {
     flipped_ = false;
     if (fast) {
       os_ << ind << "const M fin = static_cast<M>(" << var(k_.terminate) << ");\n";
-      os_ << ind << "fin_[j] = fin;\n";
+      if (kind == StepKind::Eager) os_ << ind << "fin_[j] = fin;\n";
       os_ << ind << "any_fin |= fin;\n";
     } else {
       // A sample that finishes in this step leaves ~r (-(steps it ran in the period)); one

@@ -251,15 +251,17 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
   constexpr int CALM = 1;  // selects are blends on the arithmetic's ports
 #endif
   bool calm = true;  // the last period's finishes per step <= CALM
+  bool quiet = true;  // no sample finished in the last period
   int nfin = 0;  // the samples refilled at once in this period
   for (int j = 0; j < W; ++j) shortest = live_[j] < shortest ? live_[j] : shortest;
   while (occupied > 0) {
     bool fast = calm && shortest >= R;
+    const bool eager = CALM > 0 && !quiet;
     nfin = 0;
     for (int r = 0; r < R; r += 2) {
       const M r0 = r, r1 = r + 1;
-      if (fast) {
-        // step r: st_ -> pp_, unmasked: every lane holds a sample
+      if (fast && eager) {
+        // step r: st_ -> pp_, unmasked, finished lanes refilled at once
         any_fin = 0;
 #pragma GCC ivdep
         for (int j = 0; j < w; ++j) {
@@ -320,46 +322,89 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
           nfin += nf;
         }
       } else {
-        // step r: st_ -> pp_
+        if (fast) {
+          // step r: st_ -> pp_, unmasked: no lane has finished in this period
+          any_fin = 0;
 #pragma GCC ivdep
-        for (int j = 0; j < w; ++j) {
-          const int64_t s = sample_[j];
-          const bool was = false;
-          const bool live = live_[j] > r0;
-          (void)s;
-          (void)was;
-          (void)live;
-          const T v0_v = st_v_0[j];
-          const T v1_dt = k_dt;
-          const T v2_w = ld_w_0[j];
-          // refilled.py:43  vn = v + dt * (-(w * w) * x - c * v)
-          const T v3 = v2_w * v2_w;
-          const T v4 = iv_v4[j];  // once per sample
-          const T v5_x = st_x_0[j];
-          const T v6 = v4 * v5_x;
-          const T v7_c = k_c;
-          const T v8 = v7_c * v0_v;
-          const T v9 = v6 - v8;
-          const T v10 = v1_dt * v9;
-          const T v11_vn = v0_v + v10;
-          // refilled.py:44  x = x + dt * v
-          const T v12 = v1_dt * v0_v;
-          const T v13_x = v5_x + v12;
-          const T v14_t = st_t_0[j];
-          // refilled.py:46  t = t + dt
-          const T v15_t = v14_t + v1_dt;
-          const T v16_t_final = ld_t_final_0[j];
-          // refilled.py:47  terminated = t >= t_final
-          const bool v17 = v15_t >= v16_t_final;
-          pp_x_0[j] = live ? v13_x : st_x_0[j];
-          pp_v_0[j] = live ? v11_vn : st_v_0[j];
-          pp_t_0[j] = live ? v15_t : st_t_0[j];
-          const M fin = M{0} - static_cast<M>(live && v17);
-          live_[j] = static_cast<M>(live_[j] ^ ((live_[j] ^ ~r0) & fin));
+          for (int j = 0; j < w; ++j) {
+            const int64_t s = sample_[j];
+            const bool was = false;
+            const bool live = true;
+            (void)s;
+            (void)was;
+            (void)live;
+            const T v0_v = st_v_0[j];
+            const T v1_dt = k_dt;
+            const T v2_w = ld_w_0[j];
+            // refilled.py:43  vn = v + dt * (-(w * w) * x - c * v)
+            const T v3 = v2_w * v2_w;
+            const T v4 = iv_v4[j];  // once per sample
+            const T v5_x = st_x_0[j];
+            const T v6 = v4 * v5_x;
+            const T v7_c = k_c;
+            const T v8 = v7_c * v0_v;
+            const T v9 = v6 - v8;
+            const T v10 = v1_dt * v9;
+            const T v11_vn = v0_v + v10;
+            // refilled.py:44  x = x + dt * v
+            const T v12 = v1_dt * v0_v;
+            const T v13_x = v5_x + v12;
+            const T v14_t = st_t_0[j];
+            // refilled.py:46  t = t + dt
+            const T v15_t = v14_t + v1_dt;
+            const T v16_t_final = ld_t_final_0[j];
+            // refilled.py:47  terminated = t >= t_final
+            const bool v17 = v15_t >= v16_t_final;
+            pp_x_0[j] = v13_x;
+            pp_v_0[j] = v11_vn;
+            pp_t_0[j] = v15_t;
+            const M fin = static_cast<M>(v17);
+            any_fin |= fin;
+          }
+          fast = any_fin == 0;
+        }
+        if (!fast) {
+          // step r: st_ -> pp_
+#pragma GCC ivdep
+          for (int j = 0; j < w; ++j) {
+            const int64_t s = sample_[j];
+            const bool was = false;
+            const bool live = live_[j] > r0;
+            (void)s;
+            (void)was;
+            (void)live;
+            const T v0_v = st_v_0[j];
+            const T v1_dt = k_dt;
+            const T v2_w = ld_w_0[j];
+            // refilled.py:43  vn = v + dt * (-(w * w) * x - c * v)
+            const T v3 = v2_w * v2_w;
+            const T v4 = iv_v4[j];  // once per sample
+            const T v5_x = st_x_0[j];
+            const T v6 = v4 * v5_x;
+            const T v7_c = k_c;
+            const T v8 = v7_c * v0_v;
+            const T v9 = v6 - v8;
+            const T v10 = v1_dt * v9;
+            const T v11_vn = v0_v + v10;
+            // refilled.py:44  x = x + dt * v
+            const T v12 = v1_dt * v0_v;
+            const T v13_x = v5_x + v12;
+            const T v14_t = st_t_0[j];
+            // refilled.py:46  t = t + dt
+            const T v15_t = v14_t + v1_dt;
+            const T v16_t_final = ld_t_final_0[j];
+            // refilled.py:47  terminated = t >= t_final
+            const bool v17 = v15_t >= v16_t_final;
+            pp_x_0[j] = live ? v13_x : st_x_0[j];
+            pp_v_0[j] = live ? v11_vn : st_v_0[j];
+            pp_t_0[j] = live ? v15_t : st_t_0[j];
+            const M fin = M{0} - static_cast<M>(live && v17);
+            live_[j] = static_cast<M>(live_[j] ^ ((live_[j] ^ ~r0) & fin));
+          }
         }
       }
-      if (fast && r + 1 < R) {
-        // step r + 1: pp_ -> st_, unmasked: every lane holds a sample
+      if (fast && eager && r + 1 < R) {
+        // step r + 1: pp_ -> st_, unmasked, finished lanes refilled at once
         any_fin = 0;
 #pragma GCC ivdep
         for (int j = 0; j < w; ++j) {
@@ -420,42 +465,85 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
           nfin += nf;
         }
       } else {
-        // step r + 1: pp_ -> st_
+        if (fast && r + 1 < R) {
+          // step r + 1: pp_ -> st_, unmasked: no lane has finished in this period
+          any_fin = 0;
 #pragma GCC ivdep
-        for (int j = 0; j < w; ++j) {
-          const int64_t s = sample_[j];
-          const bool was = false;
-          const bool live = live_[j] > r1;
-          (void)s;
-          (void)was;
-          (void)live;
-          const T v0_v = pp_v_0[j];
-          const T v1_dt = k_dt;
-          const T v2_w = ld_w_0[j];
-          // refilled.py:43  vn = v + dt * (-(w * w) * x - c * v)
-          const T v3 = v2_w * v2_w;
-          const T v4 = iv_v4[j];  // once per sample
-          const T v5_x = pp_x_0[j];
-          const T v6 = v4 * v5_x;
-          const T v7_c = k_c;
-          const T v8 = v7_c * v0_v;
-          const T v9 = v6 - v8;
-          const T v10 = v1_dt * v9;
-          const T v11_vn = v0_v + v10;
-          // refilled.py:44  x = x + dt * v
-          const T v12 = v1_dt * v0_v;
-          const T v13_x = v5_x + v12;
-          const T v14_t = pp_t_0[j];
-          // refilled.py:46  t = t + dt
-          const T v15_t = v14_t + v1_dt;
-          const T v16_t_final = ld_t_final_0[j];
-          // refilled.py:47  terminated = t >= t_final
-          const bool v17 = v15_t >= v16_t_final;
-          st_x_0[j] = live ? v13_x : pp_x_0[j];
-          st_v_0[j] = live ? v11_vn : pp_v_0[j];
-          st_t_0[j] = live ? v15_t : pp_t_0[j];
-          const M fin = M{0} - static_cast<M>(live && v17);
-          live_[j] = static_cast<M>(live_[j] ^ ((live_[j] ^ ~r1) & fin));
+          for (int j = 0; j < w; ++j) {
+            const int64_t s = sample_[j];
+            const bool was = false;
+            const bool live = true;
+            (void)s;
+            (void)was;
+            (void)live;
+            const T v0_v = pp_v_0[j];
+            const T v1_dt = k_dt;
+            const T v2_w = ld_w_0[j];
+            // refilled.py:43  vn = v + dt * (-(w * w) * x - c * v)
+            const T v3 = v2_w * v2_w;
+            const T v4 = iv_v4[j];  // once per sample
+            const T v5_x = pp_x_0[j];
+            const T v6 = v4 * v5_x;
+            const T v7_c = k_c;
+            const T v8 = v7_c * v0_v;
+            const T v9 = v6 - v8;
+            const T v10 = v1_dt * v9;
+            const T v11_vn = v0_v + v10;
+            // refilled.py:44  x = x + dt * v
+            const T v12 = v1_dt * v0_v;
+            const T v13_x = v5_x + v12;
+            const T v14_t = pp_t_0[j];
+            // refilled.py:46  t = t + dt
+            const T v15_t = v14_t + v1_dt;
+            const T v16_t_final = ld_t_final_0[j];
+            // refilled.py:47  terminated = t >= t_final
+            const bool v17 = v15_t >= v16_t_final;
+            st_x_0[j] = v13_x;
+            st_v_0[j] = v11_vn;
+            st_t_0[j] = v15_t;
+            const M fin = static_cast<M>(v17);
+            any_fin |= fin;
+          }
+          fast = any_fin == 0;
+        }
+        if (!fast || r + 1 >= R) {
+          // step r + 1: pp_ -> st_
+#pragma GCC ivdep
+          for (int j = 0; j < w; ++j) {
+            const int64_t s = sample_[j];
+            const bool was = false;
+            const bool live = live_[j] > r1;
+            (void)s;
+            (void)was;
+            (void)live;
+            const T v0_v = pp_v_0[j];
+            const T v1_dt = k_dt;
+            const T v2_w = ld_w_0[j];
+            // refilled.py:43  vn = v + dt * (-(w * w) * x - c * v)
+            const T v3 = v2_w * v2_w;
+            const T v4 = iv_v4[j];  // once per sample
+            const T v5_x = pp_x_0[j];
+            const T v6 = v4 * v5_x;
+            const T v7_c = k_c;
+            const T v8 = v7_c * v0_v;
+            const T v9 = v6 - v8;
+            const T v10 = v1_dt * v9;
+            const T v11_vn = v0_v + v10;
+            // refilled.py:44  x = x + dt * v
+            const T v12 = v1_dt * v0_v;
+            const T v13_x = v5_x + v12;
+            const T v14_t = pp_t_0[j];
+            // refilled.py:46  t = t + dt
+            const T v15_t = v14_t + v1_dt;
+            const T v16_t_final = ld_t_final_0[j];
+            // refilled.py:47  terminated = t >= t_final
+            const bool v17 = v15_t >= v16_t_final;
+            st_x_0[j] = live ? v13_x : pp_x_0[j];
+            st_v_0[j] = live ? v11_vn : pp_v_0[j];
+            st_t_0[j] = live ? v15_t : pp_t_0[j];
+            const M fin = M{0} - static_cast<M>(live && v17);
+            live_[j] = static_cast<M>(live_[j] ^ ((live_[j] ^ ~r1) & fin));
+          }
         }
       }
     }
@@ -467,6 +555,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
     }
     const int ran_r = R;
     calm = nfin + ndue <= CALM * R;
+    quiet = nfin + ndue == 0;
     R = 2 * ndue * R <= w ? 2 * R : ndue * R > 2 * w ? R / 2 : R;
     R = R < R_MIN ? R_MIN : R > R_MAX ? R_MAX : R;
     int nd = 0;
