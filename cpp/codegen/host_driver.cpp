@@ -838,6 +838,11 @@ class HostWriter : public detail::StepWriter {
   // on unmasked. Once the chunk has no sample left to give, a lane stays empty and the rest
   // of the period is masked. A taken sample's allowance is the period's R; its budget is at
   // least R here (fast: every lane was allowed the whole period).
+  // Emitted inline after each of the period's two unmasked eager steps, not as one lambda
+  // both call: as a lambda (capturing w, occupied and next by reference) the spread 1000 cell
+  // at N = 1e5 in x86-64-v3 code took 14.2 ms against 13.5 ms (float64) and 8.5 against
+  // 7.9 ms (float32), spread 100 float32 1.52 against 1.39 ms (two runs of one session,
+  // each alternating with the code before eager refill, which took 16.5 ms both times).
   void eager_refill(const bool flipped) {
     const std::string pp = flipped ? "false" : "true";
     os_ << "        if (any_fin != 0) {\n";
