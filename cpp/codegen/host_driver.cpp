@@ -870,10 +870,11 @@ class HostWriter : public detail::StepWriter {
 
   // One step of the refilled lanes (refill_body), st_ -> pp_ or (flipped) pp_ -> st_, as a
   // loop over the w lanes. Masked: lane j steps while its allowance live_[j] exceeds the
-  // step's index r in the period, and one that finishes leaves ~r in live_[j]. Fast (every
-  // lane live, none finished yet in the period): no selects, no allowance, only an OR of the
-  // lanes' Terminated flags into any_fin: on AVX2, where a select is a blend on the FP ports,
-  // the masked step's selects and allowance took ~10 of its ~50 vector operations.
+  // step's index r in the period, and one that finishes leaves ~r in live_[j]. Unmasked
+  // (every lane holds a live sample): no selects, no allowance, only an OR of the lanes'
+  // Terminated flags into any_fin: on AVX2, where a select is a blend on the FP ports, the
+  // masked step's selects and allowance took ~10 of its ~50 vector operations. Eager: the
+  // same, and each lane's flag stored in fin_ for eager_refill.
   enum class StepKind { Masked, Unmasked, Eager };
   void refill_step(const bool flipped, const StepKind kind, const std::string& at) {
     const bool fast = kind != StepKind::Masked;
