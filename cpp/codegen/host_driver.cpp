@@ -304,7 +304,16 @@ class HostWriter : public detail::StepWriter {
   // Lane j's copy of a Mutable's state: st_ (blocks, and refilled lanes between periods) or
   // the refilled lanes' second copy pp_.
   std::string lane_state(size_t slot, int comp, bool second) const {
-    return (second ? "pp_" : "st_") + name(slot) + "_" + std::to_string(comp) + "[j]";
+    return lane_array(slot, comp, second) + "[j]";
+  }
+  // The lanes' array of that state: st_<name>_<comp> or pp_<name>_<comp>.
+  std::string lane_array(size_t slot, int comp, bool second) const {
+    return (second ? "pp_" : "st_") + name(slot) + "_" + std::to_string(comp);
+  }
+  // Lane j's copy chosen at run time by the bool expression `pp`: (pp ? pp_.. : st_..)[j].
+  std::string lane_state_of(size_t slot, int comp, const std::string& pp) const {
+    return "(" + pp + " ? " + lane_array(slot, comp, true) + " : " + lane_array(slot, comp, false) +
+           ")[j]";
   }
   std::string input(size_t slot, int comp) const override {
     if (!refill_) return plane("in_", slot, comp);
@@ -622,8 +631,8 @@ class HostWriter : public detail::StepWriter {
     // each store is a whole vector; `x = live ? new : x` in place becomes a masked store that
     // the next step's load of x waits for (store forwarding fails), 2.5x slower here.
     for_each_mutable([&](size_t s, int c) {
-      os_ << "  " << value_ctype(s) << " st_" << name(s) << "_" << c << "[W], pp_" << name(s) << "_"
-          << c << "[W];\n";
+      os_ << "  " << value_ctype(s) << " " << lane_array(s, c, false) << "[W], "
+          << lane_array(s, c, true) << "[W];\n";
     });
     for (const auto& [s, c] : reads)
       os_ << "  " << elem_ctype(s) << " ld_" << name(s) << "_" << c << "[W];\n";
@@ -678,8 +687,7 @@ class HostWriter : public detail::StepWriter {
     os_ << "    const int64_t s = sample_[j];\n";
     os_ << "    steps_run = ran > steps_run ? static_cast<int>(ran) : steps_run;\n";
     for_each_mutable([&](size_t s, int c) {
-      const std::string nc = name(s) + "_" + std::to_string(c);
-      os_ << "    " << plane("out_", s, c) << " = (pp ? pp_" << nc << " : st_" << nc << ")[j];\n";
+      os_ << "    " << plane("out_", s, c) << " = " << lane_state_of(s, c, "pp") << ";\n";
     });
     os_ << "    mask_out[s] = done ? 1 : 0;\n";
     os_ << "    finished += done ? 1u : 0u;\n";
@@ -823,9 +831,8 @@ class HostWriter : public detail::StepWriter {
     os_ << at << "start_[j] = " << start << ";\n";
     os_ << at << "live_[j] = static_cast<M>(budget < R ? budget : R);\n";
     for_each_mutable([&](size_t s, int c) {
-      const std::string st = "st_" + name(s) + "_" + std::to_string(c);
-      const std::string copy = pp.empty() ? st : "(" + pp + " ? pp_" + name(s) + "_" + std::to_string(c) + " : " + st + ")";
-      os_ << at << copy << "[j] = " << initial_state(s, c) << ";\n";
+      const std::string copy = pp.empty() ? lane_state(s, c, false) : lane_state_of(s, c, pp);
+      os_ << at << copy << " = " << initial_state(s, c) << ";\n";
     });
     for (const auto& [s, c] : plane_reads())
       os_ << at << "ld_" << name(s) << "_" << c << "[j] = " << plane("in_", s, c) << ";\n";
@@ -932,7 +939,7 @@ class HostWriter : public detail::StepWriter {
     os_ << "        if (sample_[j] < 0) continue;\n";
     std::vector<std::string> arrays = {"sample_", "start_", "live_"};
     for_each_mutable([&](size_t s, int c) {
-      arrays.push_back("st_" + name(s) + "_" + std::to_string(c));
+      arrays.push_back(lane_array(s, c, false));
     });
     for (const auto& [s, c] : plane_reads())
       arrays.push_back("ld_" + name(s) + "_" + std::to_string(c));
@@ -964,7 +971,7 @@ class HostWriter : public detail::StepWriter {
     os_ << "    using M = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;\n";
     os_ << "    M was_[" << bsz << "], live_[" << bsz << "];\n";
     for_each_mutable([&](size_t s, int c) {
-      os_ << "    " << value_ctype(s) << " st_" << name(s) << "_" << c << "[" << bsz << "];\n";
+      os_ << "    " << value_ctype(s) << " " << lane_array(s, c, false) << "[" << bsz << "];\n";
     });
     os_ << "    int any = 0;\n";
     os_ << "    for (int64_t j = 0; j < count; ++j) {\n";
