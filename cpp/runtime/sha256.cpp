@@ -1,7 +1,16 @@
-// SHA-256 (FIPS 180-4): a straightforward portable implementation. See sha256.hpp.
+// SHA-256 (FIPS 180-4): portable rounds (block_portable) and, on x86-64 CPUs with the SHA
+// extensions, the same compression with SHA256RNDS2/MSG1/MSG2 (blocks_hardware), chosen per
+// hasher. See sha256.hpp; start reading at Sha256::update.
 #include "runtime/sha256.hpp"
 
 #include <cstring>
+#include <stdexcept>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define RAPTOR_SHA256_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
 
 namespace raptor::runtime {
 namespace {
@@ -18,13 +27,8 @@ constexpr std::array<uint32_t, 64> kK = {
 
 constexpr uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
-}  // namespace
-
-Sha256::Sha256()
-    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-         0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
-
-void Sha256::block(const unsigned char* p) {
+// One 64-byte block into the state, in plain C++.
+void block_portable(std::array<uint32_t, 8>& state, const unsigned char* p) {
   std::array<uint32_t, 64> w{};
   for (int i = 0; i < 16; ++i) {
     w[i] = (uint32_t{p[4 * i]} << 24) | (uint32_t{p[4 * i + 1]} << 16) |
@@ -35,7 +39,7 @@ void Sha256::block(const unsigned char* p) {
     const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
     w[i] = w[i - 16] + s0 + w[i - 7] + s1;
   }
-  uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
+  uint32_t a = state[0], b = state[1], c = state[2], d = state[3], e = state[4], f = state[5], g = state[6], h = state[7];
   for (int i = 0; i < 64; ++i) {
     const uint32_t s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
     const uint32_t ch = (e & f) ^ (~e & g);
@@ -52,14 +56,99 @@ void Sha256::block(const unsigned char* p) {
     b = a;
     a = t1 + t2;
   }
-  h_[0] += a;
-  h_[1] += b;
-  h_[2] += c;
-  h_[3] += d;
-  h_[4] += e;
-  h_[5] += f;
-  h_[6] += g;
-  h_[7] += h;
+  state[0] += a;
+  state[1] += b;
+  state[2] += c;
+  state[3] += d;
+  state[4] += e;
+  state[5] += f;
+  state[6] += g;
+  state[7] += h;
+}
+
+#if RAPTOR_SHA256_X86
+// n 64-byte blocks into the state h, with the SHA extensions. Those keep the state as two
+// vectors, ABEF and CDGH (lanes high to low), and run two rounds per SHA256RNDS2: a group of
+// four rounds is one RNDS2 on the message words plus constants and one on their upper half.
+// The message schedule: words 16.. in groups of four, W[g] = MSG2(MSG1(W[g-4], W[g-3]) +
+// (W[g-1]:W[g-2] shifted by one word), W[g-1]).
+__attribute__((target("sha,sse4.1,ssse3"))) void blocks_hardware(std::array<uint32_t, 8>& h,
+                                                                  const unsigned char* p,
+                                                                  size_t n) {
+  const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  __m128i dcba = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h.data()));
+  __m128i hgfe = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h.data() + 4));
+  const __m128i badc = _mm_shuffle_epi32(dcba, 0xB1);
+  const __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+  __m128i abef = _mm_alignr_epi8(badc, efgh, 8);
+  __m128i cdgh = _mm_blend_epi16(efgh, badc, 0xF0);
+  for (; n > 0; --n, p += 64) {
+    const __m128i abef_in = abef, cdgh_in = cdgh;
+    __m128i w[4];
+    for (int g = 0; g < 4; ++g)
+      w[g] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * g)), bswap);
+#pragma GCC unroll 16
+    for (int g = 0; g < 16; ++g) {
+      if (g >= 4) {
+        const __m128i prev = w[(g + 3) & 3];
+        const __m128i shifted = _mm_alignr_epi8(prev, w[(g + 2) & 3], 4);
+        w[g & 3] = _mm_sha256msg2_epu32(
+            _mm_add_epi32(_mm_sha256msg1_epu32(w[g & 3], w[(g + 1) & 3]), shifted), prev);
+      }
+      __m128i m = _mm_add_epi32(
+          w[g & 3], _mm_loadu_si128(reinterpret_cast<const __m128i*>(kK.data() + 4 * g)));
+      cdgh = _mm_sha256rnds2_epu32(cdgh, abef, m);
+      m = _mm_shuffle_epi32(m, 0x0E);
+      abef = _mm_sha256rnds2_epu32(abef, cdgh, m);
+    }
+    abef = _mm_add_epi32(abef, abef_in);
+    cdgh = _mm_add_epi32(cdgh, cdgh_in);
+  }
+  const __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+  const __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+  dcba = _mm_blend_epi16(feba, dchg, 0xF0);
+  hgfe = _mm_alignr_epi8(dchg, feba, 8);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h.data()), dcba);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h.data() + 4), hgfe);
+}
+
+bool detect_hardware() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return false;
+  const bool ssse3 = (c & bit_SSSE3) != 0, sse41 = (c & bit_SSE4_1) != 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+  return ssse3 && sse41 && (b & bit_SHA) != 0;
+}
+#endif
+
+}  // namespace
+
+bool sha256_hardware_available() {
+#if RAPTOR_SHA256_X86
+  static const bool available = detect_hardware();  // a property of the CPU, read once
+  return available;
+#else
+  return false;
+#endif
+}
+
+Sha256::Sha256(const Sha256Impl impl)
+    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+         0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {
+  if (impl == Sha256Impl::Hardware && !sha256_hardware_available())
+    throw std::invalid_argument(
+        "raptor: SHA-256 with the SHA extensions asked for, but this CPU lacks them");
+  hardware_ = impl != Sha256Impl::Portable && sha256_hardware_available();
+}
+
+void Sha256::blocks(const unsigned char* p, size_t n) {
+#if RAPTOR_SHA256_X86
+  if (hardware_) {
+    blocks_hardware(h_, p, n);
+    return;
+  }
+#endif
+  for (; n > 0; --n, p += 64) block_portable(h_, p);
 }
 
 void Sha256::update(std::string_view data) {
@@ -73,10 +162,12 @@ void Sha256::update(std::string_view data) {
     p += take;
     len -= take;
     if (buf_len_ < 64) return;
-    block(buf_.data());
+    blocks(buf_.data(), 1);
     buf_len_ = 0;
   }
-  for (; len >= 64; p += 64, len -= 64) block(p);
+  blocks(p, len / 64);
+  p += len / 64 * 64;
+  len %= 64;
   std::memcpy(buf_.data(), p, len);
   buf_len_ = len;
 }
