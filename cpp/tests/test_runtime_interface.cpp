@@ -2,6 +2,7 @@
 // positions, aliases, shape rules, and the manifest round trip (runtime/manifest.hpp),
 // against kernels lowered from source and their adjoints.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <string>
@@ -227,6 +228,35 @@ TEST(RuntimeInterface, ManifestRoundTripAndOldVersionSkipped) {
   const PreloadResult r = preload(compiler);
   EXPECT_EQ(r.registered, 0);
   EXPECT_EQ(r.skipped, 1);
+}
+
+// Every cache hit writes its kernels' manifests: one that already says the same is left as it
+// is (no temporary file, no rename: the same inode); a damaged or older one is replaced.
+TEST(RuntimeInterface, ManifestRewrittenOnlyWhenItDiffers) {
+  testing::TempDir tmp;
+  const Compiler compiler(open_cache_dir(tmp.path().string()));
+  KernelEntry e = describe_kernel(mixed_kernel(), codegen::DType::F64);
+  e.symbol = "raptor_mixed";
+  const std::string so_key(64, 'b');
+  write_manifest(compiler, e, so_key);
+  const auto path = tmp.path() / "kernels" / (e.digest + ".kernel");
+  const auto want = read_cache_file(path);
+  ASSERT_TRUE(want.has_value());
+  struct stat before {}, after {};
+  ASSERT_EQ(::stat(path.c_str(), &before), 0);
+  write_manifest(compiler, e, so_key);
+  ASSERT_EQ(::stat(path.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_EQ(read_cache_file(path), want);
+
+  for (const std::string& damaged : {std::string("raptor-kernel 2\ndigest"), std::string()}) {
+    write_cache_file(path, damaged);
+    write_manifest(compiler, e, so_key);
+    EXPECT_EQ(read_cache_file(path), want);
+    ASSERT_TRUE(parse_manifest(*read_cache_file(path)).has_value());
+  }
+  write_manifest(compiler, e, std::string(64, 'c'));  // the same kernel in another library
+  EXPECT_EQ(parse_manifest(*read_cache_file(path))->so_key, std::string(64, 'c'));
 }
 
 }  // namespace
