@@ -10,7 +10,9 @@ entry, and `runner.run(max_steps=b)` called again and again with budgets that en
 anywhere (1, 3, 7, 9, 17, 31, 33, 50, 200, 256 launches; from 8 up a run is fused passes, eagle.loop.FUSED_MIN).
 Each with the machine's own code and, on an x86-64 machine with AVX2, with AVX2 code
 (-march=x86-64-v3): the generated pass decides when a period is unmasked by whether the target
-has AVX-512 (its CALM), so an AVX-512 machine checks both choices."""
+has AVX-512 (its CALM), so an AVX-512 machine checks both choices. The eager refill lists the
+lanes that finished with AVX's sign-bit masks where the target has AVX, portably elsewhere:
+its test also runs with -march=x86-64 (SSE2 only)."""
 
 from __future__ import annotations
 
@@ -42,10 +44,13 @@ def _has_avx2() -> bool:
 
 @pytest.fixture(params=["native", "x86-64-v3"])
 def isa(request, monkeypatch):
-    """The kernels' ISA: the default flags, or the same with -march=x86-64-v3 (AVX2)."""
+    """The kernels' ISA: the default flags, or the same with -march=x86-64-v3 (AVX2), or
+    -march=x86-64 (SSE2 only: the portable rp_lanes_set of the eager refill)."""
     if request.param != "native":
-        if not _has_avx2():
+        if request.param == "x86-64-v3" and not _has_avx2():
             pytest.skip("AVX2 code needs an x86-64 machine with AVX2")
+        if platform.machine() not in ("x86_64", "AMD64"):
+            pytest.skip("x86-64 code needs an x86-64 machine")
         flags = re.sub(r"-march=\S+", "-march=" + request.param, _core.default_host_flags())
         monkeypatch.setenv("RAPTOR_CXXFLAGS", flags)
     return request.param
@@ -144,6 +149,7 @@ def test_samples_longer_than_a_pass_run_their_plain_loop_steps(tmp_path, isa, dt
     assert np.array_equal(state["k"], nstop)
 
 
+@pytest.mark.parametrize("isa", ["native", "x86-64-v3", "x86-64"], indirect=True)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 def test_lanes_finishing_inside_unmasked_periods(tmp_path, isa, dtype):
     """Enough samples to keep every lane full, each running 200-400 steps: about one lane in

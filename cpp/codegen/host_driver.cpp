@@ -136,6 +136,36 @@ __attribute__((noinline)) void rp_flush(void* dst, const void* src, int64_t byte
   if (stream) rp_stream(dst, src, bytes);
 }
 #endif
+// The refilled lanes whose flag is set (all ones: negative), bit j for lane j < w (w a
+// multiple of 8, at most 64): with AVX, one sign-bit mask per 256-bit vector of flags.
+#if defined(__x86_64__) && defined(__AVX__) && defined(__GNUC__)
+typedef float rp_v8sf __attribute__((vector_size(32)));
+typedef double rp_v4df __attribute__((vector_size(32)));
+inline uint64_t rp_lanes_set(const int32_t* f, int w) {
+  uint64_t set = 0;
+  for (int g = 0; g < w; g += 8) {
+    rp_v8sf v;
+    __builtin_memcpy(&v, f + g, 32);
+    set |= static_cast<uint64_t>(__builtin_ia32_movmskps256(v)) << g;
+  }
+  return set;
+}
+inline uint64_t rp_lanes_set(const int64_t* f, int w) {
+  uint64_t set = 0;
+  for (int g = 0; g < w; g += 4) {
+    rp_v4df v;
+    __builtin_memcpy(&v, f + g, 32);
+    set |= static_cast<uint64_t>(__builtin_ia32_movmskpd256(v)) << g;
+  }
+  return set;
+}
+#else
+template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
+  uint64_t set = 0;
+  for (int j = 0; j < w; ++j) set |= static_cast<uint64_t>(f[j] < 0) << j;
+  return set;
+}
+#endif
 }  // namespace
 )";
 }
@@ -850,20 +880,17 @@ class HostWriter : public detail::StepWriter {
   // at N = 1e5 in x86-64-v3 code took 14.2 ms against 13.5 ms (float64) and 8.5 against
   // 7.9 ms (float32), spread 100 float32 1.52 against 1.39 ms (two runs of one session,
   // each alternating with the code before eager refill, which took 16.5 ms both times).
+  // The finished lanes are the set bits of rp_lanes_set (AVX sign-bit masks): listing them
+  // in groups of 8 (an OR of each group, a branch, a branch-free list) took ~5% of that
+  // cell's time per eager step in float32 (perf annotate, N = 1e6); the masks made it 3%
+  // faster at N = 1e5 (8.71 -> 8.44 ms, medians of 5 alternating processes).
   void eager_refill(const bool flipped) {
     const std::string pp = flipped ? "false" : "true";
     os_ << "        if (any_fin != 0) {\n";
     os_ << "          const int64_t at = step + r + " << (flipped ? 2 : 1) << ";\n";
     os_ << "          int nf = 0;\n";
-    os_ << "          for (int g = 0; g < w; g += 8) {\n";
-    os_ << "            M any = 0;\n";
-    os_ << "            for (int j = g; j < g + 8; ++j) any |= fin_[j];\n";
-    os_ << "            if (any == 0) continue;\n";
-    os_ << "            for (int j = g; j < g + 8; ++j) {\n";
-    os_ << "              list_[nf] = static_cast<uint8_t>(j);\n";
-    os_ << "              nf += fin_[j] != 0;\n";
-    os_ << "            }\n";
-    os_ << "          }\n";
+    os_ << "          for (uint64_t set = rp_lanes_set(fin_, w); set != 0; set &= set - 1)\n";
+    os_ << "            list_[nf++] = static_cast<uint8_t>(__builtin_ctzll(set));\n";
     os_ << "          for (int q = 0; q < nf; ++q) {\n";
     os_ << "            const int j = list_[q];\n";
     os_ << "            put_back(j, at - start_[j], " << pp << ", true);\n";
@@ -915,7 +942,8 @@ class HostWriter : public detail::StepWriter {
     refill_ = false;
     flipped_ = false;
     if (fast) {
-      os_ << ind << "const M fin = static_cast<M>(" << var(k_.terminate) << ");\n";
+      // All ones when set: rp_lanes_set reads the sign bits.
+      os_ << ind << "const M fin = M{0} - static_cast<M>(" << var(k_.terminate) << ");\n";
       if (kind == StepKind::Eager) os_ << ind << "fin_[j] = fin;\n";
       os_ << ind << "any_fin |= fin;\n";
     } else {

@@ -148,6 +148,36 @@ __attribute__((noinline)) void rp_flush(void* dst, const void* src, int64_t byte
   if (stream) rp_stream(dst, src, bytes);
 }
 #endif
+// The refilled lanes whose flag is set (all ones: negative), bit j for lane j < w (w a
+// multiple of 8, at most 64): with AVX, one sign-bit mask per 256-bit vector of flags.
+#if defined(__x86_64__) && defined(__AVX__) && defined(__GNUC__)
+typedef float rp_v8sf __attribute__((vector_size(32)));
+typedef double rp_v4df __attribute__((vector_size(32)));
+inline uint64_t rp_lanes_set(const int32_t* f, int w) {
+  uint64_t set = 0;
+  for (int g = 0; g < w; g += 8) {
+    rp_v8sf v;
+    __builtin_memcpy(&v, f + g, 32);
+    set |= static_cast<uint64_t>(__builtin_ia32_movmskps256(v)) << g;
+  }
+  return set;
+}
+inline uint64_t rp_lanes_set(const int64_t* f, int w) {
+  uint64_t set = 0;
+  for (int g = 0; g < w; g += 4) {
+    rp_v4df v;
+    __builtin_memcpy(&v, f + g, 32);
+    set |= static_cast<uint64_t>(__builtin_ia32_movmskpd256(v)) << g;
+  }
+  return set;
+}
+#else
+template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
+  uint64_t set = 0;
+  for (int j = 0; j < w; ++j) set |= static_cast<uint64_t>(f[j] < 0) << j;
+  return set;
+}
+#endif
 }  // namespace
 
 // ---- kernel 'long_newton' from examples/long_newton.py, float64, steps=1

@@ -148,6 +148,36 @@ __attribute__((noinline)) void rp_flush(void* dst, const void* src, int64_t byte
   if (stream) rp_stream(dst, src, bytes);
 }
 #endif
+// The refilled lanes whose flag is set (all ones: negative), bit j for lane j < w (w a
+// multiple of 8, at most 64): with AVX, one sign-bit mask per 256-bit vector of flags.
+#if defined(__x86_64__) && defined(__AVX__) && defined(__GNUC__)
+typedef float rp_v8sf __attribute__((vector_size(32)));
+typedef double rp_v4df __attribute__((vector_size(32)));
+inline uint64_t rp_lanes_set(const int32_t* f, int w) {
+  uint64_t set = 0;
+  for (int g = 0; g < w; g += 8) {
+    rp_v8sf v;
+    __builtin_memcpy(&v, f + g, 32);
+    set |= static_cast<uint64_t>(__builtin_ia32_movmskps256(v)) << g;
+  }
+  return set;
+}
+inline uint64_t rp_lanes_set(const int64_t* f, int w) {
+  uint64_t set = 0;
+  for (int g = 0; g < w; g += 4) {
+    rp_v4df v;
+    __builtin_memcpy(&v, f + g, 32);
+    set |= static_cast<uint64_t>(__builtin_ia32_movmskpd256(v)) << g;
+  }
+  return set;
+}
+#else
+template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
+  uint64_t set = 0;
+  for (int j = 0; j < w; ++j) set |= static_cast<uint64_t>(f[j] < 0) << j;
+  return set;
+}
+#endif
 }  // namespace
 
 // ---- kernel 'refilled' from examples/refilled.py, float64, steps=16
@@ -296,22 +326,15 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
           pp_x_0[j] = v13_x;
           pp_v_0[j] = v11_vn;
           pp_t_0[j] = v15_t;
-          const M fin = static_cast<M>(v17);
+          const M fin = M{0} - static_cast<M>(v17);
           fin_[j] = fin;
           any_fin |= fin;
         }
         if (any_fin != 0) {
           const int64_t at = step + r + 1;
           int nf = 0;
-          for (int g = 0; g < w; g += 8) {
-            M any = 0;
-            for (int j = g; j < g + 8; ++j) any |= fin_[j];
-            if (any == 0) continue;
-            for (int j = g; j < g + 8; ++j) {
-              list_[nf] = static_cast<uint8_t>(j);
-              nf += fin_[j] != 0;
-            }
-          }
+          for (uint64_t set = rp_lanes_set(fin_, w); set != 0; set &= set - 1)
+            list_[nf++] = static_cast<uint8_t>(__builtin_ctzll(set));
           for (int q = 0; q < nf; ++q) {
             const int j = list_[q];
             put_back(j, at - start_[j], true, true);
@@ -358,7 +381,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
             pp_x_0[j] = v13_x;
             pp_v_0[j] = v11_vn;
             pp_t_0[j] = v15_t;
-            const M fin = static_cast<M>(v17);
+            const M fin = M{0} - static_cast<M>(v17);
             any_fin |= fin;
           }
           fast = any_fin == 0;
@@ -439,22 +462,15 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
           st_x_0[j] = v13_x;
           st_v_0[j] = v11_vn;
           st_t_0[j] = v15_t;
-          const M fin = static_cast<M>(v17);
+          const M fin = M{0} - static_cast<M>(v17);
           fin_[j] = fin;
           any_fin |= fin;
         }
         if (any_fin != 0) {
           const int64_t at = step + r + 2;
           int nf = 0;
-          for (int g = 0; g < w; g += 8) {
-            M any = 0;
-            for (int j = g; j < g + 8; ++j) any |= fin_[j];
-            if (any == 0) continue;
-            for (int j = g; j < g + 8; ++j) {
-              list_[nf] = static_cast<uint8_t>(j);
-              nf += fin_[j] != 0;
-            }
-          }
+          for (uint64_t set = rp_lanes_set(fin_, w); set != 0; set &= set - 1)
+            list_[nf++] = static_cast<uint8_t>(__builtin_ctzll(set));
           for (int q = 0; q < nf; ++q) {
             const int j = list_[q];
             put_back(j, at - start_[j], false, true);
@@ -501,7 +517,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
             st_x_0[j] = v13_x;
             st_v_0[j] = v11_vn;
             st_t_0[j] = v15_t;
-            const M fin = static_cast<M>(v17);
+            const M fin = M{0} - static_cast<M>(v17);
             any_fin |= fin;
           }
           fast = any_fin == 0;
