@@ -167,6 +167,13 @@ template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
 }
 #endif
 }  // namespace
+// A kernel whose float64 arithmetic waits on square roots and divisions (HostWriter::
+// divider_bound) prefers 256-bit vectors whatever the flags say.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RP_NARROW __attribute__((target("prefer-vector-width=256")))
+#else
+#define RP_NARROW
+#endif
 )";
 }
 
@@ -174,9 +181,58 @@ class HostWriter : public detail::StepWriter {
  public:
   using StepWriter::StepWriter;
 
+  // Whether the step's float64 arithmetic per sample is bound by square roots and divisions:
+  // each is ~16 cycles per vector of 8 doubles where the other operations take 0.5 (two
+  // ports), so more than one per 32 other operations. Their units give the same doubles per
+  // cycle with 256-bit vectors as with 512-bit ones (Intel's dividers are 256 bits wide or
+  // narrower, Zen 4 splits 512-bit operations in two), and Intel cores lower their clock
+  // while they run 512-bit floating-point work: the drag step (a norm: one square root per
+  // 18 operations), 2^12-2^16 samples on the AVX-512 Xeon, ran 0.91-0.96x Numba's speed with
+  // 512-bit vectors and 0.97-1.04x with 256-bit ones (peers.py, same session); the float32
+  // step, with its faster square roots, was not faster (0.96-1.01x against 1.05-1.06x), and
+  // the stepping kernels of the performance card (no root or division) were tuned with 512.
+  // Only values that differ between samples count (a Param's own arithmetic is done once).
+  // Not for kernels with a mask: at 256 bits on an AVX-512 target GCC 12 leaves their masked
+  // float64 sample loops scalar (the byte mask is not turned into a mask of 4 doubles).
+  bool divider_bound() const {
+    if (dtype_ != DType::F64 || k_.has_mask()) return false;
+    std::vector<bool> varies(k_.values.size(), false);
+    int dividers = 0, others = 0;
+    for (size_t i = 0; i < k_.values.size(); ++i) {
+      const ir::Value& v = k_.values[i];
+      bool any = v.op != ir::Op::Const && v.op != ir::Op::LoadParam && v.op != ir::Op::LoopIndex &&
+                 v.op != ir::Op::LoopBegin;
+      if (v.op != ir::Op::LoadPlane && v.op != ir::Op::LoadState && v.op != ir::Op::LoadMask &&
+          v.op != ir::Op::LoadTable && v.op != ir::Op::RandUniform && v.op != ir::Op::RandNormal &&
+          v.op != ir::Op::RandUniformAt && v.op != ir::Op::RandNormalAt) {
+        bool arg_varies = false;
+        for (const int32_t a : v.args)
+          if (a >= 0 && static_cast<size_t>(a) < i && varies[static_cast<size_t>(a)]) arg_varies = true;
+        any = any && arg_varies;
+      }
+      varies[i] = any;
+      if (!any || v.type != ir::Type::F) continue;
+      switch (v.op) {
+        case ir::Op::Sqrt:
+        case ir::Op::Div: ++dividers; break;
+        case ir::Op::Add:
+        case ir::Op::Sub:
+        case ir::Op::Mul:
+        case ir::Op::Neg:
+        case ir::Op::Abs:
+        case ir::Op::Min:
+        case ir::Op::Max:
+        case ir::Op::Select: ++others; break;
+        default: break;
+      }
+    }
+    return dividers > 0 && 32 * dividers > others;
+  }
+
   void write() {
     header_comment();
-    os_ << "RAPTOR_EXPORT void " << symbol_ << "(raptor_args* a) {\n";
+    os_ << "RAPTOR_EXPORT " << (divider_bound() ? "RP_NARROW " : "") << "void " << symbol_
+        << "(raptor_args* a) {\n";
     os_ << "  using T = " << detail::ctype_of(dtype_) << ";\n";
     os_ << "  const int64_t n = a->n;\n";
     declare_slots();

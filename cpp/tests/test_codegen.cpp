@@ -316,7 +316,9 @@ TEST(CodegenEmit, SymbolNameAndComments) {
   const std::string code = codegen::emit_cpp(
       {{&k, DType::F32, "raptor_drag_x_f32"}, {&k, DType::F64, "raptor_drag_x_f64"}});
   EXPECT_NE(code.find("RAPTOR_EXPORT void raptor_drag_x_f32(raptor_args* a)"), std::string::npos);
-  EXPECT_NE(code.find("RAPTOR_EXPORT void raptor_drag_x_f64(raptor_args* a)"), std::string::npos);
+  // RP_NARROW: the float64 drag step is bound by its square root (HostWriter::divider_bound).
+  EXPECT_NE(code.find("RAPTOR_EXPORT RP_NARROW void raptor_drag_x_f64(raptor_args* a)"),
+            std::string::npos);
   EXPECT_NE(code.find("using T = float;"), std::string::npos);
   EXPECT_NE(code.find("// drag.py:12  a = vec(0.0, 0.0, -g) - cd * norm(v) * v"), std::string::npos)
       << code;
@@ -830,6 +832,17 @@ TEST(CodegenVectorize, DragSampleLoopIsVectorized) {  // one loop, plain or stre
   expect_sample_loops_vectorized(drag_kernel(), "raptor_drag_vec_f32", DType::F32);
 }
 
+// The drag step's adjoint with respect to its Params: sums over samples (an OpenMP SIMD
+// reduction) in a kernel bound by its square root and divisions, so its float64 build
+// prefers 256-bit vectors (RP_NARROW): vectorized at that width too.
+TEST(CodegenVectorize, NarrowSumsOverSamplesAreVectorized) {
+  const ir::Kernel adj = optimized(ad::adjoint(drag_kernel(), {"v", "cd", "dt"}));
+  ASSERT_NE(codegen::emit_cpp({{&adj, DType::F64, "raptor_drag_adjoint_vec_f64"}})
+                .find("RP_NARROW void raptor_drag_adjoint_vec_f64"),
+            std::string::npos);
+  expect_sample_loops_vectorized(adj, "raptor_drag_adjoint_vec_f64", DType::F64);
+}
+
 TEST(CodegenVectorize, MaskedSampleLoopsAreVectorized) {
   expect_sample_loops_vectorized(oscillator_kernel(), "raptor_oscillator_vec_f64", DType::F64);
   expect_sample_loops_vectorized(oscillator_kernel(), "raptor_oscillator_vec_f32", DType::F32);
@@ -890,6 +903,56 @@ TEST(CodegenVectorize, SumsOverSamplesAreVectorized) {
   const ir::Kernel adj = optimized(ad::adjoint(oscillator_kernel(), {"x", "v", "c", "dt"}));
   expect_sample_loops_vectorized(adj, "raptor_oscillator_adjoint_vec_f64", DType::F64);
   expect_sample_loops_vectorized(adj, "raptor_oscillator_adjoint_vec_f32", DType::F32);
+}
+
+// The vector registers the sqrt/add/mul instructions of `symbol` in `code` use, compiled for
+// `target`: "z", "y" or "x" characters, one per instruction (GCC's assembly, -S).
+std::string fp_registers_of(const std::string& code, const std::string& symbol,
+                            const VecTarget& target) {
+  runtime::testing::TempDir dir;
+  std::ofstream(dir.path() / "k.cpp") << code;
+  const std::string cmd = "cd '" + dir.path().string() + "' && g++ " + host_flags_for(target) +
+                          " -std=c++17 -S k.cpp -o k.s > out.txt 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << read_file(dir.path() / "out.txt");
+  std::istringstream in(read_file(dir.path() / "k.s"));
+  std::string regs;
+  bool inside = false;
+  for (std::string text; std::getline(in, text);) {
+    if (text == symbol + ":") inside = true;
+    else if (inside && text.find(".cfi_endproc") != std::string::npos) break;
+    if (!inside) continue;
+    for (const char* op : {"vsqrtp", "vaddp", "vmulp"}) {
+      const size_t at = text.find(op);
+      const size_t reg = text.find("%", at == std::string::npos ? text.size() : at);
+      if (at != std::string::npos && reg != std::string::npos && reg + 1 < text.size())
+        regs.push_back(text[reg + 1]);
+    }
+  }
+  return regs;
+}
+
+// A float64 kernel bound by square roots and divisions (HostWriter::divider_bound: the drag
+// step's norm) is compiled with 256-bit vectors even where the flags prefer 512 (x86-64-v4);
+// its float32 build, and a float64 kernel without roots or divisions (the oscillator), keep
+// 512-bit vectors. The decision is in the generated source (RP_NARROW), checked everywhere.
+TEST(CodegenVectorize, DividerBoundFloat64KernelsUse256BitVectors) {
+  const ir::Kernel drag = drag_kernel();
+  const ir::Kernel osc = oscillator_kernel();
+  const std::string drag64 = codegen::emit_cpp({{&drag, DType::F64, "raptor_drag_w_f64"}});
+  const std::string drag32 = codegen::emit_cpp({{&drag, DType::F32, "raptor_drag_w_f32"}});
+  const std::string osc64 = codegen::emit_cpp({{&osc, DType::F64, "raptor_osc_w_f64"}});
+  EXPECT_NE(drag64.find("RAPTOR_EXPORT RP_NARROW void raptor_drag_w_f64("), std::string::npos);
+  EXPECT_NE(drag32.find("RAPTOR_EXPORT void raptor_drag_w_f32("), std::string::npos);
+  EXPECT_NE(osc64.find("RAPTOR_EXPORT void raptor_osc_w_f64("), std::string::npos);
+#if defined(__x86_64__)
+  if (std::system("g++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "g++ is not available";
+  const VecTarget v4{"x86-64-v4 (AVX-512)", "x86-64-v4"};
+  const std::string narrow = fp_registers_of(drag64, "raptor_drag_w_f64", v4);
+  EXPECT_NE(narrow.find('y'), std::string::npos) << narrow;
+  EXPECT_EQ(narrow.find('z'), std::string::npos) << narrow;
+  EXPECT_NE(fp_registers_of(drag32, "raptor_drag_w_f32", v4).find('z'), std::string::npos);
+  EXPECT_NE(fp_registers_of(osc64, "raptor_osc_w_f64", v4).find('z'), std::string::npos);
+#endif
 }
 
 }  // namespace

@@ -179,6 +179,13 @@ template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
 }
 #endif
 }  // namespace
+// A kernel whose float64 arithmetic waits on square roots and divisions (HostWriter::
+// divider_bound) prefers 256-bit vectors whatever the flags say.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RP_NARROW __attribute__((target("prefer-vector-width=256")))
+#else
+#define RP_NARROW
+#endif
 
 // ---- kernel 'drag' from examples/drag.py, float64, steps=1
 //   slot 0: v (plane, 3 components)
@@ -186,7 +193,7 @@ template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
 //   slot 2: dt (Param)
 //   slot 3: g (Param)
 //   slot 4: v_next (Mutable, 3 components)
-RAPTOR_EXPORT void raptor_drag_0123456789abcdef_f64(raptor_args* a) {
+RAPTOR_EXPORT RP_NARROW void raptor_drag_0123456789abcdef_f64(raptor_args* a) {
   using T = double;
   const int64_t n = a->n;
   const T* const in_v = static_cast<const T*>(a->in[0]);

@@ -179,6 +179,13 @@ template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
 }
 #endif
 }  // namespace
+// A kernel whose float64 arithmetic waits on square roots and divisions (HostWriter::
+// divider_bound) prefers 256-bit vectors whatever the flags say.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RP_NARROW __attribute__((target("prefer-vector-width=256")))
+#else
+#define RP_NARROW
+#endif
 
 namespace {
 // hawk.min / hawk.max over samples (ir/combine.hpp): NaN wins (the first met is kept),

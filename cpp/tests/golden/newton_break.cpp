@@ -179,12 +179,19 @@ template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
 }
 #endif
 }  // namespace
+// A kernel whose float64 arithmetic waits on square roots and divisions (HostWriter::
+// divider_bound) prefers 256-bit vectors whatever the flags say.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RP_NARROW __attribute__((target("prefer-vector-width=256")))
+#else
+#define RP_NARROW
+#endif
 
 // ---- kernel 'newton' from examples/newton.py, float64, steps=1
 //   slot 0: a (plane)
 //   slot 1: tol (Param)
 //   slot 2: root (Mutable)
-RAPTOR_EXPORT void raptor_newton_0123456789abcdef_f64(raptor_args* a) {
+RAPTOR_EXPORT RP_NARROW void raptor_newton_0123456789abcdef_f64(raptor_args* a) {
   using T = double;
   const int64_t n = a->n;
   const T* const in_a = static_cast<const T*>(a->in[0]);

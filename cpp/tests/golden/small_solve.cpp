@@ -179,6 +179,13 @@ template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
 }
 #endif
 }  // namespace
+// A kernel whose float64 arithmetic waits on square roots and divisions (HostWriter::
+// divider_bound) prefers 256-bit vectors whatever the flags say.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RP_NARROW __attribute__((target("prefer-vector-width=256")))
+#else
+#define RP_NARROW
+#endif
 
 // ---- kernel 'small_solve' from examples/small_solve.py, float64, steps=1
 //   slot 0: A (plane, 4 components)
@@ -186,7 +193,7 @@ template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
 //   slot 2: x (Mutable, 2 components)
 //   slot 3: info (Mutable, int32)
 //   slot 4: L (Mutable, 4 components)
-RAPTOR_EXPORT void raptor_small_solve_0123456789abcdef_f64(raptor_args* a) {
+RAPTOR_EXPORT RP_NARROW void raptor_small_solve_0123456789abcdef_f64(raptor_args* a) {
   using T = double;
   const int64_t n = a->n;
   const T* const in_A = static_cast<const T*>(a->in[0]);

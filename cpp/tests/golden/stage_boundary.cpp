@@ -179,6 +179,13 @@ template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
 }
 #endif
 }  // namespace
+// A kernel whose float64 arithmetic waits on square roots and divisions (HostWriter::
+// divider_bound) prefers 256-bit vectors whatever the flags say.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RP_NARROW __attribute__((target("prefer-vector-width=256")))
+#else
+#define RP_NARROW
+#endif
 
 namespace {
 // Integer planes (docs/language.md): int64 arithmetic wraps around (two's complement),
@@ -210,7 +217,7 @@ template <class T> inline int64_t rp_toint(T x) { return rp_int_ok(x) ? static_c
 //   slot 0: x (plane)
 //   slot 1: m (sum over samples)
 //   slot 2: hawk_sum0 (sum over samples)
-RAPTOR_EXPORT void raptor_mean_field_stage1_0123456789abcdef_f64(raptor_args* a) {
+RAPTOR_EXPORT RP_NARROW void raptor_mean_field_stage1_0123456789abcdef_f64(raptor_args* a) {
   using T = double;
   const int64_t n = a->n;
   const int64_t rp_sample_base = a->sample_base;
