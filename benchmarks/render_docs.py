@@ -148,10 +148,16 @@ def summary(card: dict) -> str:
 
     big = [n for n in ns if n >= 1e5]
     comp = {s: _ratios(card, "compaction", _large(s)) for s in ("spread1000", "spread100")}
-    setup = [r["arms"]["raptor"]["setup_ms"] for r in recs if "setup_ms" in r["arms"].get("raptor", {})]
-    first = [r["arms"]["raptor"]["setup_first_ms"] for r in recs if "setup_first_ms" in r["arms"].get("raptor", {})]
-    reentry = {n: [r["arms"]["raptor"]["reentry_us"] for r in recs if r["n"] == n and "reentry_us" in r["arms"]["raptor"]]
-               for n in ns}
+    def costs(arm: str, key: str, n: int | None = None) -> list[float]:
+        return [r["arms"][arm][key] for r in recs if key in r["arms"].get(arm, {}) and n in (None, r["n"])]
+
+    setup, first = costs("raptor", "setup_ms"), costs("raptor", "setup_first_ms")
+    reentry = {n: costs("raptor", "reentry_us", n) for n in ns}
+    pub_setup, pub_first = costs("published", "setup_ms"), costs("published", "setup_first_ms")
+    pub_reentry = costs("published", "reentry_us")
+    published_costs = (
+        f"; the published eagle's {_span(pub_setup, '{:.2f}', ' ms')} and {_span(pub_first, '{:.1f}', ' ms')}"
+        if pub_setup and pub_first else "")
     dense_cpp = {dt: _ratios(card, "raptor/cpp throughput", _dense(dt)) for dt in ("float64", "float32")}
     cpp_comp = {s: _cpp_compaction(card, s, big) for s in ("spread1000", "spread100")}
     text = (
@@ -171,9 +177,10 @@ def summary(card: dict) -> str:
         f"1000 and {_span(comp['spread100'])} for a spread of 100 (N >= 1e5; the C++ lanes, which "
         f"refill every step, {_span(cpp_comp['spread1000'])} and {_span(cpp_comp['spread100'])} of "
         f"their own dense rate). Set-up: a warm "
-        f"`until_done(...)` costs {_span(setup, '{:.2f}', ' ms')} ({_span(first, '{:.0f}', ' ms')} the first "
-        f"time in a process); `run(max_steps=1)` on a finished runner "
+        f"`until_done(...)` costs {_span(setup, '{:.2f}', ' ms')} ({_span(first, '{:.1f}', ' ms')} the first "
+        f"time in a process{published_costs}); `run(max_steps=1)` on a finished runner "
         + ", ".join(f"{_span(reentry[n], '{:.0f}', ' us')} at N = {_n(n)}" for n in ns if reentry[n])
+        + (f" (the published eagle's {_span(pub_reentry, '{:.0f}', ' us')})" if pub_reentry else "")
         + "."
     )
     return _fill(text)
