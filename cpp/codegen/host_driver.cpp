@@ -196,22 +196,11 @@ class HostWriter : public detail::StepWriter {
   // float64 sample loops scalar (the byte mask is not turned into a mask of 4 doubles).
   bool divider_bound() const {
     if (dtype_ != DType::F64 || k_.has_mask()) return false;
-    std::vector<bool> varies(k_.values.size(), false);
     int dividers = 0, others = 0;
+    const std::vector<char> varies = per_sample_values();
     for (size_t i = 0; i < k_.values.size(); ++i) {
       const ir::Value& v = k_.values[i];
-      bool any = v.op != ir::Op::Const && v.op != ir::Op::LoadParam && v.op != ir::Op::LoopIndex &&
-                 v.op != ir::Op::LoopBegin;
-      if (v.op != ir::Op::LoadPlane && v.op != ir::Op::LoadState && v.op != ir::Op::LoadMask &&
-          v.op != ir::Op::LoadTable && v.op != ir::Op::RandUniform && v.op != ir::Op::RandNormal &&
-          v.op != ir::Op::RandUniformAt && v.op != ir::Op::RandNormalAt) {
-        bool arg_varies = false;
-        for (const int32_t a : v.args)
-          if (a >= 0 && static_cast<size_t>(a) < i && varies[static_cast<size_t>(a)]) arg_varies = true;
-        any = any && arg_varies;
-      }
-      varies[i] = any;
-      if (!any || v.type != ir::Type::F) continue;
+      if (!varies[i] || v.type != ir::Type::F) continue;
       switch (v.op) {
         case ir::Op::Sqrt:
         case ir::Op::Div: ++dividers; break;
@@ -227,6 +216,28 @@ class HostWriter : public detail::StepWriter {
       }
     }
     return dividers > 0 && 32 * dividers > others;
+  }
+
+  // Per value, whether it can differ between samples: a read of a plane, the state, the mask
+  // or a table, a draw, or an operation on such a value. (Constants, Params, loop indices and
+  // what is computed from them alone are the same for every sample.)
+  std::vector<char> per_sample_values() const {
+    std::vector<char> varies(k_.values.size(), 0);
+    for (size_t i = 0; i < k_.values.size(); ++i) {
+      const ir::Value& v = k_.values[i];
+      switch (v.op) {
+        case ir::Op::LoadPlane: case ir::Op::LoadState: case ir::Op::LoadMask:
+        case ir::Op::LoadTable: case ir::Op::RandUniform: case ir::Op::RandNormal:
+        case ir::Op::RandUniformAt: case ir::Op::RandNormalAt:
+          varies[i] = 1;
+          break;
+        default:
+          for (const int32_t a : v.args)  // a LoopNext's later operand is not looked at
+            if (a >= 0 && static_cast<size_t>(a) < i && varies[static_cast<size_t>(a)]) varies[i] = 1;
+          break;
+      }
+    }
+    return varies;
   }
 
   void write() {
