@@ -21,10 +21,10 @@ of the damped oscillator with its Terminated mask (``osc``), float64 and float32
 
 Every system's first step is checked against a NumPy reference (float64 1e-12, float32
 1e-5, masks exactly) before it is timed; times are the best of several rounds. Prints one
-table (raptor's time, every peer relative to it) and writes PNG plots of throughput
-against N to benchmarks/out/ (``--out``). Numba and Warp are optional (``pip install
-'raptor[bench]'``): a missing one is skipped with a message. docs/performance.md quotes a
-run and says how to repeat it. Start reading at ``main``.
+table (raptor's time, every peer relative to it), writes the records to ``--json`` and PNG
+plots of throughput against N to benchmarks/out/ (``--out``). Numba and Warp are optional (``pip install
+'raptor[bench]'``): a missing one is skipped with a message. docs/performance.md renders a
+run's host rows from its JSON (benchmarks/render_docs.py). Start reading at ``main``.
 """
 
 from __future__ import annotations
@@ -76,6 +76,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--processes", type=int, default=None,
                    help="host side: processes per system, each with its own arrays (default 3, --quick 1)")
     p.add_argument("--out", default=os.path.join(HERE, "out"), help="folder for the PNG plots (default benchmarks/out)")
+    p.add_argument("--json", default=os.path.join(HERE, "results", "peers.json"),
+                   help="where the records, the machine and the settings are written (default "
+                        "benchmarks/results/peers.json; docs/performance.md renders benchmarks/results/peers_full.json)")
     p.add_argument("--worker", choices=("host", "jax"), help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, action="append", help=argparse.SUPPRESS)
     p.add_argument("--json-out", help=argparse.SUPPRESS)
@@ -257,6 +260,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"threads: {' '.join(threads) if threads else 'every system at its default (all cores)'}")
     print(report.table(records, measured))
     if records:
+        result = {"benchmark": "peers", "before": before, "after": after, "threads": threads, "systems": measured,
+                  "settings": {k: getattr(a, k) for k in ("cases", "dtypes", "n_min", "n_max", "n_step", "repeat",
+                                                           "min_round", "processes")},
+                  "records": records}
+        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+        with open(a.json, "w") as f:
+            json.dump(result, f, indent=1)
+        print(f"wrote {a.json}")
         note = after.split(";")[0] + "; load average " + after.rsplit("load average ", 1)[1]
         for path in report.plots(records, a.out, note):
             print(f"wrote {path}")

@@ -1,6 +1,6 @@
 """Smoke tests of benchmarks/peers.py (raptor beside Numba, Warp and plain JAX): a tiny
 ``--quick`` run on raptor (host launch and inside jax.jit) and plain JAX prints the table and
-writes the PNG plots; a peer that is not installed is skipped with the install command; the
+writes its JSON and the PNG plots; a peer that is not installed is skipped with the install command; the
 table's ratios are peer time over raptor's on the same side. The timings themselves are not
 checked (a benchmark, not a timed test); every system's numbers are checked against NumPy
 inside peers.py before they are timed, so a run that exits 0 has agreed with the reference.
@@ -9,6 +9,7 @@ inside peers.py before they are timed, so a run that exits 0 has agreed with the
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -41,9 +42,14 @@ def test_quick_run_prints_the_table_and_writes_the_plots(tmp_path):
     out = tmp_path / "out"
     env = dict(os.environ, RAPTOR_SKIP_NVRTC_CHECK="1")
     r = subprocess.run([sys.executable, str(PEERS), "--quick", "--systems", "raptor,raptor-jax,jax", "--n-max", "11",
-                        "--repeat", "2", "--min-round", "0.001", "--out", str(out)],
+                        "--repeat", "2", "--min-round", "0.001", "--out", str(out), "--json", str(tmp_path / "peers.json")],
                        capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
+    written = json.loads((tmp_path / "peers.json").read_text())
+    assert written["benchmark"] == "peers" and written["systems"] == ["raptor", "raptor-jax", "jax"]
+    assert {(x["system"], x["case"], x["dtype"], x["n"]) for x in written["records"]} == {
+        (s, c, d, 1 << 10) for s in ("raptor", "raptor-jax", "jax") for c in ("drag", "osc") for d in ("float64", "float32")}
+    assert all(x["seconds"] > 0 for x in written["records"])
     lines = r.stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("case"))
     assert lines[header].split()[:3] == ["case", "dtype", "N"]
@@ -71,7 +77,7 @@ def test_a_missing_peer_is_skipped_with_its_install_command(monkeypatch, tmp_pat
     assert peers.missing("raptor") is None
     monkeypatch.setenv("RAPTOR_SKIP_NVRTC_CHECK", "1")
     rc = peers.main(["--systems", "raptor,numba,warp", "--cases", "drag", "--dtypes", "float64", "--n-max", "10",
-                     "--repeat", "1", "--min-round", "0.001", "--out", str(tmp_path)])
+                     "--repeat", "1", "--min-round", "0.001", "--out", str(tmp_path), "--json", str(tmp_path / "p.json")])
     text = capsys.readouterr().out
     assert rc == 0, text
     assert "skipped numba: numba not installed: pip install 'raptor[bench]'" in text

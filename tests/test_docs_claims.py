@@ -32,8 +32,21 @@ def test_performance_docs_are_the_rendered_results():
     card = json.loads(rd.RESULTS.read_text())
     draws = json.loads(rd.DRAWS_RESULTS.read_text())
     isa = json.loads(rd.ISA_RESULTS.read_text())
+    peers = json.loads(rd.PEERS_RESULTS.read_text())
     doc = rd.DOC.read_text()
-    assert rd.rendered_doc(doc, card, draws, isa) == doc, "run python benchmarks/render_docs.py after a new benchmark run"
+    assert rd.rendered_doc(doc, card, draws, isa, peers) == doc, "run python benchmarks/render_docs.py after a new benchmark run"
+
+
+def test_a_changed_peers_figure_is_caught():
+    """Numba twice as slow in one row changes that row's ratio in the rendered table."""
+    rd = _render_docs()
+    card = json.loads(rd.RESULTS.read_text())
+    peers = json.loads(rd.PEERS_RESULTS.read_text())
+    doc = rd.rendered_doc(rd.DOC.read_text(), card, peers=peers)
+    (rec,) = [r for r in peers["records"] if r["system"] == "numba" and r["case"] == "drag"
+              and r["dtype"] == "float64" and r["n"] == 1 << 14]
+    rec["seconds"] *= 2
+    assert rd.rendered_doc(doc, card, peers=peers) != doc
 
 
 def test_a_changed_figure_is_caught():
