@@ -310,9 +310,6 @@ class HostWriter : public detail::StepWriter {
     const size_t nv = k_.values.size();
     invariant_.assign(nv, 0);
     hoisted_.assign(nv, 0);
-    // Invariants of Params and constants alone are the same for every lane: the compiler
-    // hoists those out of the lanes' loops itself.
-    std::vector<char> sample_dependent(nv, 0);
     int depth = 0;
     for (size_t i = 0; i < nv; ++i) {
       const ir::Value& v = k_.values[i];
@@ -336,15 +333,13 @@ class HostWriter : public detail::StepWriter {
       }
       if (!pure) continue;
       bool args_invariant = true;
-      bool per_sample = v.op == ir::Op::LoadPlane;
-      for (const int a : v.args) {
-        if (a < 0) continue;
-        if (!invariant_[static_cast<size_t>(a)]) args_invariant = false;
-        per_sample = per_sample || sample_dependent[static_cast<size_t>(a)];
-      }
+      for (const int a : v.args)
+        if (a >= 0 && !invariant_[static_cast<size_t>(a)]) args_invariant = false;
       invariant_[i] = args_invariant ? 1 : 0;
-      sample_dependent[i] = per_sample ? 1 : 0;
     }
+    // Invariants of Params and constants alone are the same for every lane: the compiler
+    // hoists those out of the lanes' loops itself. Only those that read a plane are hoisted.
+    const std::vector<char> per_sample = per_sample_values();
     // Used by a value that is not invariant, or by a store: hoisted when it costs something.
     std::vector<char> used_by_variant(nv, 0);
     for (size_t i = 0; i < nv; ++i) {
@@ -359,7 +354,7 @@ class HostWriter : public detail::StepWriter {
         if (a >= 0) used_by_variant[static_cast<size_t>(a)] = 1;
     for (size_t i = 0; i < nv; ++i) {
       const ir::Op op = k_.values[i].op;
-      hoisted_[i] = invariant_[i] && sample_dependent[i] && used_by_variant[i] &&
+      hoisted_[i] = invariant_[i] && per_sample[i] && used_by_variant[i] &&
                             op != ir::Op::Const &&
                             op != ir::Op::LoadParam && op != ir::Op::LoadPlane
                         ? 1
