@@ -44,11 +44,29 @@ def within_spread(ratio: float, spread_a: float | None, spread_b: float | None) 
     return 1.0 / widest <= ratio <= widest
 
 
+def versus_raptor(records: list[dict], peer: str) -> dict[tuple, tuple[float, bool]]:
+    """Per (case, dtype, n) both measured: ``peer``'s time over raptor's on the same side
+    (above 1.00: raptor is faster), and whether the two are within either one's spread
+    (host side only; ``within_spread``)."""
+    t, spread = _index(records), _index(records, "spread")
+    base = "raptor" if peer in HOST else "raptor-jax"
+    out = {}
+    for (system, case, dtype, n), mine in t.items():
+        ref = t.get((base, case, dtype, n))
+        if system != peer or ref is None:
+            continue
+        ratio = mine / ref
+        tie = peer in HOST and within_spread(ratio, spread.get((peer, case, dtype, n)), spread.get((base, case, dtype, n)))
+        out[(case, dtype, n)] = (ratio, tie)
+    return out
+
+
 def table(records: list[dict], systems: list[str]) -> str:
     """The table: raptor's time in microseconds on each side, every peer as its time over
     raptor's on the same side (above 1.00: raptor is faster), '-' where not measured."""
     t = _index(records)
     spread = _index(records, "spread")
+    versus = {c: versus_raptor(records, c) for c in systems if c not in ("raptor", "raptor-jax")}
     cols = [s for s in HOST + JAX if s in systems]
     keys = sorted({(r["case"], r["dtype"], r["n"]) for r in records},
                   key=lambda k: (("drag", "osc").index(k[0]) if k[0] in ("drag", "osc") else 9, k[1] != "float64", k[2]))
@@ -65,8 +83,7 @@ def table(records: list[dict], systems: list[str]) -> str:
             elif ref is None:
                 cells.append(f"{mine * 1e6:.1f}us")
             else:
-                ratio = mine / ref
-                tie = c in HOST and within_spread(ratio, spread.get((c, case, dtype, n)), spread.get((base, case, dtype, n)))
+                ratio, tie = versus[c][(case, dtype, n)]
                 cells.append(f"{ratio:.2f}x" + ("~" if tie else ""))
         lines.append(f"{case:<6}{dtype:<9}{'2^' + str(n.bit_length() - 1) if n & (n - 1) == 0 else n:>9} "
                      + "".join(f"{c:>14}" for c in cells))
