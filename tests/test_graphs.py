@@ -164,8 +164,10 @@ def test_000_imports_and_definitions(p000):
 
 def test_000_graph_builds(p000):
     assert p000.run(2) == []
-    assert p000.run(3) == ["('host',)"]
-    assert p000.ns["graph"].schedule == ("host",)
+    # the page prints ('eager_stream', 'capture') on a GPU: the JAX node on its stream, the kernel captured
+    want = ("eager_stream", "capture") if p000.ns["gpu"] else ("host",)
+    assert p000.run(3) == [repr(want)]
+    assert p000.ns["graph"].schedule == want
 
 
 def test_000_run_against_plain_jax(p000):
@@ -173,15 +175,16 @@ def test_000_run_against_plain_jax(p000):
     assert line.startswith("all stopped: True; largest difference from plain JAX: ")
     assert float(line.rsplit(" ", 1)[1]) < 1e-12
     ns = p000.ns
+    host = ns["host"]  # the page's own: on a GPU the planes are CuPy arrays
     assert ns["err"] < 1e-12
-    assert ns["mask"].all()
+    assert host(ns["mask"]).all()
     # every oscillator stopped at its own final time: t reached t_final, within one step
-    t, t_final = ns["planes"]["t"], ns["start"]["t_final"]
+    t, t_final = host(ns["planes"]["t"]), ns["start"]["t_final"]
     assert np.all(t >= t_final - 1e-12) and np.all(t < t_final + ns["DT"] + 1e-12)
     # the whole trajectory of the five tracked oscillators agrees, not only the end
     assert np.abs(np.array(ns["track"]) - np.array(ns["ref_track"])).max() < 1e-12
     # the node's write plane holds the model's correction for the state before the last step
-    assert np.abs(ns["planes"]["corr"]).max() > 0
+    assert np.abs(host(ns["planes"]["corr"])).max() > 0
 
 
 def test_000_figure(p000):
@@ -191,6 +194,9 @@ def test_000_figure(p000):
 
 
 def test_000_until_done_with_the_jax_node(p000):
+    if p000.ns["gpu"]:  # the page prints the refusal there: the loop is one device graph
+        assert p000.run(6) == [REFUSAL]
+        return
     assert p000.run(6) == ["until_done: 200 steps, done"]
     report = p000.ns["report"]
     assert report.steps == 200 and report.done
@@ -470,8 +476,29 @@ def test_jax_node_wrong_count_and_host_planes():
     jn = eagle_jax.node(jax.jit(lambda a: (a, a)), reads={"x": x}, writes={"out": out})
     with pytest.raises(ValueError, match="2 value"):
         eagle.Graph().add_node(jn).build().launch()
-    with pytest.raises(eagle.ModeError, match="'x'"):
+    with pytest.raises(eagle.ModeError, match="'x'"):  # a JAX array: on the CPU not a NumPy array, on a GPU a GPU array
         eagle_jax.node(jax.jit(lambda a: a), reads={"x": jnp.zeros(8)}, writes={"out": out})
+
+
+class _OnGpu:
+    """Stands for a GPU array (a JAX one where JAX's default device is a GPU, or CuPy's)."""
+
+    def __init__(self, n):
+        self.__cuda_array_interface__ = {"shape": (n,), "typestr": "<f8", "data": (0, False), "strides": None, "version": 3}
+
+
+def test_jax_node_refuses_host_and_gpu_planes_together():
+    out = np.zeros(8)
+    with pytest.raises(eagle.ModeError) as err:
+        eagle_jax.node(jax.jit(lambda a: a), reads={"x": _OnGpu(8)}, writes={"out": out})
+    assert str(err.value) == (
+        "eagle.frameworks.jax.node: plane 'x' is a GPU array (_OnGpu) and plane 'out' a NumPy array; "
+        "a node's planes are all NumPy arrays (it runs on the host) or all GPU arrays (it runs on the graph's stream)"
+    )
+    with pytest.raises(eagle.ModeError, match="plane 'y' is a GPU array .* plane 'x' a NumPy array"):
+        eagle_jax.node(jax.jit(lambda a: a), reads={"x": np.zeros(8)}, writes={"y": _OnGpu(8)})
+    node = eagle_jax.node(jax.jit(lambda a: a), reads={"x": _OnGpu(8)}, writes={"y": _OnGpu(8)})  # all on the GPU
+    assert list(node.reads) == ["x"] and list(node.writes) == ["y"]
 
 
 def test_jax_node_reads_without_copy_and_writes_in_place():

@@ -341,9 +341,48 @@ def test_device_module_without_cupy_says_what_to_install(monkeypatch):
     assert isinstance(eagle.arrays.for_target("host"), HostArrays)
 
 
-def test_host_module_refuses_a_gpu_array_without_get():
-    with pytest.raises(TypeError, match="GPU array"):
+def test_host_module_refuses_a_gpu_array_it_cannot_copy():
+    with pytest.raises(TypeError) as err:
         HostArrays().value(CAIOnly(np.zeros(3)), (3,), np.float64, "the VJP of node 'm'")
+    assert str(err.value) == (
+        "the VJP of node 'm' is a GPU array (CAIOnly) with no way to copy it to the host (.get() or __array__); "
+        "this graph runs on the host: return a NumPy array"
+    )
+
+
+class JaxOnGpu(CAIOnly):
+    """A JAX array on a GPU: ``__cuda_array_interface__`` and ``__array__`` (a copy to the
+    host), no ``__array_interface__`` and no ``.get()``. Where JAX's default device is a GPU,
+    ``jax.vjp`` of a host graph's node returns these."""
+
+    def __init__(self, a):
+        super().__init__(a)
+        self.copies = 0
+
+    def __array__(self, dtype=None, copy=None):
+        self.copies += 1
+        return np.array(self._a, dtype=dtype, copy=True)
+
+
+class CupyLike(CAIOnly):
+    """CuPy: ``.get()`` copies to the host, ``__array__`` refuses (as CuPy's does)."""
+
+    def get(self):
+        return self._a.copy()
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a NumPy array explicitly.")
+
+
+def test_host_module_copies_gpu_arrays_of_jax_and_cupy_to_the_host():
+    src = np.arange(6.0)
+    jx = JaxOnGpu(src)
+    got = HostArrays().value(jx, (2, 3), np.float32, "the VJP of node 'm'")
+    assert jx.copies == 1 and isinstance(got, np.ndarray) and got.dtype == np.float32
+    np.testing.assert_array_equal(got, src.reshape(2, 3))
+    np.testing.assert_array_equal(HostArrays().value(CupyLike(src), (6,), np.float64, "v"), src)
+    with pytest.raises(ValueError, match=r"the VJP of node 'm' has shape \(6,\); the plane has shape \(5,\)"):
+        HostArrays().value(JaxOnGpu(src), (5,), np.float64, "the VJP of node 'm'")
 
 
 def test_device_module_enqueues_on_the_stream_and_keeps_results_alive(fake_device):

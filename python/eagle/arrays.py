@@ -84,7 +84,9 @@ def _reshaped(arr: Any, shape: tuple[int, ...], who: str) -> Any:
 
 
 class HostArrays(ArrayModule):
-    """NumPy. A device array given as a user's value is read with its ``.get()`` (CuPy)."""
+    """NumPy. A device array given as a user's value is copied to the host: with its
+    ``.get()`` (CuPy), else with ``numpy.asarray`` (a JAX array on a GPU, which is what
+    ``jax.vjp`` returns where JAX's default device is a GPU)."""
 
     device = False
 
@@ -111,9 +113,13 @@ class HostArrays(ArrayModule):
 
     def value(self, value: Any, shape: tuple[int, ...], dtype: Any, who: str) -> np.ndarray:
         if hasattr(value, "__cuda_array_interface__") and not hasattr(value, "__array_interface__"):
-            if not hasattr(value, "get"):
-                raise TypeError(f"{who} is a GPU array ({type(value).__name__}); this graph runs on the host: return a NumPy array")
-            value = value.get()
+            if hasattr(value, "get"):  # CuPy, whose __array__ refuses
+                value = value.get()
+            elif not hasattr(value, "__array__"):
+                raise TypeError(
+                    f"{who} is a GPU array ({type(value).__name__}) with no way to copy it to the host (.get() or __array__); "
+                    "this graph runs on the host: return a NumPy array"
+                )
         arr = np.asarray(value)
         return _reshaped(arr, shape, who).astype(dtype, copy=False)
 

@@ -290,9 +290,17 @@ class JaxNode:
         self.fn = fn
         self.reads = dict(reads)
         self.writes = dict(writes)
-        for name, arr in list(self.reads.items()) + list(self.writes.items()):
+        planes = list(self.reads.items()) + list(self.writes.items())
+        for name, arr in planes:
             if not isinstance(arr, np.ndarray) and not hasattr(arr, "__cuda_array_interface__"):  # GPU planes: eagle.graph runs the node on streams
                 raise ModeError(f"eagle.frameworks.jax.node: plane '{name}' is a {type(arr).__name__}; on the host, planes are NumPy arrays")
+        gpu = [(name, arr) for name, arr in planes if not isinstance(arr, np.ndarray)]
+        host = [name for name, arr in planes if isinstance(arr, np.ndarray)]
+        if gpu and host:  # where JAX's default device is a GPU, jnp arrays are GPU arrays
+            raise ModeError(
+                f"eagle.frameworks.jax.node: plane '{gpu[0][0]}' is a GPU array ({type(gpu[0][1]).__name__}) and plane '{host[0]}' a NumPy array; "
+                "a node's planes are all NumPy arrays (it runs on the host) or all GPU arrays (it runs on the graph's stream)"
+            )
         for name, arr in self.writes.items():
             if isinstance(arr, np.ndarray) and (not arr.flags.writeable or not arr.flags.c_contiguous):
                 raise ValueError(f"eagle.frameworks.jax.node: write plane '{name}' must be a writeable C-contiguous array")
