@@ -1011,10 +1011,13 @@ class HostWriter : public detail::StepWriter {
     } else {
       // A sample that finishes in this step leaves ~r (-(steps it ran in the period)); one
       // whose allowance ran out keeps it (positive: not finished) until its period ends.
-      // A mask, no select: GCC leaves `(live && t) ? ~r : live_[j]` scalar.
-      os_ << ind << "const M fin = M{0} - static_cast<M>(live && " << var(k_.terminate) << ");\n";
-      os_ << ind << "live_[j] = static_cast<M>(live_[j] ^ ((live_[j] ^ ~" << (flipped ? "r1" : "r0")
-          << ") & fin));\n";
+      // A select: with AVX-512 one masked move, with AVX2 one blend, and GCC 12 vectorizes it
+      // for x86-64 to -v4 (the same loops as the arithmetic form
+      // `live_[j] ^ ((live_[j] ^ ~r) & fin)`, which took 4 operations with AVX-512). Spread
+      // 1000 at N = 1e5 on an AVX-512 Xeon: 10.6 -> 10.1 ms (float64), 5.84 -> 5.61 ms
+      // (float32); with x86-64-v3 code 1-2% faster.
+      const char* r = flipped ? "r1" : "r0";
+      os_ << ind << "live_[j] = live && " << var(k_.terminate) << " ? static_cast<M>(~" << r << ") : live_[j];\n";
     }
     os_ << at << "}\n";
   }

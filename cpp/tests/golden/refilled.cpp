@@ -428,8 +428,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
             pp_x_0[j] = live ? v13_x : st_x_0[j];
             pp_v_0[j] = live ? v11_vn : st_v_0[j];
             pp_t_0[j] = live ? v15_t : st_t_0[j];
-            const M fin = M{0} - static_cast<M>(live && v17);
-            live_[j] = static_cast<M>(live_[j] ^ ((live_[j] ^ ~r0) & fin));
+            live_[j] = live && v17 ? static_cast<M>(~r0) : live_[j];
           }
         }
       }
@@ -564,8 +563,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
             st_x_0[j] = live ? v13_x : pp_x_0[j];
             st_v_0[j] = live ? v11_vn : pp_v_0[j];
             st_t_0[j] = live ? v15_t : pp_t_0[j];
-            const M fin = M{0} - static_cast<M>(live && v17);
-            live_[j] = static_cast<M>(live_[j] ^ ((live_[j] ^ ~r1) & fin));
+            live_[j] = live && v17 ? static_cast<M>(~r1) : live_[j];
           }
         }
       }
