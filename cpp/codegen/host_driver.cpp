@@ -717,7 +717,6 @@ class HostWriter : public detail::StepWriter {
     // vectors of doubles per operation, spilled to the stack: 2x slower on AVX2.
     os_ << "  using M = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;\n";
     os_ << "  M live_[W];\n";
-    os_ << "  uint8_t due_[W];\n";
     os_ << "  M fin_[W], any_fin = 0;  // the lanes that finished in an unmasked step\n";
     // Two copies of the state: the steps alternate between them (st_ -> pp_ -> st_), so that
     // each store is a whole vector; `x = live ? new : x` in place becomes a masked store that
@@ -846,13 +845,15 @@ class HostWriter : public detail::StepWriter {
     }
     os_ << "    }\n";
     os_ << "    step += R;\n";
-    // The lanes due: finished, or at the end of their budget of steps. Flags in bytes (one
-    // vectorized pass), then read 8 at a time.
+    // The lanes due: finished, or at the end of their budget of steps. Flags as wide as the
+    // counters, all ones when set (one vectorized pass; fin_ is free between periods), read
+    // as one bit per lane by rp_lanes_set.
     os_ << "    int ndue = 0;\n";
     os_ << "    for (int j = 0; j < w; ++j) {\n";
-    os_ << "      due_[j] = static_cast<uint8_t>((sample_[j] >= 0) & ((live_[j] < 0) | (step - "
+    os_ << "      const M due = M{0} - static_cast<M>((sample_[j] >= 0) & ((live_[j] < 0) | (step - "
            "start_[j] >= budget)));\n";
-    os_ << "      ndue += due_[j];\n";
+    os_ << "      fin_[j] = due;\n";
+    os_ << "      ndue -= static_cast<int>(due);\n";
     os_ << "    }\n";
     // The next period (refill_max_period), decided before the due lanes take samples: a
     // taken sample's allowance is the next period's. Twice as long when few lanes were due
@@ -870,12 +871,9 @@ class HostWriter : public detail::StepWriter {
     // into them: three short loops, each with few values live (one loop doing all per lane
     // kept its pointers and counters on the stack, ~100 instructions a lane), and the
     // common case of take (contiguous samples, none finished on entry) without its checks.
-    // Branch-free: a loop over the set bits mispredicted about once per 8 lanes.
     os_ << "    int nd = 0;\n";
-    os_ << "    for (int j = 0; j < w; ++j) {\n";
-    os_ << "      list_[nd] = static_cast<uint8_t>(j);\n";
-    os_ << "      nd += due_[j];\n";
-    os_ << "    }\n";
+    os_ << "    for (uint64_t set = rp_lanes_set(fin_, w); set != 0; set &= set - 1)\n";
+    os_ << "      list_[nd++] = static_cast<uint8_t>(__builtin_ctzll(set));\n";
     os_ << "    for (int q = 0; q < nd; ++q) {\n";
     os_ << "      const int j = list_[q];\n";
     // The steps it ran in this period: its allowance, or -live_ when it finished.

@@ -224,7 +224,6 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
   int64_t sample_[W], start_[W];
   using M = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;
   M live_[W];
-  uint8_t due_[W];
   M fin_[W], any_fin = 0;  // the lanes that finished in an unmasked step
   T st_x_0[W], pp_x_0[W];
   T st_v_0[W], pp_v_0[W];
@@ -571,8 +570,9 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
     step += R;
     int ndue = 0;
     for (int j = 0; j < w; ++j) {
-      due_[j] = static_cast<uint8_t>((sample_[j] >= 0) & ((live_[j] < 0) | (step - start_[j] >= budget)));
-      ndue += due_[j];
+      const M due = M{0} - static_cast<M>((sample_[j] >= 0) & ((live_[j] < 0) | (step - start_[j] >= budget)));
+      fin_[j] = due;
+      ndue -= static_cast<int>(due);
     }
     const int ran_r = R;
     calm = nfin + ndue <= CALM * R;
@@ -580,10 +580,8 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
     R = 2 * ndue * R <= w ? 2 * R : ndue * R > 2 * w ? R / 2 : R;
     R = R < R_MIN ? R_MIN : R > R_MAX ? R_MAX : R;
     int nd = 0;
-    for (int j = 0; j < w; ++j) {
-      list_[nd] = static_cast<uint8_t>(j);
-      nd += due_[j];
-    }
+    for (uint64_t set = rp_lanes_set(fin_, w); set != 0; set &= set - 1)
+      list_[nd++] = static_cast<uint8_t>(__builtin_ctzll(set));
     for (int q = 0; q < nd; ++q) {
       const int j = list_[q];
       put_back(j, step - ran_r - start_[j] + (live_[j] < 0 ? -live_[j] : live_[j]), false, live_[j] < 0);
