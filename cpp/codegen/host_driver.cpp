@@ -717,7 +717,7 @@ class HostWriter : public detail::StepWriter {
     // vectors of doubles per operation, spilled to the stack: 2x slower on AVX2.
     os_ << "  using M = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;\n";
     os_ << "  M live_[W];\n";
-    os_ << "  M fin_[W], any_fin = 0;  // the lanes that finished in an unmasked step\n";
+    os_ << "  M fin_[W], any_fin = 0;  // the lanes that finished in an unmasked step; between periods, the lanes due\n";
     // Two copies of the state: the steps alternate between them (st_ -> pp_ -> st_), so that
     // each store is a whole vector; `x = live ? new : x` in place becomes a masked store that
     // the next step's load of x waits for (store forwarding fails), 2.5x slower here.
@@ -846,34 +846,29 @@ class HostWriter : public detail::StepWriter {
     os_ << "    }\n";
     os_ << "    step += R;\n";
     // The lanes due: finished, or at the end of their budget of steps. Flags as wide as the
-    // counters, all ones when set (one vectorized pass; fin_ is free between periods), read
-    // as one bit per lane by rp_lanes_set.
-    os_ << "    int ndue = 0;\n";
-    os_ << "    for (int j = 0; j < w; ++j) {\n";
-    os_ << "      const M due = M{0} - static_cast<M>((sample_[j] >= 0) & ((live_[j] < 0) | (step - "
+    // counters, all ones when set (one vectorized pass; fin_ is free between periods), then
+    // listed (list_set_lanes); their count nd decides the next period.
+    os_ << "    for (int j = 0; j < w; ++j)\n";
+    os_ << "      fin_[j] = M{0} - static_cast<M>((sample_[j] >= 0) & ((live_[j] < 0) | (step - "
            "start_[j] >= budget)));\n";
-    os_ << "      fin_[j] = due;\n";
-    os_ << "      ndue -= static_cast<int>(due);\n";
-    os_ << "    }\n";
+    os_ << "    int nd = 0;\n";
+    list_set_lanes("    ", "nd");
     // The next period (refill_max_period), decided before the due lanes take samples: a
     // taken sample's allowance is the next period's. Twice as long when few lanes were due
-    // (2 * ndue * R <= w: a longer period leaves each finishing sample's lane idle about R / 2
+    // (2 * nd * R <= w: a longer period leaves each finishing sample's lane idle about R / 2
     // more steps, which costs less than the scans it saves while few finish), half as long
-    // when many were (ndue * R > 2 * w), kept within [R_MIN, R_MAX]. Measured, performance
+    // when many were (nd * R > 2 * w), kept within [R_MIN, R_MAX]. Measured, performance
     // card at N = 1e5 on an AVX-512 Xeon: spread 1000 float32 7.3-7.8 -> 7.0 ms (against growing
     // only when no lane was due), float64 12.2 -> 11.9-12.1 ms; spread 100 and dense unchanged.
     os_ << "    const int ran_r = R;\n";
-    os_ << "    calm = nfin + ndue <= CALM * R;\n";
-    os_ << "    quiet = nfin + ndue == 0;\n";
-    os_ << "    R = 2 * ndue * R <= w ? 2 * R : ndue * R > 2 * w ? R / 2 : R;\n";
+    os_ << "    calm = nfin + nd <= CALM * R;\n";
+    os_ << "    quiet = nfin + nd == 0;\n";
+    os_ << "    R = 2 * nd * R <= w ? 2 * R : nd * R > 2 * w ? R / 2 : R;\n";
     os_ << "    R = R < R_MIN ? R_MIN : R > R_MAX ? R_MAX : R;\n";
-    // The due lanes listed, their samples written back, then the chunk's next samples taken
-    // into them: three short loops, each with few values live (one loop doing all per lane
-    // kept its pointers and counters on the stack, ~100 instructions a lane), and the
-    // common case of take (contiguous samples, none finished on entry) without its checks.
-    os_ << "    int nd = 0;\n";
-    os_ << "    for (uint64_t set = rp_lanes_set(fin_, w); set != 0; set &= set - 1)\n";
-    os_ << "      list_[nd++] = static_cast<uint8_t>(__builtin_ctzll(set));\n";
+    // The due lanes' samples written back, then the chunk's next samples taken into them:
+    // short loops, each with few values live (one loop doing all per lane kept its pointers
+    // and counters on the stack, ~100 instructions a lane), and the common case of take
+    // (contiguous samples, none finished on entry) without its checks.
     os_ << "    for (int q = 0; q < nd; ++q) {\n";
     os_ << "      const int j = list_[q];\n";
     // The steps it ran in this period: its allowance, or -live_ when it finished.
@@ -944,13 +939,19 @@ class HostWriter : public detail::StepWriter {
   // in groups of 8 (an OR of each group, a branch, a branch-free list) took ~5% of that
   // cell's time per eager step in float32 (perf annotate, N = 1e6); the masks made it 3%
   // faster at N = 1e5 (8.71 -> 8.44 ms, medians of 5 alternating processes).
+  // The lanes whose flag in fin_ is set, in order, into list_[0..count) (rp_lanes_set: one
+  // bit per lane, then the set bits).
+  void list_set_lanes(const std::string& at, const std::string& count) {
+    os_ << at << "for (uint64_t set = rp_lanes_set(fin_, w); set != 0; set &= set - 1)\n";
+    os_ << at << "  list_[" << count << "++] = static_cast<uint8_t>(__builtin_ctzll(set));\n";
+  }
+
   void eager_refill(const bool flipped) {
     const std::string pp = flipped ? "false" : "true";
     os_ << "        if (any_fin != 0) {\n";
     os_ << "          const int64_t at = step + r + " << (flipped ? 2 : 1) << ";\n";
     os_ << "          int nf = 0;\n";
-    os_ << "          for (uint64_t set = rp_lanes_set(fin_, w); set != 0; set &= set - 1)\n";
-    os_ << "            list_[nf++] = static_cast<uint8_t>(__builtin_ctzll(set));\n";
+    list_set_lanes("          ", "nf");
     os_ << "          for (int q = 0; q < nf; ++q) {\n";
     os_ << "            const int j = list_[q];\n";
     os_ << "            put_back(j, at - start_[j], " << pp << ", true);\n";

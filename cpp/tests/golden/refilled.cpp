@@ -224,7 +224,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
   int64_t sample_[W], start_[W];
   using M = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;
   M live_[W];
-  M fin_[W], any_fin = 0;  // the lanes that finished in an unmasked step
+  M fin_[W], any_fin = 0;  // the lanes that finished in an unmasked step; between periods, the lanes due
   T st_x_0[W], pp_x_0[W];
   T st_v_0[W], pp_v_0[W];
   T st_t_0[W], pp_t_0[W];
@@ -568,20 +568,16 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
       }
     }
     step += R;
-    int ndue = 0;
-    for (int j = 0; j < w; ++j) {
-      const M due = M{0} - static_cast<M>((sample_[j] >= 0) & ((live_[j] < 0) | (step - start_[j] >= budget)));
-      fin_[j] = due;
-      ndue -= static_cast<int>(due);
-    }
-    const int ran_r = R;
-    calm = nfin + ndue <= CALM * R;
-    quiet = nfin + ndue == 0;
-    R = 2 * ndue * R <= w ? 2 * R : ndue * R > 2 * w ? R / 2 : R;
-    R = R < R_MIN ? R_MIN : R > R_MAX ? R_MAX : R;
+    for (int j = 0; j < w; ++j)
+      fin_[j] = M{0} - static_cast<M>((sample_[j] >= 0) & ((live_[j] < 0) | (step - start_[j] >= budget)));
     int nd = 0;
     for (uint64_t set = rp_lanes_set(fin_, w); set != 0; set &= set - 1)
       list_[nd++] = static_cast<uint8_t>(__builtin_ctzll(set));
+    const int ran_r = R;
+    calm = nfin + nd <= CALM * R;
+    quiet = nfin + nd == 0;
+    R = 2 * nd * R <= w ? 2 * R : nd * R > 2 * w ? R / 2 : R;
+    R = R < R_MIN ? R_MIN : R > R_MAX ? R_MAX : R;
     for (int q = 0; q < nd; ++q) {
       const int j = list_[q];
       put_back(j, step - ran_r - start_[j] + (live_[j] < 0 ? -live_[j] : live_[j]), false, live_[j] < 0);
