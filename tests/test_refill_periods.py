@@ -1,11 +1,12 @@
 """The refilled lanes' periods (cpp/codegen/host_driver.cpp, HostWriter::refill_body): a fused
 stepping pass steps 64 lanes in periods of 8 to 32 steps, doubled after a period in which few
-lanes were due, halved after one in which many were, and cut to the longest allowance at a
+lanes were due, halved after one in which many were (down to 2 while at least half were), and cut to the longest allowance at a
 budget's end; without AVX-512 a lane whose sample finishes in an unmasked step may be
 refilled at once. Whatever the periods, every
 sample must run exactly the steps a plain loop gives it. Checked here against NumPy running
 the same operations one step at a time (bit for bit): samples that all run long (the periods
-grow), samples that stop after 1-40 steps (they stay short), both mixed, some finished on
+grow), samples that stop after 1-40 steps (they stay short), after 1-3 (periods shorter than
+8, while at least half the lanes are due after each), the first two mixed, some finished on
 entry, and `runner.run(max_steps=b)` called again and again with budgets that end periods
 anywhere (1, 3, 7, 9, 17, 31, 33, 50, 200, 256 launches; from 8 up a run is fused passes, eagle.loop.FUSED_MIN).
 Each with the machine's own code and, on an x86-64 machine with AVX2, with AVX2 code
@@ -102,7 +103,9 @@ def cases(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     long_ = np.full(n, 90.0)
     short = rng.integers(1, 41, n).astype(np.float64)
     mixed = np.where(rng.random(n) < 0.7, 90.0, short)
-    return {"long": long_, "short": short, "mixed": mixed}
+    # 1-3 steps: most lanes are due after every period, so the periods shrink below 8 (R_LOW)
+    tiny = np.where(rng.random(n) < 0.9, rng.integers(1, 4, n), short).astype(np.float64)
+    return {"long": long_, "short": short, "mixed": mixed, "tiny": tiny}
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
@@ -176,9 +179,10 @@ def test_lanes_finishing_inside_unmasked_periods(tmp_path, isa, dtype):
 
 
 def test_the_generated_pass_says_its_periods():
-    """A pass of 256 steps grows its periods to 32, one of 16 steps to 16, one of 8 stays at 8."""
+    """A pass of 256 steps grows its periods to 32, one of 16 steps to 16, one of 8 stays at 8;
+    each shrinks to 2 while most lanes are due."""
     for steps, longest in ((256, 32), (16, 16), (8, 8)):
         src = counted.with_steps(steps).cpp()
         assert f"64 lanes, refilled every 8 to {longest} steps" in src, steps
-        assert f"R_MIN = 8, R_MAX = {longest};" in src
+        assert f"R_LOW = 2, R_MIN = 8, R_MAX = {longest};" in src
         assert "constexpr int CALM = 0;" in src and "constexpr int CALM = 1;" in src

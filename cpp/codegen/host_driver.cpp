@@ -657,7 +657,7 @@ class HostWriter : public detail::StepWriter {
 
   // steps > 1, refilled lanes: 64 lanes, each holding one sample's state (and copies of its
   // read-only planes) in local arrays. Every period of R steps (8 to 32, refill_period and
-  // refill_max_period) a lane whose sample finished, or ran the call's budget of steps,
+  // refill_max_period; down to 2 while most lanes finish each period) a lane whose sample finished, or ran the call's budget of steps,
   // writes it back and takes the chunk's next sample, so a lane steps samples one after
   // another instead of idling until the slowest sample of a fixed block is done. A sample
   // enters a lane at a period's start (in an unmasked period also right after the step in
@@ -707,7 +707,7 @@ class HostWriter : public detail::StepWriter {
     const auto reads = plane_reads();
     os_ << "  // 64 lanes, refilled every " << period << " to " << refill_max_period()
         << " steps with the chunk's next sample (HostWriter::refill_body).\n";
-    os_ << "  constexpr int W = 64, R_MIN = " << period << ", R_MAX = " << refill_max_period()
+    os_ << "  constexpr int W = 64, R_LOW = 2, R_MIN = " << period << ", R_MAX = " << refill_max_period()
         << ";\n";
     os_ << "  int R = R_MIN;  // this period's steps (run in pairs st_ -> pp_ -> st_; an odd R's last one idles)\n";
     os_ << "  const int64_t begin = a->begin, end = a->end;\n";
@@ -860,11 +860,17 @@ class HostWriter : public detail::StepWriter {
     // when many were (nd * R > 2 * w), kept within [R_MIN, R_MAX]. Measured, performance
     // card at N = 1e5 on an AVX-512 Xeon: spread 1000 float32 7.3-7.8 -> 7.0 ms (against growing
     // only when no lane was due), float64 12.2 -> 11.9-12.1 ms; spread 100 and dense unchanged.
+    // Below R_MIN only while at least half the lanes were due (R_LOW = 2, one pair of steps):
+    // samples of one to a few steps, which a period of 8 held idle for most of it. Measured
+    // (AVX-512 Xeon, N = 1e6, every sample stopping after one step): float64 6.8 -> 4.2 ms,
+    // float32 4.6-5.7 -> 3.0-3.6 ms; the card's cells within noise (their periods rarely see
+    // half the lanes due; with R_MIN = 4 everywhere spread 100 was no faster).
     os_ << "    const int ran_r = R;\n";
     os_ << "    calm = nfin + nd <= CALM * R;\n";
     os_ << "    quiet = nfin + nd == 0;\n";
     os_ << "    R = 2 * nd * R <= w ? 2 * R : nd * R > 2 * w ? R / 2 : R;\n";
-    os_ << "    R = R < R_MIN ? R_MIN : R > R_MAX ? R_MAX : R;\n";
+    os_ << "    const int r_min = 2 * nd >= w ? R_LOW : R_MIN;\n";
+    os_ << "    R = R < r_min ? r_min : R > R_MAX ? R_MAX : R;\n";
     // The due lanes' samples written back, then the chunk's next samples taken into them:
     // short loops, each with few values live (one loop doing all per lane kept its pointers
     // and counters on the stack, ~100 instructions a lane), and the common case of take

@@ -218,7 +218,7 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
   int64_t err[4] = {0, 0, 0, 0};
   (void)n;
   // 64 lanes, refilled every 8 to 16 steps with the chunk's next sample (HostWriter::refill_body).
-  constexpr int W = 64, R_MIN = 8, R_MAX = 16;
+  constexpr int W = 64, R_LOW = 2, R_MIN = 8, R_MAX = 16;
   int R = R_MIN;  // this period's steps (run in pairs st_ -> pp_ -> st_; an odd R's last one idles)
   const int64_t begin = a->begin, end = a->end;
   int64_t sample_[W], start_[W];
@@ -577,7 +577,8 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
     calm = nfin + nd <= CALM * R;
     quiet = nfin + nd == 0;
     R = 2 * nd * R <= w ? 2 * R : nd * R > 2 * w ? R / 2 : R;
-    R = R < R_MIN ? R_MIN : R > R_MAX ? R_MAX : R;
+    const int r_min = 2 * nd >= w ? R_LOW : R_MIN;
+    R = R < r_min ? r_min : R > R_MAX ? R_MAX : R;
     for (int q = 0; q < nd; ++q) {
       const int j = list_[q];
       put_back(j, step - ran_r - start_[j] + (live_[j] < 0 ? -live_[j] : live_[j]), false, live_[j] < 0);
