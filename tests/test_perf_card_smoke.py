@@ -55,7 +55,7 @@ def test_the_quick_run_agrees_and_writes_the_json_and_the_chart(quick_run):
     assert data is not None and data["ok"] is True
     assert "raptor" in data["arms"]
     cells = sorted((rec["cell"], rec["dtype"]) for rec in data["records"])
-    assert cells == sorted((c, d) for c in ("spread100", "spread1000", "uniform1000") for d in ("float64", "float32"))
+    assert cells == sorted((c, d) for c in ("spread10", "spread100", "spread1000", "uniform1000") for d in ("float64", "float32"))
     assert all(rec["n"] == 1000 for rec in data["records"])
     assert data["machine"]["cores"] >= 1 and data["versions"]["python"]
     assert data["protocol"]["rounds"] == 1 and data["protocol"]["repeat"] == 3
