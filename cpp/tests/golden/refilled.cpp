@@ -178,6 +178,13 @@ template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
   return set;
 }
 #endif
+// A lane index the vectorizer cannot see through (an empty asm that "changes" it): keeps a
+// loop over listed lanes scalar, where GCC would otherwise store through scatters.
+#if defined(__GNUC__)
+#define RP_OPAQUE(j) __asm__("" : "+r"(j))
+#else
+#define RP_OPAQUE(j) (void)0
+#endif
 }  // namespace
 // A kernel whose float64 arithmetic waits on square roots and divisions (HostWriter::
 // divider_bound) prefers 256-bit vectors whatever the flags say.
@@ -590,7 +597,8 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
       int fresh = 0;  // the next samples up to the first finished on entry
       while (fresh < more && mask_in[next + fresh] == 0) ++fresh;
       for (; q < fresh; ++q) {
-        const int j = list_[q];
+        int j = list_[q];
+        RP_OPAQUE(j);
         const int64_t s = next + q;
         sample_[j] = s;
         start_[j] = step;

@@ -178,6 +178,13 @@ template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
   return set;
 }
 #endif
+// A lane index the vectorizer cannot see through (an empty asm that "changes" it): keeps a
+// loop over listed lanes scalar, where GCC would otherwise store through scatters.
+#if defined(__GNUC__)
+#define RP_OPAQUE(j) __asm__("" : "+r"(j))
+#else
+#define RP_OPAQUE(j) (void)0
+#endif
 }  // namespace
 // A kernel whose float64 arithmetic waits on square roots and divisions (HostWriter::
 // divider_bound) prefers 256-bit vectors whatever the flags say.
