@@ -43,7 +43,8 @@ share a process:
 
 Protocol: for each cell, ``ROUNDS`` rounds; in each round every arm, in an order rotating from
 round to round, runs one fresh process that builds (untimed), warms up (``WARMUP`` untimed
-runs), times ``REPEAT`` runs (the planes reset, untimed, before each) and reports the median.
+runs, and more until they have taken ``WARM_MIN_S``: a fresh process's threads may share a
+core at first), times ``REPEAT`` runs (the planes reset, untimed, before each) and reports the median.
 A process whose runs are long stops early (``--budget``): one warm-up once they take a
 quarter of the budget, ``MIN_TIMED`` timed runs once they take the budget. Workers run with
 OPENBLAS_NUM_THREADS=1 (no arm calls BLAS; NumPy's OpenBLAS thread otherwise spins for 0.1 s
@@ -113,6 +114,12 @@ WARMUP = 2  # untimed runs per process before the timed ones
 BUDGET_S = 4.0
 MIN_TIMED = 3
 EXTRA_WARMUP = 10  # more warm-up runs, at most, while an arm says its last run was not steady
+# Warm-up runs go on until they have taken WARM_MIN_S at least: in its first milliseconds a
+# fresh process's threads may share one core (on the 2-vCPU build machine some processes of a
+# cell ran every one of 40 runs of 0.15 ms at the one-thread time, 0.27 ms, others none; with
+# 400 runs none did; after 0.1 s of warm-up runs 1 process in 22 still did), and a run that
+# short would time that instead of the arm.
+WARM_MIN_S = 0.2
 JAX_MAX_N = 100_000  # jax runs N <= this unless --all-jax
 REENTRY_CALLS = 200  # run(max_steps=1) calls per batch on a finished runner (5 batches)
 TOLERANCE = {"float64": 1e-12, "float32": 1e-5}
@@ -412,7 +419,8 @@ def cpp_arm(start: dict[str, np.ndarray], s: int, dtype: str, lib_path: str, thr
 
 def worker(a: argparse.Namespace) -> int:
     """Builds the arm (untimed), warms up (``a.warmup`` runs, only one once they take a
-    quarter of ``a.budget`` seconds; more while the arm says its last run was not steady),
+    quarter of ``a.budget`` seconds; more while the arm says its last run was not steady, and
+    until they have taken ``WARM_MIN_S``),
     times ``a.repeat`` runs (fewer, but ``MIN_TIMED``, once
     they take ``a.budget`` seconds), saves the final x, v, k to ``a.out`` and prints the reply
     as one JSON line (the last line of stdout)."""
@@ -432,8 +440,8 @@ def worker(a: argparse.Namespace) -> int:
     build_s = time.perf_counter() - t0
     warm = 0.0
     warmups = 0
-    while warmups < a.warmup + EXTRA_WARMUP and (warmups == 0 or not arm.settled() or (
-            warmups < a.warmup and (warm < a.budget / 4 or a.budget <= 0))):
+    while (warmups < a.warmup + EXTRA_WARMUP and (warmups == 0 or not arm.settled() or (
+            warmups < a.warmup and (warm < a.budget / 4 or a.budget <= 0)))) or warm < WARM_MIN_S:
         arm.reset()
         t0 = time.perf_counter()
         arm.run()
@@ -1099,7 +1107,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "perf_card", "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
               "machine": cpu_info(), "versions": {**versions(), "raptor_checkout": raptor_revision()},
               "protocol": {"rounds": a.rounds, "repeat": a.repeat, "warmup": a.warmup, "budget_s": a.budget,
-                           "min_timed": MIN_TIMED, "extra_warmup": EXTRA_WARMUP, "dt": DT, "seed": SEED,
+                           "min_timed": MIN_TIMED, "extra_warmup": EXTRA_WARMUP, "warm_min_s": WARM_MIN_S, "dt": DT, "seed": SEED,
                            "cells": {c: CELLS[c] for c in a.cells}, "ns": a.ns, "dtypes": a.dtypes,
                            "jax_max_n": None if a.all_jax else JAX_MAX_N, "tolerance": TOLERANCE,
                            "reentry_calls": REENTRY_CALLS, "cpp_flags": with_march(CXXFLAGS, a.march), **settings},
