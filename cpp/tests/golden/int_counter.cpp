@@ -187,8 +187,11 @@ template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
 #endif
 }  // namespace
 // A kernel whose float64 arithmetic waits on square roots and divisions (HostWriter::
-// divider_bound) prefers 256-bit vectors whatever the flags say.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// divider_bound) prefers 256-bit vectors whatever the flags say, except on AMD Zen cores
+// (GCC's -march=native names them __znverN__), which run 512-bit vectors at full clock.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !(defined(__znver1__) || defined(__znver2__) || defined(__znver3__) || defined(__znver4__) || \
+      defined(__znver5__))
 #define RP_NARROW __attribute__((target("prefer-vector-width=256")))
 #else
 #define RP_NARROW
