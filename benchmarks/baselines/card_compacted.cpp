@@ -17,6 +17,10 @@
 // (R = 2). raptor's card on the same machine (two threads): 1.71x-2.05x, 1.14x-1.19x. So the
 // compacted layout is not a route to 1.25x at spread 100 either: a sample of 22 steps costs
 // about 22 ns of steps here and about 10 ns more to take, idle and write back, in either layout.
+// On the AMD EPYC (Zen 4) build machine, 2026-12-05, N = 1e6, three runs each (within 1%):
+// spread 100 at 2.03x with R = 8, 1.82x with R = 16, 2.78x with R = 4, 4.4x with R = 2;
+// spread 1000 at 1.67x (R = 8): Zen 4's compress into memory is slow. raptor's card there:
+// 1.57x-1.93x and 1.14x-1.19x.
 // docs/performance.md says what was concluded.
 #include <immintrin.h>
 #include <chrono>
