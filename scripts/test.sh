@@ -55,7 +55,14 @@ step_cpp() {
   [[ -f "$dir/CMakeCache.txt" ]] || { echo "[test] $dir has no CMake cache: setup.sh did not build"; return 1; }
   cmake -S "$ROOT" -B "$dir" -DRAPTOR_BUILD_TESTS=ON -DRAPTOR_SANITIZE=
   cmake --build "$dir" --target raptor_tests -j "$JOBS"
-  ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$JOBS"
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$JOBS" || return $?
+  # The vectorization tests compile for this machine's ISA and for x86-64-v3/v4; ctest keeps a
+  # passing test's output in its log only, so say here which ISAs they checked.
+  local isas
+  isas="$(grep -h '^\[ vector ISA \]' "$dir/Testing/Temporary/LastTest.log" | sed 's/^[^:]*: /  /' | sort -u || true)"
+  [[ -n "$isas" ]] || { echo "[test] the vectorization tests printed no '[ vector ISA ]' line: did CodegenVectorize run?"; return 1; }
+  echo "[test] vectorization tests (CodegenVectorize) checked:"
+  echo "$isas"
 }
 
 # LeakSanitizer's own stop-the-world tracer sometimes crashes at a process's exit ("Tracer
