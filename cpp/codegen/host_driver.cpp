@@ -719,7 +719,8 @@ class HostWriter : public detail::StepWriter {
     const int period = refill_period();
     const auto reads = plane_reads();
     os_ << "  // 64 lanes, refilled every " << period << " to " << refill_max_period()
-        << " steps with the chunk's next sample (HostWriter::refill_body).\n";
+        << " steps with the chunk's next sample\n"
+           "  // (every 2, R_LOW, while at least half the lanes are due; HostWriter::refill_body).\n";
     os_ << "  constexpr int W = 64, R_LOW = 2, R_MIN = " << period << ", R_MAX = " << refill_max_period()
         << ";\n";
     os_ << "  int R = R_MIN;  // this period's steps (run in pairs st_ -> pp_ -> st_; an odd R's last one idles)\n";

@@ -227,7 +227,8 @@ RAPTOR_EXPORT void raptor_refilled_0123456789abcdef_f64(raptor_args* a) {
   const int64_t budget = a->max_steps > 0 && a->max_steps < 16 ? a->max_steps : int64_t{16};
   int64_t err[4] = {0, 0, 0, 0};
   (void)n;
-  // 64 lanes, refilled every 8 to 16 steps with the chunk's next sample (HostWriter::refill_body).
+  // 64 lanes, refilled every 8 to 16 steps with the chunk's next sample
+  // (every 2, R_LOW, while at least half the lanes are due; HostWriter::refill_body).
   constexpr int W = 64, R_LOW = 2, R_MIN = 8, R_MAX = 16;
   int R = R_MIN;  // this period's steps (run in pairs st_ -> pp_ -> st_; an odd R's last one idles)
   const int64_t begin = a->begin, end = a->end;
