@@ -34,8 +34,21 @@ def test_performance_docs_are_the_rendered_results():
     draws = json.loads(rd.DRAWS_RESULTS.read_text())
     isa = json.loads(rd.ISA_RESULTS.read_text())
     peers = json.loads(rd.PEERS_RESULTS.read_text())
+    refill = json.loads(rd.REFILL_RESULTS.read_text())
     doc = rd.DOC.read_text()
-    assert rd.rendered_doc(doc, card, draws, isa, peers) == doc, "run python benchmarks/render_docs.py after a new benchmark run"
+    assert rd.rendered_doc(doc, card, draws, isa, peers, refill) == doc, \
+        "run python benchmarks/render_docs.py after a new benchmark run"
+
+
+def test_a_changed_refill_figure_is_caught():
+    """The work between periods of one cell twice as long changes its row of the rendered table."""
+    rd = _render_docs()
+    card = json.loads(rd.RESULTS.read_text())
+    refill = json.loads(rd.REFILL_RESULTS.read_text())
+    doc = rd.rendered_doc(rd.DOC.read_text(), card, refill=refill)
+    (row,) = [r for r in refill["rows"] if r["dtype"] == "float64" and r["cell"] == "spread100"]
+    row["between_ns_per_sample"] *= 2
+    assert rd.rendered_doc(doc, card, refill=refill) != doc
 
 
 def test_a_changed_peers_figure_is_caught():
