@@ -39,6 +39,24 @@ def _no_home_cache(monkeypatch, tmp_path_factory):
 
 
 @pytest.fixture
+def benchmark_module(monkeypatch) -> Callable[[str], Any]:
+    """A loader of ``benchmarks/<name>.py`` as a module, for the benchmarks' smoke tests. Such a
+    script puts benchmarks/ first on sys.path when imported; sys.path is restored after the test."""
+    import importlib.util
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+
+    def load(name: str) -> Any:
+        path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(f"{name}_under_test", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
+
+
+@pytest.fixture
 def cache_dir(tmp_path) -> str:
     """A fresh cache directory for one test (created by raptor itself, mode 0700)."""
     return str(tmp_path / "raptor-cache")

@@ -28,15 +28,6 @@ def _needs(*modules: str) -> None:
             pytest.skip(f"{m} not installed")
 
 
-def _load_peers(monkeypatch):
-    """benchmarks/peers.py as a module (it puts benchmarks/ on sys.path; restored after)."""
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    spec = importlib.util.spec_from_file_location("peers_under_test", PEERS)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_quick_run_prints_the_table_and_writes_the_plots(tmp_path):
     _needs("jax", "matplotlib")
     out = tmp_path / "out"
@@ -67,9 +58,9 @@ def test_quick_run_prints_the_table_and_writes_the_plots(tmp_path):
         assert p.read_bytes()[:8] == PNG_MAGIC
 
 
-def test_a_missing_peer_is_skipped_with_its_install_command(monkeypatch, tmp_path, capsys):
+def test_a_missing_peer_is_skipped_with_its_install_command(monkeypatch, tmp_path, capsys, benchmark_module):
     _needs("matplotlib")
-    peers = _load_peers(monkeypatch)
+    peers = benchmark_module("peers")
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("numba", "warp") else real(name, *a))
     assert peers.missing("numba") == "numba: numba not installed: pip install 'raptor[bench]'"
@@ -87,8 +78,8 @@ def test_a_missing_peer_is_skipped_with_its_install_command(monkeypatch, tmp_pat
     assert (tmp_path / "peers_drag_float64.png").exists()
 
 
-def test_the_table_gives_each_peer_over_raptor_on_its_side(monkeypatch):
-    peers = _load_peers(monkeypatch)
+def test_the_table_gives_each_peer_over_raptor_on_its_side(benchmark_module):
+    peers = benchmark_module("peers")
     from _peers import report
 
     rec = [dict(system=s, case="drag", dtype="float64", n=1 << 20, seconds=t, side="")
@@ -99,8 +90,8 @@ def test_the_table_gives_each_peer_over_raptor_on_its_side(monkeypatch):
     assert peers.HOST_SYSTEMS == report.HOST and peers.JAX_SYSTEMS == report.JAX
 
 
-def test_a_host_difference_within_the_process_spread_is_marked(monkeypatch):
-    _load_peers(monkeypatch)
+def test_a_host_difference_within_the_process_spread_is_marked(benchmark_module):
+    benchmark_module("peers")
     from _peers import report
 
     assert report.within_spread(0.95, 1.06, 1.02) and report.within_spread(1.05, 1.02, 1.06)

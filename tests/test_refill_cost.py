@@ -6,7 +6,6 @@ themselves are not checked (a benchmark, not a timed test)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -20,24 +19,15 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "refill_cost.py"
 
 
-def _load(monkeypatch):
-    """benchmarks/refill_cost.py as a module (it puts benchmarks/ on sys.path; restored after)."""
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    spec = importlib.util.spec_from_file_location("refill_cost_under_test", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not found (the harness is compiled with it)")
-def test_a_small_run_counts_every_sample_step(tmp_path, monkeypatch):
+def test_a_small_run_counts_every_sample_step(tmp_path, benchmark_module):
     out = tmp_path / "refill.json"
     n = 3000
     r = subprocess.run([sys.executable, str(SCRIPT), "--n", str(n), "--rounds", "1", "--repeat", "1", "--warmup", "0",
                         "--json", str(out)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     res = json.loads(out.read_text())
-    mod = _load(monkeypatch)
+    mod = benchmark_module("refill_cost")
     assert res["benchmark"] == "refill_cost" and res["threads"] == 1 and res["n"] == n
     assert {(row["dtype"], row["cell"]) for row in res["rows"]} == {
         (d, c) for d in ("float64", "float32") for c in mod.CELLS}
@@ -58,8 +48,8 @@ def test_a_small_run_counts_every_sample_step(tmp_path, monkeypatch):
     assert "between, ns per sample" in r.stdout or "ns/sample" in r.stdout
 
 
-def test_a_kernel_without_the_hooks_is_refused_naming_them(monkeypatch):
-    mod = _load(monkeypatch)
+def test_a_kernel_without_the_hooks_is_refused_naming_them(benchmark_module):
+    mod = benchmark_module("refill_cost")
     with pytest.raises(ValueError) as e:
         mod.instrument("// step r: st_ -> pp_\n#pragma GCC ivdep\nfor (;;) {}\n")
     assert str(e.value).startswith("refill_cost: the generated kernel has 1 step loops after '// step r' comments "
