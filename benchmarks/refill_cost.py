@@ -5,8 +5,8 @@
     python benchmarks/refill_cost.py --march x86-64-v3      # AVX2 code on any x86-64-v3 machine
 
 The performance card's kernel (``card_rk4`` of benchmarks/kernels.py, fused to 1024 steps as
-``eagle.until_done`` fuses it) is taken as raptor generates it (``kernel.cpp(dtype)``) and
-compiled, with raptor's own host flags, into a standalone driver
+``eagle.until_done`` fuses it, ``eagle.loop.FUSED``) is taken as raptor generates it
+(``kernel.cpp(dtype)``) and compiled, with raptor's own host flags, into a standalone driver
 (benchmarks/baselines/refill_harness.cpp) that calls it on one thread over the samples in
 ``--chunks`` chunks, as the host runtime does, for each cell of perf_card.py (its inputs). A
 second build of the same source counts, in statements this script inserts, the lane-steps of
@@ -55,8 +55,6 @@ import perf_card  # noqa: E402  (benchmarks/ on the path first)
 HARNESS = os.path.join(HERE, "baselines", "refill_harness.cpp")
 DEFAULT_JSON = os.path.join(HERE, "results", "refill_cost.json")
 CELLS = ("spread10", "spread100", "spread1000", "uniform1000")
-FUSED_STEPS = 1024  # eagle.loop.FUSED: the steps of the fused variant until_done runs
-PARTS = ("steps", "idle", "between")
 
 # The instrumentation (HostWriter::refill_body's lines it hooks into): a statement before each
 # step loop (the `#pragma GCC ivdep` after a `// step r...` comment) counting its lanes, and
@@ -197,12 +195,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     a = parse(argv)
+    from eagle.loop import FUSED
     from kernels import card_rk4
 
     n = int(a.n)
     dtypes = [d for d in a.dtypes.split(",") if d]
     flags = host_flags(a.march)
-    fused = card_rk4.with_steps(FUSED_STEPS)
+    # The variant until_done runs (eagle.loop.fused_plans_of: the kernel's steps times FUSED[0]).
+    fused = card_rk4.with_steps(card_rk4.steps * FUSED[0])
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="refill_cost-") as tmp:
         exes, inputs = {}, {}
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "refill_cost", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "machine": perf_card.cpu_info(), "raptor_checkout": perf_card.raptor_revision(), "flags": flags,
               "march": a.march, "n": n, "rounds": a.rounds, "repeat": a.repeat, "warmup": a.warmup,
-              "chunks": a.chunks, "threads": 1, "fused_steps": FUSED_STEPS, "rows": rows}
+              "chunks": a.chunks, "threads": 1, "fused_steps": fused.steps, "rows": rows}
     os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
     tmp_json = a.json + ".tmp"
     with open(tmp_json, "w") as f:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib.util
 import io
 import linecache
 import os
@@ -42,8 +43,6 @@ def _no_home_cache(monkeypatch, tmp_path_factory):
 def benchmark_module(monkeypatch) -> Callable[[str], Any]:
     """A loader of ``benchmarks/<name>.py`` as a module, for the benchmarks' smoke tests. Such a
     script puts benchmarks/ first on sys.path when imported; sys.path is restored after the test."""
-    import importlib.util
-
     monkeypatch.setattr(sys, "path", list(sys.path))
 
     def load(name: str) -> Any:
