@@ -144,7 +144,7 @@ def main() -> int:
           f"({totals.get('fd_skipped', 0)} skipped near kinks; {totals.get('fd_stop_gradient', 0)} kernels with stop_gradient not "
           f"compared with differences), {totals.get('adjoint_checked', 0)} adjoint identities, "
           f"{totals.get('table_errors', 0)} table errors agreed, {totals.get('xla_compared', 0)} xla-lowering runs vs the interpreter "
-          f"({totals.get('xla_unsupported', 0)} unsupported, {totals.get('xla_skipped', 0)} skipped, {totals.get('xla_table_errors', 0)} "
+          f"({totals.get('xla_int_compared', 0)} with integer planes, {totals.get('xla_unsupported', 0)} unsupported, {totals.get('xla_skipped', 0)} skipped, {totals.get('xla_table_errors', 0)} "
           f"table errors); {totals.get('mismatches', 0)} mismatches", flush=True)
     return 1 if totals.get("mismatches", 0) else 0
 

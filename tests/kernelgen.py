@@ -39,9 +39,10 @@ kernel's source text (a small module: imports, ``@hawk.func`` helpers, the kerne
    cotangent alone (``check_adjoint``).
 4. "xla" (when in ``checks``): the kernel through the JAX bridge's "xla" lowering against the
    interpreter with ``zero_finished``, float64, within how far the outputs move when library
-   results are moved by XLA_ULPS (``check_xla``); the key given as it is, launch 0's. The
-   lowering refuses integer planes and operators and long loops (not lowered yet): those
-   kernels are counted in xla_unsupported.
+   results are moved by XLA_ULPS (``check_xla``); the key given as it is, launch 0's. Integer
+   and bool outputs are compared as the interpreter holds them (doubles); what the lowering
+   refuses by name (a kernel that can fail with no float output to show it) is counted in
+   xla_unsupported.
 
 Derivatives (checks 2 and 3) are taken with respect to the float inputs only
 (``float_inputs``: not integer planes, integer Params or in-out integer Mutables, nor the
@@ -1683,7 +1684,7 @@ class Mismatch:
 
 
 COUNTS = ("seeds", "kernels", "stages", "runs_compared", "fd_elements", "fd_skipped", "adjoint_checked", "adjoint_skipped", "table_errors",
-          "xla_compared", "xla_unsupported", "xla_skipped", "xla_table_errors", "fd_stop_gradient", "adjoint_tables_refused")
+          "xla_compared", "xla_int_compared", "xla_unsupported", "xla_skipped", "xla_table_errors", "fd_stop_gradient", "adjoint_tables_refused")
 
 
 @dataclass
@@ -1698,7 +1699,8 @@ class Stats:
     adjoint_skipped: int = 0  # not finite
     table_errors: int = 0  # runs where both sides reported the same table error
     xla_compared: int = 0  # kernels run through the JAX "xla" lowering against the interpreter
-    xla_unsupported: int = 0  # kernels the "xla" lowering refuses (int / bool planes)
+    xla_int_compared: int = 0  # of those, kernels with integer planes or Params
+    xla_unsupported: int = 0  # kernels the "xla" lowering refuses (it names why: _jax_xla.OpList.unsupported)
     xla_skipped: int = 0  # xla runs not compared: the mask flips within XLA_ULPS
     xla_table_errors: int = 0  # xla runs where the interpreter reported a table error (NaN there)
     fd_stop_gradient: int = 0  # kernels with stop_gradient: no tangent-vs-differences check
@@ -1716,6 +1718,7 @@ class Stats:
                 f"{self.fd_stop_gradient} kernels with stop_gradient not compared with differences, {self.adjoint_checked} adjoint identities ({self.adjoint_skipped} not finite, "
                 f"{self.adjoint_tables_refused} without a Table read in a long loop), "
                 f"{self.table_errors} table errors agreed, {self.xla_compared} xla-lowering runs compared "
+                f"({self.xla_int_compared} with integer planes) "
                 f"({self.xla_unsupported} kernels unsupported, {self.xla_skipped} skipped, {self.xla_table_errors} table errors), "
                 f"{len(self.mismatches)} mismatches")
 
@@ -2065,8 +2068,8 @@ def check_xla(g: GenKernel, k: Any, values: dict[str, Any], st: Stats) -> None:
     directions that then cancel (the uniform shifts move them alike). Where the mask or a table
     error of those moved runs differs from the plain run (a termination flips), the run is
     skipped (xla_skipped). Where the interpreter reports a table error, the xla path gives NaN
-    for that sample's outputs: agreed (xla_table_errors), but the erroring sample's outputs must
-    be NaN there. The mask must agree exactly elsewhere."""
+    for that sample's float outputs: agreed (xla_table_errors), but the erroring sample's float
+    outputs must be NaN there (integer and bool outputs cannot be). The mask must agree exactly elsewhere."""
     from eagle.frameworks import _jax_xla
 
     try:
@@ -2084,12 +2087,13 @@ def check_xla(g: GenKernel, k: Any, values: dict[str, Any], st: Stats) -> None:
         st.xla_skipped += 1
         return
     st.xla_compared += 1
+    st.xla_int_compared += any(s.dtype in ("int32", "int64") for s in k.slots)
     mask_name = next((s.name for s in k.slots if s.kind == "terminated"), None)
     if want.error is not None:
         st.xla_table_errors += 1
         sample = want.error[2]
         for s in k.slots:
-            if s.kind == "mutable" and s.name in got and 0 <= sample < n:
+            if s.kind == "mutable" and s.name in got and 0 <= sample < n and got[s.name].dtype.kind == "f":
                 col = got[s.name].reshape(-1, n)[:, sample]
                 if not np.isnan(col).all():
                     st.mismatches.append(Mismatch(g.seed, "xla-vs-interpreter",

@@ -246,7 +246,7 @@ def test_refilled_lanes_match_the_interpreter(tmp_path, unrecorded):
 
 def _with_int_planes(seed: int) -> int:
     """How many of the kernels check_batch checks for `seed` (it, or a staged kernel's stages)
-    have integer planes or Params: those the "xla" lowering does not lower yet."""
+    have integer planes or Params."""
     k = kernelgen.generate(seed).build()
     return sum(any(sl.dtype in ("int32", "int64") for sl in c.slots) for c in (k.stages if k.staged else (k,)))
 
@@ -275,11 +275,12 @@ def test_the_xla_lowering_matches_the_interpreter(unrecorded):
     st = kernelgen.check_batch(XLA_SEEDS, None, compiled=False, checks=("xla",))
     assert not st.mismatches, _fail_text(st)
     assert st.seeds == len(XLA_SEEDS)
-    # the lowering refuses exactly the kernels with integer planes (not lowered yet); long loops
-    # are lax.while_loops there (a staged kernel: each of its stages)
+    # every kernel is lowered, those with integer planes too (compared exactly where their
+    # values are integers); long loops are lax.while_loops there (a staged kernel: each stage)
     ints = sum(_with_int_planes(s) for s in XLA_SEEDS if "int" in kernelgen.features_of(s))
-    assert st.xla_unsupported == ints
-    assert st.xla_compared >= 0.8 * (st.kernels - ints)
+    assert ints >= 5 and st.xla_int_compared >= ints - 1
+    assert st.xla_unsupported == 0
+    assert st.xla_compared >= 0.8 * st.kernels
     assert st.xla_compared + st.xla_skipped + st.xla_unsupported == st.kernels
 
 
@@ -312,7 +313,7 @@ def test_kernels_with_each_newer_feature_pass_every_check_compiled(tmp_path, unr
     """3 kernels with each of int, matrix, random and 2 with long loops (one translation unit,
     x3 with derivatives): compiled in both dtypes against the interpreter (integer outputs
     exactly, draws bitwise with the same key), tangents against differences, the adjoint
-    identity, and the xla lowering, which refuses the integer kernels (counted)."""
+    identity, and the xla lowering, integer kernels included."""
     seeds = sorted(set(_with("int", 3) + _with("matrix", 3) + _with("random", 3) + _with("long_loops", 2)
                        + _with("numpy", 3) + _with("linalg", 3)))
     st = kernelgen.check_batch(seeds, str(tmp_path / "c"), checks=("interp", "tangent", "adjoint", "xla"))
@@ -321,8 +322,8 @@ def test_kernels_with_each_newer_feature_pass_every_check_compiled(tmp_path, unr
     assert st.runs_compared == _runs(st)  # kernel, tangent, adjoint x 2 dtypes
     assert st.adjoint_checked >= st.kernels - 1 and st.fd_elements > 200
     ints = sum(_with_int_planes(s) for s in seeds if "int" in kernelgen.features_of(s))
-    unsupported = ints  # (int planes: not lowered yet)
-    assert ints >= 3 and st.xla_unsupported == unsupported and st.xla_compared >= st.kernels - unsupported - 1
+    assert ints >= 3 and st.xla_int_compared >= ints - 1
+    assert st.xla_unsupported == 0 and st.xla_compared >= st.kernels - 1
 
 
 @pytest.mark.parametrize("feature", ["int", "matrix", "random", "long_loops", "numpy", "linalg"])

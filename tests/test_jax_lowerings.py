@@ -391,6 +391,64 @@ def test_xla_sharded_jit_runs_per_shard(tmp_path):
     assert "ok" in p.stdout
 
 
+def test_xla_integers_are_int32_without_x64_in_a_fresh_process(tmp_path):
+    """Without jax_enable_x64 (float32 only) the integers this path makes itself (a long loop's
+    index, its draws' indices, int(x), `%`) are int32 and equal the FFI path's; a bool plane is
+    lowered; an integer plane is refused by name, and "auto" takes "ffi" for it."""
+    src = textwrap.dedent('''
+        import jax, jax.numpy as jnp, numpy as np
+        import hawk
+        from hawk import Mutable, Scalar
+        from eagle.frameworks import jax as eagle_jax
+        from eagle.frameworks import _jax_xla
+
+        assert not jax.config.jax_enable_x64
+
+        @hawk.kernel
+        def walk(x: Scalar, rng: hawk.Random, on: Scalar[hawk.bool_], y: Mutable[Scalar], c: Mutable[Scalar],
+                 flag: Mutable[Scalar[hawk.bool_]]):
+            s = x  # every float exact on both paths (no sum XLA could contract)
+            n = 0.0
+            for i in range(5000):
+                s = rng.uniform()
+                if int(s * 70.0) % 3 == 0:
+                    n = n + 1.0
+                if s < 0.002:
+                    break
+            y = s
+            c = n
+            flag = on and s > 0.001
+
+        @hawk.kernel
+        def counts(n: Scalar[hawk.int32], x: Scalar, y: Mutable[Scalar]):
+            y = x * float(n)
+
+        assert "loop_begin" in walk.ir
+        x = jnp.linspace(-1.0, 2.0, 40, dtype=jnp.float32)
+        on = jnp.arange(40) % 3 == 0
+        key = jax.random.key(5)
+        got = {lw: jax.jit(eagle_jax.function(walk, lowering=lw))(x, key, on) for lw in ("ffi", "xla")}
+        assert [a.dtype for a in got["xla"]] == [jnp.float32, jnp.float32, jnp.bool_]
+        for a, b in zip(got["ffi"], got["xla"]):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        assert 0 < float(got["xla"][1].min()) and 50 < float(got["xla"][1].max()) and bool(got["xla"][2].any())
+        try:
+            eagle_jax.function(counts, lowering="xla")(jnp.arange(4, dtype=jnp.int32), jnp.ones(4))
+            raise SystemExit("not refused")
+        except _jax_xla.UnsupportedOp as e:
+            assert "the integer plane 'n', whose integers compute in int64" in str(e), str(e)
+        y = eagle_jax.function(counts)(jnp.arange(4, dtype=jnp.int32), jnp.ones(4))
+        np.testing.assert_array_equal(np.asarray(y), np.arange(4.0))
+        print("ok")
+    ''')
+    path = tmp_path / "no_x64.py"  # hawk reads a kernel's source from its file
+    path.write_text(src)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "0"}
+    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=180)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "ok" in p.stdout
+
+
 # ---------------------------------------------------------------- the language's newer features
 
 
@@ -448,12 +506,98 @@ def counts(n: Scalar[hawk.int32], x: Scalar, y: Mutable[Scalar]):
     y = x * float(n)
 
 
-def test_integer_planes_take_ffi_under_auto():
-    ops = _jax_xla.op_list(counts._core)
-    assert not _jax_xla.supported(ops) and "integer or bool plane ('n'" in ops.unsupported
-    assert _jax_lowering.choose(ops, 4, "cpu") == "ffi"
+@hawk.kernel(steps=40)
+def countdown(nstop: Scalar[hawk.int32], x: Scalar, big: Param[hawk.int64], terminated: Terminated,
+              k: Mutable[Scalar[hawk.int32]], y: Mutable[Scalar], w: Mutable[Scalar[hawk.int64]],
+              odd: Mutable[Scalar[hawk.bool_]]):
+    y = y * 0.5 + x * float(k)
+    w = w * 3 + big  # wraps in int64
+    odd = k % 2 == 1
+    k = k + 1
+    terminated = k >= nstop
+
+
+def _countdown_ref(nstop, x, big, mask, k, y, w):
+    """NumPy's stepping of `countdown` (Python ints for w, wrapped to int64 at the end)."""
+    k, y, w = k.astype(np.int64), y.copy(), [int(v) for v in w]
+    odd = np.zeros(len(k), bool)
+    done = mask.copy()
+    for _ in range(40):
+        live = ~done
+        y = np.where(live, y * 0.5 + x * k.astype(y.dtype), y)
+        w = [v * 3 + big if on else v for v, on in zip(w, live)]
+        odd = np.where(live, k % 2 == 1, odd)
+        k = np.where(live, k + 1, k)
+        done = done | (live & (k >= nstop))
+    wrap = [(v + 2**63) % 2**64 - 2**63 for v in w]
+    return k.astype(np.int32), y, np.array(wrap, np.int64), odd, done
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-12), (np.float32, 1e-5)])
+def test_integer_and_bool_planes_on_xla(dtype, rtol):
+    """Integer and bool planes, Params and outputs, in a stepping kernel with a mask: the
+    integers equal the FFI path's and NumPy's exactly (an int32 plane widened to int64 and
+    stored back wrapped, int64 arithmetic wrapping), the floats within rtol; "auto" takes
+    "xla" for a small call of such a kernel."""
+    ops = _jax_xla.op_list(countdown._core)
+    assert _jax_xla.supported(ops, dtype) and _jax_lowering.choose(ops, 8, "cpu", dtype) == "xla"  # 8 x 40 steps
+    assert ops.slot_type[ops.slots.index(next(s for s in ops.slots if s[0] == "odd"))] == "B"
+    nstop = jnp.asarray(rng.integers(0, 50, N), jnp.int32)
+    x = jnp.asarray(rng.uniform(-1, 1, N), dtype)
+    big = 2**52 + 12345  # an int64 Param within +-2**53 (the FFI path's double parameter cell)
+    mask = jnp.arange(N) % 7 == 3
+    k = jnp.asarray(rng.integers(-3, 3, N), jnp.int32)
+    y = jnp.asarray(rng.uniform(-1, 1, N), dtype)
+    w = jnp.asarray(rng.integers(-(2**40), 2**40, N), jnp.int64)
+    f, g = both(countdown)
+    out_f, out_g = jax.jit(f)(nstop, x, big, mask, k, y, w), jax.jit(g)(nstop, x, big, mask, k, y, w)
+    assert [o.dtype for o in out_g] == [jnp.int32, dtype, jnp.int64, jnp.bool_, jnp.bool_]  # k, y, w, odd, the mask
+    assert_same(out_f, out_g, rtol)
+    for o_ffi, o_xla in zip(out_f, out_g):
+        if not jnp.issubdtype(o_xla.dtype, jnp.floating):
+            np.testing.assert_array_equal(np.asarray(o_xla), np.asarray(o_ffi))
+    want = _countdown_ref(np.asarray(nstop), np.asarray(x), big, np.asarray(mask), np.asarray(k), np.asarray(y), np.asarray(w))
+    for got, ref in zip(out_g, want):
+        if jnp.issubdtype(got.dtype, jnp.floating):
+            np.testing.assert_allclose(np.asarray(got), ref, rtol=rtol, atol=rtol)
+        else:
+            np.testing.assert_array_equal(np.asarray(got), ref)
+    # the plain plane of ints as a float factor, with "auto"
     y = eagle_jax.function(counts)(jnp.arange(4, dtype=jnp.int32), jnp.ones(4))
     np.testing.assert_array_equal(np.asarray(y), np.arange(4.0))
+    assert _jax_lowering.choose(_jax_xla.op_list(counts._core), 4, "cpu") == "xla"
+
+
+@hawk.kernel
+def int_only_lookup(w: Table[Scalar], i: Scalar[hawk.int32], hit: Mutable[Scalar[hawk.bool_]]):
+    hit = w.at(i) > 0.5
+
+
+def test_xla_refuses_int_planes_without_x64_and_failures_it_could_not_show():
+    """Without jax_enable_x64 this path's integers are int32: an integer plane, whose integers
+    compute in int64, is refused by name and "auto" takes "ffi"; bool planes and the IR's own
+    integers are lowered. A kernel that can fail with no float output to hold the NaN is
+    refused in either mode."""
+    ops = _jax_xla.op_list(countdown._core)
+    jax.config.update("jax_enable_x64", False)
+    try:
+        why = ops.unsupported_for(np.float32)
+        assert why == ("the integer plane 'nstop', whose integers compute in int64, which JAX holds only with "
+                       "jax_enable_x64 (this path's integers are int32 without it)")
+        assert _jax_lowering.choose(ops, N, "cpu", np.float32) == "ffi"
+        with pytest.raises(_jax_xla.UnsupportedOp, match=r"kernel 'counts' has the integer plane 'n', whose integers compute in int64"):
+            eagle_jax.function(counts, lowering="xla")(jnp.arange(4, dtype=jnp.int32), jnp.ones(4, jnp.float32))
+        y = eagle_jax.function(counts)(jnp.arange(4, dtype=jnp.int32), jnp.ones(4, jnp.float32))  # "auto": ffi
+        np.testing.assert_array_equal(np.asarray(y), np.arange(4.0))
+    finally:
+        jax.config.update("jax_enable_x64", True)
+    lookup_ops = _jax_xla.op_list(int_only_lookup._core)
+    assert lookup_ops.unsupported == ("no float output to show a failing sample as NaN (a Table read, a // or % by a divisor "
+                                      "that may be 0, or int(x)), only the integer or bool output 'hit'")
+    with pytest.raises(_jax_xla.UnsupportedOp, match="kernel 'int_only_lookup' has no float output to show a failing sample"):
+        eagle_jax.function(int_only_lookup, lowering="xla")(jnp.asarray([0.2, 0.9]), jnp.zeros(3, jnp.int32))
+    hit = eagle_jax.function(int_only_lookup)(jnp.asarray([0.2, 0.9]), jnp.asarray([1, 0, 1], jnp.int32))
+    assert np.asarray(hit).tolist() == [True, False, True]
 
 
 def test_vector_stores_lower_as_whole_planes_without_concatenate():

@@ -252,10 +252,15 @@ def test_the_xla_lowering_of_long_loops_and_its_limits():
     f32 = eagle_jax.function(harmonic_until, lowering="xla")(x.astype(np.float32), np.float32(0.5), np.float32(3.0))
     want = ref_harmonic(x.astype(np.float32), 0.5, 3.0, np.float32)
     np.testing.assert_array_equal(np.asarray(f32[1]), want[1])
-    # int planes are not lowered yet: refused by name, and "auto" takes "ffi"
-    with pytest.raises(_jax_xla.UnsupportedOp, match=r"skips.*integer or bool output \('kept'\)"):
-        eagle_jax.function(skips, lowering="xla")(x)
-    assert _jax_lowering.choose(_jax_xla.op_list(skips._core), N, "cpu") == "ffi"
+    # an int output made in a loop (its `%` by a constant cannot fail): the same on both paths,
+    # and "auto" takes "xla" for so small a call
+    r_xla, kept_xla = eagle_jax.function(skips, lowering="xla")(x)
+    r_ffi, kept_ffi = eagle_jax.function(skips, lowering="ffi")(x)
+    assert kept_xla.dtype == kept_ffi.dtype == np.int64
+    np.testing.assert_array_equal(np.asarray(kept_xla), np.asarray(kept_ffi))
+    assert int(kept_xla[0]) == sum(1 for i in range(3, 3 + 2 * 6000, 2) if i % 3 != 0)
+    np.testing.assert_allclose(np.asarray(r_xla), np.asarray(r_ffi), rtol=1e-12)
+    assert _jax_lowering.choose(_jax_xla.op_list(skips._core), N, "cpu") == "xla"
     # forward mode on "xla" is the tangent kernel (a loop has no residual planes); reverse mode
     # the adjoint kernel, whose checkpoint spacing uses // and int(x): both lowerings agree
     f = eagle_jax.function(harmonic_until, wrt=("x", "a"), lowering="xla")
@@ -276,20 +281,30 @@ def test_the_xla_lowering_of_long_loops_and_its_limits():
 def test_the_xla_paths_int_ops_are_pythons():
     from eagle.frameworks._jax_xla import _int_op
 
-    jnp = pytest.importorskip("jax").numpy
-    xs = [-9, -7, -2, -1, 0, 1, 2, 7, 9, 10**6 + 3, -(10**9) - 1]
-    ys = [-7, -3, -2, -1, 0, 1, 2, 3, 7]
-    a = jnp.array([float(x) for x in xs for _ in ys])
-    b = jnp.array([float(y) for _ in xs for y in ys])
-    q, qf = _int_op("floordiv", [a, b])
-    r, rf = _int_op("mod", [a, b])
-    want_q = [x // y if y else 0 for x in xs for y in ys]
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    jax.config.update("jax_enable_x64", True)
+    lo = -(2**63)
+    xs = [-9, -7, -2, -1, 0, 1, 2, 7, 9, 10**6 + 3, -(10**9) - 1, 2**62 + 5, lo, lo + 1, 2**63 - 1]
+    ys = [-7, -3, -2, -1, 0, 1, 2, 3, 7, 2**40 + 1, lo]
+    a = jnp.array([x for x in xs for _ in ys], jnp.int64)
+    b = jnp.array([y for _ in xs for y in ys], jnp.int64)
+    q, qf = _int_op("floordiv", [a, b], jnp.int64)
+    r, rf = _int_op("mod", [a, b], jnp.int64)
+    # Python's // and %, wrapped to int64 as C++ (and NumPy) do: only INT64_MIN // -1 wraps
+    wrap = lambda v: (v - lo) % 2**64 + lo  # noqa: E731
+    want_q = [wrap(x // y) if y else 0 for x in xs for y in ys]
     want_r = [x % y if y else 0 for x in xs for y in ys]
     assert [int(v) for v in q] == want_q and [int(v) for v in r] == want_r
+    assert q.dtype == r.dtype == jnp.int64
     assert [bool(v) for v in qf] == [y == 0 for _ in xs for y in ys] == [bool(v) for v in rf]
-    t, tf = _int_op("to_int", [jnp.array([1.7, -1.7, 0.0, float("nan"), float("inf"), 1e19])])
-    assert [float(v) for v in t] == [1.0, -1.0, 0.0, 0.0, 0.0, 0.0]
-    assert [bool(v) for v in tf] == [False, False, False, True, True, True]
+    t, tf = _int_op("to_int", [jnp.array([1.7, -1.7, 0.0, float("nan"), float("inf"), 1e19, -3e18, 2.0**62])], jnp.int64)
+    assert [int(v) for v in t] == [1, -1, 0, 0, 0, 0, -3 * 10**18, 2**62]
+    assert [bool(v) for v in tf] == [False, False, False, True, True, True, False, False]
+    # int32 (the I values without jax_enable_x64): int(x) beyond it fails rather than wrap
+    t, tf = _int_op("to_int", [jnp.array([2.0**31 - 1, -(2.0**31), 2.0**31, -(2.0**31) - 1, 7.9])], jnp.int32)
+    assert t.dtype == jnp.int32 and [int(v) for v in t] == [2**31 - 1, -(2**31), 0, 0, 7]
+    assert [bool(v) for v in tf] == [False, False, True, True, False]
 
 
 # ---------------------------------------------------------------- refusals

@@ -138,7 +138,8 @@ mlir.register_lowering(kernel_local_p, _ffi_lowering_cuda, platform="cuda")
 def _xla_function(*operands: Any, call: KernelCall) -> list[Any]:
     """The call as jax.numpy operations over its operands (the "xla" lowering)."""
     shapes = [tuple(o.shape) for o in operands]
-    return _jax_xla.evaluate(call.ops(), call.input_slots, operands, call.sample_count(shapes), call.output_slots, call.output_shapes(shapes), call.dtype)
+    return _jax_xla.evaluate(call.ops(), call.input_slots, operands, call.sample_count(shapes), call.output_slots, call.output_shapes(shapes), call.dtype,
+                               call.output_dtypes)
 
 
 def _resolve(ctx: Any, call: KernelCall, lowering: str, platform: str) -> str:

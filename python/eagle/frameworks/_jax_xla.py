@@ -14,8 +14,9 @@ stores), with the mask semantics of the FFI path (cpp/ir/interp.hpp with ``zero_
 - a sample whose ``terminate`` value is true at the end of a step sets its mask and runs no
   further steps (the stores of that step are kept);
 - a table index out of range under a holding predicate is an error on the FFI path; here the
-  sample's Mutable outputs become NaN and every sum of the call becomes NaN (no silent
-  number; docs/jax.md "Two lowerings").
+  sample's float Mutable outputs become NaN and every sum of the call becomes NaN (no silent
+  number; docs/jax.md "Two lowerings"); its integer and bool outputs are what the FFI path
+  computes (the failing read gives 0).
 
 Ops are looked up in ``_UNARY`` / ``_BINARY`` / ``_TERNARY`` / ``_SPECIAL``: an op this module does not know
 raises ``UnsupportedOp`` naming it (``supported`` says so without raising).
@@ -29,23 +30,26 @@ What the language added beside the first lowering:
   fold_in(fold_in(fold_in(key, step), i), j), i the global sample index: uniform draws equal
   the FFI path's bit for bit, normal ones are jax's own (the FFI path is within 1e-13 / 1e-6 of
   them, docs/language.md "Random numbers").
-- Integer and bool planes (int ops, I or B loads and stores) are not lowered yet: refused by
-  name, so "auto" takes "ffi" for those kernels. I values the IR makes itself (loop indices,
-  table indices, `float(i)` of a loop index) are floats of the call's dtype holding integers.
+- I values (integer planes and Params, loop and table indices, `int(x)`, draws of
+  `randint` / `poisson`) are integer arrays: int64 with ``jax_enable_x64``, computing as the
+  language and the FFI path do (two's complement wrap-around, Python's `//` and `%`), and a
+  store to an int32 plane keeps the low 32 bits; B values are bool arrays. Without
+  ``jax_enable_x64`` (float32 calls only) JAX has no int64: the I values are int32 arrays,
+  exact while they stay within int32, `int(x)` beyond it is an error of the sample (below),
+  and integer planes and Params are refused by name (``unsupported_for``), so "auto" takes
+  "ffi" for them.
 - Loop regions (a `for` too long to unroll, docs/language.md "Long loops") are a
   ``lax.while_loop`` over the carried values of all samples (``_loop``): it runs while a live
   sample has not left and the iterations last, and a sample that left keeps its values, as the
   C++ loop leaves per sample. A draw inside one (``rand_uniform_at``) takes its index at run
-  time. In float32 the integers are exact up to 2^24 only, so a float32 call of a kernel with a
-  loop of more iterations, or with draws in a loop, is refused (``unsupported_for``), and
-  "auto" takes "ffi" for it.
+  time.
 - ``sample_index`` / ``n_samples`` (hawk.math.sample_index(), n_samples()) are an iota over
   the call's samples and their count: under sharding XLA partitions them itself, so a shard
-  numbers its samples globally. In float32 they are exact up to 2^24 samples; a larger call
-  is refused.
-- ``//``, ``%`` and ``int(x)`` of those integers are Python's (``_int_op``); where they fail
-  (a zero divisor; int(x) of NaN, an infinity or beyond int64) the sample's outputs are NaN,
-  as for a table index out of range (``OpList.can_fail``).
+  numbers its samples globally.
+- ``//``, ``%`` and ``int(x)`` are Python's (``_int_op``); where they fail (a zero divisor;
+  int(x) of NaN, an infinity or beyond int64, or beyond int32 without ``jax_enable_x64``) the
+  result is 0 and the sample's float outputs are NaN, as for a table index out of range
+  (``OpList.can_fail``); its integer and bool outputs are what the FFI path computes.
 """
 
 from __future__ import annotations
@@ -203,10 +207,9 @@ _SPECIAL = frozenset({"const", "load_param", "load_plane", "load_state", "load_m
 _FAILING = frozenset({"floordiv", "mod", "to_int"})
 # A loop region's values (ir.hpp's LoopBegin .. LoopResult), evaluated by `_loop`.
 _LOOP = frozenset({"loop_begin", "loop_carry", "loop_index", "loop_next", "loop_end", "loop_result"})
-# The most iterations a loop region may have on this path (its counter is an int32), and in
-# float32, where its integers are floats of the dtype.
+# The most iterations a loop region may have on this path (its counter is an int32).
 _MAX_LOOP = 2**31 - 1
-_MAX_LOOP_F32 = 2**24
+_INT32 = (-(2**31), 2**31 - 1)
 
 # The other jax.random distributions (ir.hpp's RandGamma .. RandNormalVec): operand 0 is the
 # run-time part of the draw index (a const 0 outside loops), then the distribution's own.
@@ -227,6 +230,15 @@ class OpList:
         self.terminate: int = int(data["terminate"])
         # hawk.min / hawk.max outputs: slot -> "min" / "max" (other sums add).
         self.combine: dict[int, str] = {int(k): str(v) for k, v in data.get("combine", {}).items()}
+        # Each slot's value type ("F", "I" or "B"): that of its loads and stores (float where
+        # none says otherwise: sums, tables).
+        self.slot_type: list[str] = ["F"] * len(self.slots)
+        for v in self.values:
+            if v[0] in ("load_plane", "load_param", "load_state"):
+                self.slot_type[v[3]] = v[1]
+        for slot, _, value, _, _ in self.stores:
+            if self.slots[slot][1] == "mutable":
+                self.slot_type[slot] = self.values[value][1]
         self.unsupported: str = self._first_unsupported()
         # Each Mutable slot's stored values, component by component (the IR stores each once).
         self.mutable_stores: dict[int, tuple[int, ...]] = {}
@@ -240,17 +252,19 @@ class OpList:
 
     def unsupported_for(self, dtype: Any) -> str:
         """What this path cannot lower in a call of ``dtype`` ("" when it can): ``unsupported``,
-        and in float32 a loop region of more than 2^24 iterations or a draw inside a loop."""
+        and without ``jax_enable_x64`` (where the I values are int32) an integer plane or
+        Param, whose integers compute in int64, or an integer constant beyond int32."""
+        del dtype  # the same in float32 and float64 (the I values are integers in both)
         if self.unsupported:
             return self.unsupported
-        if np.dtype(dtype) == np.float32:
+        if not jax.config.jax_enable_x64:
+            for s, (name, kind, *_rest) in enumerate(self.slots):
+                if self.slot_type[s] == "I":
+                    return (f"the integer plane '{name}', whose integers compute in int64, which JAX holds only with "
+                            "jax_enable_x64 (this path's integers are int32 without it)")
             for i, v in enumerate(self.values):
-                if v[0] == "loop_begin" and v[6] > _MAX_LOOP_F32:
-                    return f"a loop of {v[6]} iterations (value %{i}) in float32, where its integers are exact up to 2^24 only"
-                if v[0] in ("rand_uniform_at", "rand_normal_at") or (v[0] in _DISTS and self.values[v[2][0]][0] != "const"):
-                    return f"a draw inside a loop (value %{i}) in float32, where its index is exact up to 2^24 only"
-                if v[0] == "rand_int":
-                    return f"rng.randint (value %{i}) in float32, where its int32 results are exact up to 2^24 only"
+                if v[0] == "const" and v[1] == "I" and not _INT32[0] <= v[6] <= _INT32[1]:
+                    return f"the integer constant {v[6]} (value %{i}) beyond int32 without jax_enable_x64"
         return ""
 
     def _first_unsupported(self) -> str:
@@ -265,11 +279,12 @@ class OpList:
                 return f"a loop of {v[6]} iterations (value %{i}), more than 2^31 - 1"
             if typ not in ("F", "B", "I"):
                 return f"value type '{typ}' (value %{i}, op '{op}')"
-            if op in ("load_plane", "load_param", "load_state") and typ != "F":
-                return f"an integer or bool plane ('{self.slots[v[3]][0]}', value %{i})"
-        for slot, _, value, _, _ in self.stores:
-            if self.slots[slot][1] == "mutable" and self.values[value][1] != "F":
-                return f"an integer or bool output ('{self.slots[slot][0]}')"
+        # A failing sample shows as NaN in its float outputs; with none, it would not show.
+        outputs = [(name, self.slot_type[s]) for s, (name, kind, *_r) in enumerate(self.slots)
+                   if kind in ("mutable", "param_sum", "table_sum")]
+        if self.can_fail and outputs and all(t != "F" for _, t in outputs):
+            return (f"no float output to show a failing sample as NaN (a Table read, a // or % by a divisor that may be 0, "
+                    f"or int(x)), only the integer or bool output '{outputs[0][0]}'")
         return ""
 
     @property
@@ -355,11 +370,18 @@ def _refuse(ops: OpList, dtype: Any) -> None:
         )
 
 
+def _int_type() -> Any:
+    """The I values' dtype: int64, or int32 without jax_enable_x64 (JAX has no int64 then)."""
+    return jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
+
+
 def _to_index(x: Any) -> Any:
-    """A float table index as the IR's ToIndex makes it, kept as a float of the dtype: rounded
-    down; NaN, infinities and values beyond +-9e18 become -1 (out of range)."""
+    """A float table index as the IR's ToIndex makes it: rounded down; NaN, infinities and
+    values beyond +-9e18 (beyond int32 in int32) become -1 (out of range)."""
+    int_t = _int_type()
     f = jnp.floor(x)
-    return jnp.where((f >= -9.0e18) & (f <= 9.0e18), f, -1.0).astype(x.dtype)
+    ok = (f >= -9.0e18) & (f <= 9.0e18) if int_t == jnp.int64 else (f >= -(2.0**31)) & (f < 2.0**31)
+    return jnp.where(ok, f, -1.0).astype(int_t)
 
 
 class _Run:
@@ -369,6 +391,7 @@ class _Run:
         self.ops = ops
         self.n = n
         self.dtype = np.dtype(dtype)
+        self.int_t = _int_type()
         self.arg: dict[int, Any] = dict(zip(slot_of_operand, operands))
         self.table_size: dict[int, int] = {}
         for s, a in self.arg.items():
@@ -400,30 +423,36 @@ class _Run:
     def dist(self, op: str, slot: int, step: Any, draw: Any, params: Sequence[Any], element: int) -> Any:
         """Draw `draw` of every sample in `step` of the jax.random distribution of IR op `op`
         (one of _DISTS) with per-sample `params`, on the same subkeys as `draws`; integer
-        results come back as floats of the dtype (this path's I values)."""
+        results come back as this path's I values."""
         block = self.arg[slot]
         key = jax.random.wrap_key_data(block[:2], impl="threefry2x32")
         samples = block[2] + jnp.arange(self.n, dtype=jnp.uint32)
         fold = jax.random.fold_in
         at = fold(key, jnp.asarray(step, jnp.uint32))
         js = jnp.broadcast_to(jnp.asarray(draw).astype(jnp.uint32), (self.n,))
-        ps = [jnp.broadcast_to(jnp.asarray(p, self.dtype), (self.n,)) for p in params]
+        # float parameters in the dtype, randint's bounds as the integers they are
+        ps = [jnp.broadcast_to(p if jnp.issubdtype(jnp.result_type(p), jnp.integer) else jnp.asarray(p, self.dtype), (self.n,))
+              for p in params]
         dt = self.dtype
-        int_t = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
+        int_t = self.int_t
 
         def one(i: Any, j: Any, *p: Any) -> Any:
             k = fold(fold(at, i), j)
             if op == "rand_gamma":
                 return jax.random.gamma(k, p[0], (), dt)
             if op == "rand_poisson":
-                return jax.random.poisson(k, p[0], ()).astype(dt)
+                return jax.random.poisson(k, p[0], ()).astype(int_t)
             if op == "rand_int":
-                return jax.random.randint(k, (), p[0].astype(int_t), p[1].astype(int_t), jnp.int32).astype(dt)
+                return jax.random.randint(k, (), p[0], p[1], jnp.int32).astype(int_t)
             if op == "rand_truncated_normal":
                 return jax.random.truncated_normal(k, p[0], p[1], (), dt)
             return jax.random.normal(k, (element + 1,), dt)[element]  # rand_normal_vec
 
         return jax.vmap(one)(samples, js, *ps)
+
+    def value_dtype(self, typ: str) -> Any:
+        """The array dtype of an IR value of type ``typ`` ("F", "I" or "B") in this call."""
+        return self.dtype if typ == "F" else self.int_t if typ == "I" else jnp.bool_
 
     def plane(self, slot: int, comp: int) -> Any:
         a = self.arg[slot]
@@ -480,11 +509,11 @@ def _eval_range(run: _Run, state: dict[int, Any], step: Any, vals: list[Any], lo
                 continue
         a = [vals[j] for j in args]
         if op == "const":
-            x = jnp.asarray(imm != 0.0) if typ == "B" else jnp.asarray(float(iimm) if typ == "I" else imm, dt)
+            x = jnp.asarray(imm != 0.0) if typ == "B" else jnp.asarray(iimm, run.int_t) if typ == "I" else jnp.asarray(imm, dt)
         elif op == "load_param":
-            x = jnp.asarray(run.arg[slot], dt).reshape(())
+            x = jnp.asarray(run.arg[slot]).astype(run.value_dtype(typ)).reshape(())
         elif op == "load_plane":
-            x = run.plane(slot, comp)
+            x = run.plane(slot, comp).astype(run.value_dtype(typ))  # an int32 plane widened, as in C++
         elif op == "load_state":
             x = state[slot][comp]
         elif op == "load_mask":
@@ -497,21 +526,21 @@ def _eval_range(run: _Run, state: dict[int, Any], step: Any, vals: list[Any], lo
                 out = out & vals[pred]
             bad = bad | out
             col = run.table_column(slot, comp)
-            x = col[jnp.clip(idx, 0, max(m - 1, 0)).astype(jnp.int32)] if m > 0 else jnp.zeros_like(idx)
+            x = col[jnp.clip(idx, 0, max(m - 1, 0)).astype(jnp.int32)] if m > 0 else jnp.zeros(jnp.shape(idx), dt)
         elif op in ("rand_uniform", "rand_normal"):
             x = run.draws(slot, step + int(iimm), int(comp), op == "rand_normal")
         elif op in ("rand_uniform_at", "rand_normal_at"):  # the index: comp + a run-time integer
-            x = run.draws(slot, step + int(iimm), a[0] + float(comp), op == "rand_normal_at")
+            x = run.draws(slot, step + int(iimm), a[0] + int(comp), op == "rand_normal_at")
         elif op in _DISTS:  # operand 0: the run-time part of the index
-            x = run.dist(op, slot, step + int(iimm), a[0] + float(comp), a[1:], int(imm))
+            x = run.dist(op, slot, step + int(iimm), a[0] + int(comp), a[1:], int(imm))
         elif op == "sample_index":  # the global index: XLA partitions the iota itself
-            x = jnp.arange(run.n, dtype=dt)
+            x = jnp.arange(run.n, dtype=run.int_t)
         elif op == "n_samples":
-            x = jnp.asarray(float(run.n), dt)
-        elif op == "to_float":  # I values are floats of the dtype already
-            x = jnp.asarray(a[0], dt)
+            x = jnp.asarray(run.n, run.int_t)
+        elif op == "to_float":  # correctly rounded, as C++'s conversion
+            x = jnp.asarray(a[0]).astype(dt)
         elif op in _FAILING:
-            x, fail = _int_op(op, a)
+            x, fail = _int_op(op, a, run.int_t)
             if pred != -1:
                 fail = fail & vals[pred]
             bad = bad | fail
@@ -522,26 +551,29 @@ def _eval_range(run: _Run, state: dict[int, Any], step: Any, vals: list[Any], lo
     return bad
 
 
-def _int_op(op: str, a: Sequence[Any]) -> tuple[Any, Any]:
-    """Python's // and % (the sign of the divisor) and int(x) (toward zero) of integers held as
-    floats, exact while they are (to 2^53 in float64, 2^24 in float32); with the samples where
-    they fail (a zero divisor; int(x) of NaN, an infinity or beyond int64), whose result is 0
-    as on the FFI path."""
+def _int_op(op: str, a: Sequence[Any], int_t: Any) -> tuple[Any, Any]:
+    """Python's // and % (floored: the sign of the divisor) of integers, wrapping as C++ does
+    (INT_MIN // -1 is INT_MIN), and int(x) (toward zero) of a float, as ``int_t`` values; with
+    the samples where they fail (a zero divisor; int(x) of NaN, an infinity or beyond
+    ``int_t``), whose result is 0 as on the FFI path."""
     if op == "to_int":
         x = a[0]
-        fail = ~jnp.isfinite(x) | (jnp.abs(x) >= 9.223372036854775807e18)
-        return jnp.where(fail, jnp.zeros((), x.dtype), jnp.trunc(x)), fail
-    x, y = jnp.broadcast_arrays(*a)
+        t = jnp.trunc(x)
+        if int_t == jnp.int64:
+            fail = ~jnp.isfinite(x) | (jnp.abs(x) >= 9.223372036854775807e18)
+        else:  # int32: beyond it the FFI path's int64 result is not representable here
+            fail = ~jnp.isfinite(x) | (t < -(2.0**31)) | (t >= 2.0**31)
+        return jnp.where(fail, jnp.zeros((), x.dtype), t).astype(int_t), fail
+    x, y = jnp.broadcast_arrays(*(jnp.asarray(v).astype(int_t) for v in a))
     zero = y == 0
-    safe = jnp.where(zero, jnp.ones((), y.dtype), y)
-    q = jnp.floor(x / safe)
-    r = x - q * safe  # exact for integers in range; one correction step fixes a rounded quotient
-    low = jnp.where(safe > 0, r < 0, r > 0)
-    q, r = jnp.where(low, q - 1, q), jnp.where(low, r + safe, r)
-    high = jnp.where(safe > 0, r >= safe, r <= safe)
-    q, r = jnp.where(high, q + 1, q), jnp.where(high, r - safe, r)
+    safe = jnp.where(zero, jnp.ones((), int_t), y)
+    # XLA's signed division truncates and gives INT_MIN / -1 = INT_MIN, remainder 0
+    q, r = lax.div(x, safe), lax.rem(x, safe)
+    low = (r != 0) & ((r < 0) != (safe < 0))  # truncated toward zero, not floored
+    q = jnp.where(low, q - 1, q)
+    r = jnp.where(low, r + safe, r)
     out = q if op == "floordiv" else r
-    return jnp.where(zero, jnp.zeros((), out.dtype), out), zero
+    return jnp.where(zero, jnp.zeros((), int_t), out), zero
 
 
 def _loop(run: _Run, state: dict[int, Any], step: Any, vals: list[Any], begin: int, end: int, live: Any) -> Any:
@@ -561,8 +593,7 @@ def _loop(run: _Run, state: dict[int, Any], step: Any, vals: list[Any], begin: i
     iterations = int(values[begin][6])
 
     def plane(x: Any, typ: str) -> Any:
-        kind = bool if typ == "B" else dt
-        return jnp.broadcast_to(jnp.asarray(x, kind), (n,))
+        return jnp.broadcast_to(jnp.asarray(x).astype(run.value_dtype(typ)), (n,))
 
     types = [values[c][1] for c in carries]
     init = tuple(plane(vals[values[c][2][0]], t) for c, t in zip(carries, types))
@@ -574,7 +605,7 @@ def _loop(run: _Run, state: dict[int, Any], step: Any, vals: list[Any], begin: i
         for cid, x in zip(carries, cs):
             local[cid] = x
         if index >= 0:
-            local[index] = it.astype(dt)
+            local[index] = it.astype(run.int_t)
         bad_now = _eval_range(run, state, step, local, begin + 1, end, active, None, own)
         new = tuple(jnp.where(active, plane(local[nexts[cid]], t), x) if cid in nexts else x
                     for cid, t, x in zip(carries, types, cs))
@@ -679,9 +710,10 @@ class _Lanes:
                 return self._stacked(ids)
             comps = [values[i][4] for i in ids]
             c0 = comps[0]
+            vt = self.run.value_dtype(typ)  # an int32 plane widened, as its scalar loads are
             if comps == list(range(c0, c0 + len(comps))):
-                return a[c0 : c0 + len(comps)]
-            return a[np.asarray(comps)]
+                return a[c0 : c0 + len(comps)].astype(vt)
+            return a[np.asarray(comps)].astype(vt)
         # Constants, parameters, table reads and draws differ per lane: stacked.
         if op not in _LANEWISE or (op == "powi" and any(values[i][6] != iimm for i in ids)):
             return self._stacked(ids)
@@ -689,24 +721,26 @@ class _Lanes:
         return _elementwise(op, iimm, args)
 
 
-def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any], n: int, result_slots: Sequence[int], result_shapes: Sequence[tuple], dtype: Any) -> list[Any]:
-    """The kernel's results (in ``result_slots`` order, of ``result_shapes``) for
-    ``operands`` (of ``slot_of_operand``, the bridge's layout: planes (width, N) or (N,),
-    Params (), tables (M, width) or (M,), the mask (N,) bool) on ``n`` samples, as jax.numpy
-    operations."""
+def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any], n: int, result_slots: Sequence[int],
+             result_shapes: Sequence[tuple], dtype: Any, result_dtypes: Sequence[Any] | None = None) -> list[Any]:
+    """The kernel's results (in ``result_slots`` order, of ``result_shapes`` and
+    ``result_dtypes``: the call's float dtype where not given) for ``operands`` (of
+    ``slot_of_operand``, the bridge's layout: planes (width, N) or (N,), Params (), tables
+    (M, width) or (M,), the mask (N,) bool) on ``n`` samples, as jax.numpy operations."""
     _refuse(ops, dtype)
     dt = np.dtype(dtype)
-    if ops.numbered and dt == np.float32 and n > 2**24:
-        raise UnsupportedOp(f"kernel '{ops.name}': hawk.math.sample_index() / n_samples() of {n} samples in float32, "
-                            "where this lowering's integers are exact up to 2^24 only; use lowering='ffi'")
     run = _Run(ops, slot_of_operand, operands, n, dt)
+    if ops.numbered and n > np.iinfo(run.int_t).max:
+        raise UnsupportedOp(f"kernel '{ops.name}': hawk.math.sample_index() / n_samples() of {n} samples, beyond "
+                            "this lowering's int32 integers without jax_enable_x64; use lowering='ffi'")
 
     # state: each Mutable slot, (width, N); sums: each sum slot, (entries, width) or (width,)
     state: dict[int, Any] = {}
     sums: dict[int, Any] = {}
     for s, (name, kind, width, inout, table_of) in enumerate(ops.slots):
-        if kind == "mutable":
-            state[s] = jnp.asarray(run.arg[s], dt).reshape(width, n) if inout else jnp.zeros((width, n), dt)
+        if kind == "mutable":  # in the slot's value type (an int32 plane widened, as in C++)
+            vt = run.value_dtype(ops.slot_type[s])
+            state[s] = jnp.asarray(run.arg[s]).astype(vt).reshape(width, n) if inout else jnp.zeros((width, n), vt)
         elif kind == "param_sum" and s in ops.combine:  # hawk.min / hawk.max: +inf / -inf
             sums[s] = jnp.full((width,), np.inf if ops.combine[s] == "min" else -np.inf, dt)
         elif kind == "param_sum":
@@ -730,7 +764,7 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
         nxt = dict(state)
         sums = dict(sums)
         for slot, ids in ops.mutable_stores.items():
-            x = jnp.broadcast_to(lanes.of(ids), (len(ids), n)).astype(dt)
+            x = jnp.broadcast_to(lanes.of(ids), (len(ids), n)).astype(state[slot].dtype)
             nxt[slot] = jnp.where(finished[None, :], state[slot], x) if ops.has_mask else x
         for slot, comp, value, index, pred in ops.stores:
             kind = ops.slots[slot][1]
@@ -786,9 +820,14 @@ def evaluate(ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any
     any_bad = jnp.any(bad)
     nan = jnp.asarray(np.nan, dt)
     results = []
-    for s, shape in zip(result_slots, result_shapes):
+    dtypes = result_dtypes if result_dtypes is not None else [dt] * len(result_slots)
+    for s, shape, out_t in zip(result_slots, result_shapes, dtypes):
         name, kind, width, inout, table_of = ops.slots[s]
-        if kind == "mutable":
+        if kind == "mutable" and ops.slot_type[s] != "F":
+            # an int32 plane keeps the low 32 bits of the int64 (NumPy's astype); an error
+            # makes the sample's float outputs NaN, its integers and bools stay as computed
+            r = state[s].astype(out_t)
+        elif kind == "mutable":
             r = jnp.where(bad[None, :], nan, state[s]) if checked else state[s]  # (width, N)
         elif kind in ("param_sum", "table_sum"):
             r = jnp.where(any_bad, nan, sums[s]) if checked else sums[s]
