@@ -385,6 +385,31 @@ def test_jax_int_params_are_read_in_their_dtype(lowering):
         f(a=a, b=b, k=1.5, x=x)  # under jit a Python float is a traced float64
 
 
+@hawk.kernel
+def shifted(w: Scalar[hawk.int64], big: Param[hawk.int64], o: Mutable[Scalar[hawk.int64]], f: Mutable[Scalar]):
+    o = w + big
+    f = float(big)
+
+
+def test_jax_int64_params_beyond_2_53_are_exact_on_xla_and_refused_on_ffi():
+    """The FFI path passes a Param through the launch's double cell: an int64 Param beyond
+    +-2**53 is an error naming the kernel and the Param (eagle's bind refuses it too), never
+    a rounded int, under jit as eagerly; the "xla" path holds it as the int64 it is."""
+    w = jnp.asarray([0, -5, 2**60], jnp.int64)
+    for big in (2**53, -(2**53), 2**53 + 1, 2**62 + 12345, -(2**63)):
+        want = (np.asarray(w) + np.int64(big)).tolist()
+        o, f = jax.jit(ejax.function(shifted, lowering="xla"))(w, big)
+        assert np.asarray(o).tolist() == want and float(f[0]) == float(big)
+        if abs(big) <= 2**53:
+            o, f = jax.jit(ejax.function(shifted, lowering="ffi"))(w, big)
+            assert np.asarray(o).tolist() == want
+            continue
+        with pytest.raises(Exception, match=rf"raptor kernel 'shifted': Param 'big' = {big} does not fit a Param\[hawk.int64\] "
+                                            r"\(range \[-9007199254740992, 9007199254740992\], exact in the launch's double "
+                                            r"parameter cell\); pass an int in that range, or the value as a Scalar\[hawk.int64\] plane"):
+            jax.block_until_ready(jax.jit(ejax.function(shifted, lowering="ffi"))(w, big))
+
+
 def test_jax_refuses_wrong_int_dtypes():
     f = ejax.function(mixed)
     x = jnp.zeros(8)

@@ -54,9 +54,21 @@ xffi::Error run_kernel(xffi::RemainingArgs args, xffi::RemainingRets rets,
         case runtime::ElemType::I32:
           b.slots[s].param = static_cast<double>(*static_cast<const int32_t*>(p));
           break;
-        case runtime::ElemType::I64:
-          b.slots[s].param = static_cast<double>(*static_cast<const int64_t*>(p));
+        case runtime::ElemType::I64: {
+          // The launch's parameter cell is a double: exact within +-2**53 (eagle's bind refuses
+          // beyond it too, eagle/binding.py int_param_number); never a rounded int.
+          const int64_t v = *static_cast<const int64_t*>(p);
+          constexpr int64_t kExact = int64_t{1} << 53;
+          if (v < -kExact || v > kExact)
+            return bad(
+                e,
+                "Param '" + e.iface.slot(s).name + "' = " + std::to_string(v) +
+                    " does not fit a Param[hawk.int64] (range [-9007199254740992, "
+                    "9007199254740992], exact in the launch's double parameter cell); pass an int "
+                    "in that range, or the value as a Scalar[hawk.int64] plane (the full range)");
+          b.slots[s].param = static_cast<double>(v);
           break;
+        }
         case runtime::ElemType::Bool:
           b.slots[s].param = *static_cast<const uint8_t*>(p) != 0 ? 1.0 : 0.0;
           break;
@@ -71,8 +83,7 @@ xffi::Error run_kernel(xffi::RemainingArgs args, xffi::RemainingRets rets,
     const runtime::SlotInterface& si = e.iface.slot(s);
     runtime::SlotBinding& sb = b.slots[s];
     if (si.inout && sb.in != nullptr && sb.out != nullptr && sb.in != sb.out)
-      std::memcpy(sb.out, sb.in,
-                  static_cast<size_t>(sb.table_size * si.width * e.dtype_size));
+      std::memcpy(sb.out, sb.in, static_cast<size_t>(sb.table_size * si.width * e.dtype_size));
   }
   try {
     const runtime::LaunchResult r = runtime::launch(e, b, &runtime::shared_pool());
