@@ -352,7 +352,7 @@ def test_xla_sharded_jit_runs_per_shard(tmp_path):
         jax.config.update("jax_enable_x64", True)
         from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
         import hawk
-        from hawk import Mutable, Param, Vector
+        from hawk import Mutable, Param, Scalar, Terminated, Vector
         from hawk.math import norm, vec
         from eagle.frameworks import jax as eagle_jax
 
@@ -381,6 +381,32 @@ def test_xla_sharded_jit_runs_per_shard(tmp_path):
         got, want = g(v, 0.07), jax.grad(loss(jnp_drag), argnums=(0, 1))(v, 0.07)
         np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
         np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+
+        # integer and bool planes too: each shard steps its own samples' counters
+        @hawk.kernel(steps=6)
+        def tick(nstop: Scalar[hawk.int32], x: Scalar, terminated: Terminated, k: Mutable[Scalar[hawk.int32]],
+                 y: Mutable[Scalar], odd: Mutable[Scalar[hawk.bool_]]):
+            y = y + x * float(k)
+            odd = k % 2 == 1
+            k = k + 1
+            terminated = k >= nstop
+
+        sh1 = NamedSharding(Mesh(np.array(jax.devices()), ("s",)), P("s"))
+        r = np.random.default_rng(1)
+        nstop = jax.device_put(jnp.asarray(r.integers(0, 9, 1024), jnp.int32), sh1)
+        x = jax.device_put(jnp.asarray(r.uniform(-1, 1, 1024)), sh1)
+        mask = jax.device_put(jnp.zeros(1024, bool), sh1)
+        k0 = jax.device_put(jnp.zeros(1024, jnp.int32), sh1)
+        tf = jax.jit(eagle_jax.function(tick, lowering="xla"), in_shardings=(sh1,) * 5, out_shardings=sh1)
+        hlo = tf.lower(nstop, x, mask, k0, x).compile().as_text()
+        assert "all-gather" not in hlo and "custom-call" not in hlo, "a gather or a custom call in the compiled HLO"
+        k, y, odd, done = tf(nstop, x, mask, k0, x)  # y starts at x
+        runs = np.maximum(1, np.minimum(np.asarray(nstop), 6))  # one step at least, 6 at most
+        assert k.sharding.is_equivalent_to(sh1, 1) and k.dtype == jnp.int32
+        assert np.array_equal(np.asarray(k), runs)
+        np.testing.assert_allclose(np.asarray(y), np.asarray(x) * (1 + runs * (runs - 1) / 2), rtol=1e-12)
+        assert np.array_equal(np.asarray(odd), (runs - 1) % 2 == 1)
+        assert np.array_equal(np.asarray(done), np.asarray(nstop) <= 6)
         print("ok")
     ''')
     path = tmp_path / "sharded.py"  # hawk reads a kernel's source from its file
