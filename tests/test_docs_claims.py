@@ -35,9 +35,23 @@ def test_performance_docs_are_the_rendered_results():
     isa = json.loads(rd.ISA_RESULTS.read_text())
     peers = json.loads(rd.PEERS_RESULTS.read_text())
     refill = json.loads(rd.REFILL_RESULTS.read_text())
+    stream = json.loads(rd.STREAM_RESULTS.read_text())
     doc = rd.DOC.read_text()
-    assert rd.rendered_doc(doc, card, draws, isa, peers, refill) == doc, \
+    assert rd.rendered_doc(doc, card, draws, isa, peers, refill, stream) == doc, \
         "run python benchmarks/render_docs.py after a new benchmark run"
+
+
+def test_the_streamed_stores_prose_quotes_its_run():
+    """The figures the prose under the streamed stores' table quotes by hand are its JSON's: the
+    two 48 MiB rows, the range from 96 MiB, and the threshold."""
+    rd = _render_docs()
+    stream = json.loads(rd.STREAM_RESULTS.read_text())
+    rows = {(r["dtype"], r["plane_bytes"] >> 20): r["plain_over_stream"] for r in stream["rows"]}
+    doc = rd.DOC.read_text()
+    assert f"({rows[('float64', 48)]:.2f} and {rows[('float32', 48)]:.2f} in the run above" in doc
+    beyond = [v for (_, mib), v in rows.items() if mib >= 96]
+    assert f"and {min(beyond):.2f}x-{max(beyond):.2f}x faster from 96 MiB" in doc
+    assert stream["default_stream_bytes"] == 80 << 20 and "the default streams from 80 MiB of planes here" in doc
 
 
 def test_a_changed_refill_figure_is_caught():

@@ -288,6 +288,10 @@ void bind_runtime(nb::module_& m) {
       .def_prop_ro("variant", [](const runtime::HostDeviceLoop& l) {
         return l.variant() == runtime::LoopStopVariant::While ? "while" : "batched";
       });
+  m.def("default_stream_bytes", &runtime::default_stream_bytes,
+        "From how many bytes of planes (read and written) a host launch writes its pure outputs "
+        "with non-temporal stores: $RAPTOR_STREAM_BYTES, else a quarter of the last-level cache "
+        "as sysconf reports it (runtime/launch.hpp).");
   m.def(
       "device_loop_variant",
       [](int driver_version, bool has_api) {
