@@ -409,10 +409,15 @@ def test_xla_sharded_jit_runs_per_shard(tmp_path):
         assert np.array_equal(np.asarray(done), np.asarray(nstop) <= 6)
         print("ok")
     ''')
-    path = tmp_path / "sharded.py"  # hawk reads a kernel's source from its file
+    _run_script(tmp_path / "sharded.py", src, XLA_FLAGS="--xla_force_host_platform_device_count=4")
+
+
+def _run_script(path, src: str, **env: str) -> None:
+    """Runs ``src`` from the file ``path`` (hawk reads a kernel's source from its file) in a
+    fresh Python on the CPU with ``env`` added; it must exit 0 having printed "ok"."""
     path.write_text(src)
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=180)
+    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                       env={**os.environ, "JAX_PLATFORMS": "cpu", **env}, timeout=180)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "ok" in p.stdout
 
@@ -467,12 +472,7 @@ def test_xla_integers_are_int32_without_x64_in_a_fresh_process(tmp_path):
         np.testing.assert_array_equal(np.asarray(y), np.arange(4.0))
         print("ok")
     ''')
-    path = tmp_path / "no_x64.py"  # hawk reads a kernel's source from its file
-    path.write_text(src)
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "0"}
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=180)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "ok" in p.stdout
+    _run_script(tmp_path / "no_x64.py", src, JAX_ENABLE_X64="0")
 
 
 # ---------------------------------------------------------------- the language's newer features
