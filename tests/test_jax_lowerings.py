@@ -588,6 +588,18 @@ def test_integer_and_bool_planes_on_xla(dtype, rtol):
             np.testing.assert_allclose(np.asarray(got), ref, rtol=rtol, atol=rtol)
         else:
             np.testing.assert_array_equal(np.asarray(got), ref)
+    # vmap over planes and over the int64 Param: the while loop's batching rule (a launch per
+    # entry) on both paths, the same integers
+    batch = (jnp.stack([nstop, nstop // 2]), jnp.stack([x, -x]), jnp.stack([mask, ~mask]), jnp.stack([k, k + 1]),
+             jnp.stack([y, y]), jnp.stack([w, w]))
+    bf, bg = (jax.vmap(lambda ns, a, m, kk, yy, ww, h=h: h(ns, a, big, m, kk, yy, ww))(*batch) for h in (f, g))
+    assert_same(bf, bg, rtol)
+    pf, pg = (jax.vmap(lambda b, h=h: h(nstop, x, b, mask, k, y, w))(jnp.asarray([1, -(2**40), 2**52], jnp.int64))
+              for h in (f, g))
+    assert_same(pf, pg, rtol)
+    for o_ffi, o_xla in zip((*bf, *pf), (*bg, *pg)):
+        if not jnp.issubdtype(o_xla.dtype, jnp.floating):
+            np.testing.assert_array_equal(np.asarray(o_xla), np.asarray(o_ffi))
     # the plain plane of ints as a float factor, with "auto"
     y = eagle_jax.function(counts)(jnp.arange(4, dtype=jnp.int32), jnp.ones(4))
     np.testing.assert_array_equal(np.asarray(y), np.arange(4.0))
