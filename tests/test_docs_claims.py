@@ -47,10 +47,14 @@ def test_the_streamed_stores_prose_quotes_its_run():
     rd = _render_docs()
     stream = json.loads(rd.STREAM_RESULTS.read_text())
     rows = {(r["dtype"], r["plane_bytes"] >> 20): r["plain_over_stream"] for r in stream["rows"]}
-    doc = rd.DOC.read_text()
+    doc = " ".join(rd.DOC.read_text().split())  # as read, whatever the line breaks
     assert f"({rows[('float64', 48)]:.2f} and {rows[('float32', 48)]:.2f} in the run above" in doc
     beyond = [v for (_, mib), v in rows.items() if mib >= 96]
     assert f"and {min(beyond):.2f}x-{max(beyond):.2f}x faster from 96 MiB" in doc
+    fitting = [1 / v for (_, mib), v in rows.items() if mib <= 24]
+    assert f"it is {min(fitting):.1f}x-{max(fitting):.1f}x slower while the planes fit it" in doc
+    middle = [1 / v for (_, mib), v in rows.items() if 8 <= mib <= 24]
+    assert f"made launches of 8-24 MiB {min(middle):.1f}x-{max(middle):.1f}x slower" in doc
     assert stream["default_stream_bytes"] == 80 << 20 and "the default streams from 80 MiB of planes here" in doc
 
 

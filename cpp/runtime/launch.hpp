@@ -99,7 +99,7 @@ inline constexpr int64_t kDefaultSerialThreshold = 32768;
 // streaming won from 48 MB of planes (the drag step at 2^20 float64) and lost below 24 MB
 // (docs/performance.md); below, the lines written are worth keeping in cache for whatever
 // reads them next. On an AMD EPYC VM whose cores share a 32 MiB L3, sysconf says 320 MiB (the
-// socket's, not the core's) and streaming paid from 96 MB, about even at 48 MB and 2-3x
+// socket's, not the core's) and streaming paid from 96 MB, was 0.85-1.08x at 48 MB and 2-3x
 // slower below 32 MB: the sysconf figure is the one that fits there, a quarter of the real L3
 // would not (benchmarks/stream_stores.py measures a machine). Read once per process.
 int64_t default_stream_bytes();
