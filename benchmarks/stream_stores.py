@@ -14,7 +14,7 @@ bound once per (dtype, N) and launched back to back, on every core, alternating 
 plain stores and streamed ones on the same bound launch (``Bound.stream_bytes``: never, or
 always) for ``--rounds`` rounds, each a batch of launches after one untimed launch; the
 figure is the median of each mode's rounds. Checks: both modes give the same bits, and
-NumPy's step within 1e-12. It reports what the default does at each size: the threshold
+NumPy's step (peers.py's reference and check, ``_peers.cases``). It reports what the default does at each size: the threshold
 (``raptor_core._core.default_stream_bytes()``: $RAPTOR_STREAM_BYTES, else a quarter of the
 last-level cache as glibc's sysconf reports it) and the caches as Linux's sysfs lists them.
 Writes ``--json`` (default benchmarks/results/stream_stores.json); benchmarks/render_docs.py
@@ -40,11 +40,12 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 import perf_card  # noqa: E402  (benchmarks/ on the path first)
-from _peers.cases import CD, DT, G  # noqa: E402
+from _peers.cases import CD, DT, G, check, make_inputs, reference  # noqa: E402
 from _peers.host import aligned_copy  # noqa: E402
 
 DEFAULT_JSON = os.path.join(HERE, "results", "stream_stores.json")
 NEVER = 1 << 62  # a stream_bytes no launch reaches
+MODES = (("plain", NEVER), ("stream", 0))  # (name, Bound.stream_bytes)
 SECONDS_PER_ROUND = 0.02
 
 
@@ -70,33 +71,27 @@ def caches() -> dict[str, Any]:
     return out
 
 
-def reference(v: np.ndarray) -> np.ndarray:
-    """NumPy's drag step (float64)."""
-    v = v.astype(np.float64)
-    return v + DT * (np.array([0.0, 0.0, -G])[:, None] - CD * np.sqrt((v * v).sum(axis=0)) * v)
-
-
 def measure(plan: Any, dtype: np.dtype, log2n: int, rounds: int) -> dict[str, Any]:
     """One (dtype, N): the medians of both modes' rounds, after the checks."""
     n = 1 << log2n
-    v = aligned_copy(np.random.default_rng(log2n).normal(size=(3, n)).astype(dtype), place=0)
+    inputs = make_inputs("drag", n, dtype.name, seed=log2n)
+    v = aligned_copy(inputs["v"], place=0)
     out = aligned_copy(np.zeros((3, n), dtype), place=1)
     bound = plan.bind(v=v, cd=CD, dt=DT, g=G, v_next=out)
     core = bound._core
     got = {}
-    for mode, limit in (("plain", NEVER), ("stream", 0)):
+    for mode, limit in MODES:
         core.stream_bytes = limit
         out[...] = 0
         bound.launch()
         got[mode] = out.copy()
     if not np.array_equal(got["plain"].view(np.uint8), got["stream"].view(np.uint8)):
         raise SystemExit(f"stream_stores: {dtype.name} N = 2^{log2n}: streamed outputs differ from plain ones")
-    tol = 1e-12 if dtype == np.float64 else 1e-5
-    np.testing.assert_allclose(got["plain"], reference(v), rtol=tol, atol=tol)
+    check("raptor", "drag", dtype.name, n, {"v_next": got["plain"]}, reference("drag", inputs))
     calls = max(3, int(SECONDS_PER_ROUND / (n * 2e-9)))
     times: dict[str, list[float]] = {"plain": [], "stream": []}
     for _ in range(rounds):
-        for mode, limit in (("plain", NEVER), ("stream", 0)):
+        for mode, limit in MODES:
             core.stream_bytes = limit
             bound.launch()
             t0 = time.perf_counter()
