@@ -13,6 +13,7 @@ eagle/frameworks/_jax_xla.py). test_jax_bridge.py runs every bridge test on both
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -696,6 +697,80 @@ def test_xla_jvp_is_the_linearize_split_and_ffi_keeps_the_tangent_kernel():
         check_grads(lambda v, cd: f(v, cd)[0], (v, 0.1), order=2, modes=("fwd", "rev"))
     assert "split_step_jvp_primal" in names["xla"] and "split_step_jvp_linear" in names["xla"], names["xla"]
     assert "split_step_jvp" not in names["ffi"] and "split_step_tangent" in names["ffi"], names["ffi"]
+
+
+def _reductions_over_stacked_rows(hlo: str) -> tuple[int, int]:
+    """(reductions whose operand is made from a concatenate through elementwise ops, all
+    reductions) in StableHLO text: XLA's CPU backend emits a reduction's operand once per
+    element it reduces, a concatenate's operands once per branch, so reductions of stacked
+    rows nested in each other multiply the emitted code by the lane count per level."""
+    defs = {}
+    for line in hlo.splitlines():
+        m = re.match(r"\s*(%[\w#.]+)(?::\d+)? = \"?([\w.]+)", line)
+        if m:
+            defs[m.group(1)] = (m.group(2), re.findall(r"%[\w#.]+", line.split("=", 1)[1]))
+    seen: dict[str, bool] = {}
+
+    def stacked(v: str) -> bool:
+        if v not in seen:
+            seen[v] = False
+            op, args = defs.get(v, ("argument", []))
+            seen[v] = op == "stablehlo.concatenate" or (
+                op not in ("stablehlo.reduce", "func.call", "argument") and any(stacked(a) for a in args))
+        return seen[v]
+
+    reduces = [args for op, args in defs.values() if op == "stablehlo.reduce"]
+    return sum(1 for args in reduces if stacked(args[0])), len(reduces)
+
+
+def test_lane_sums_never_reduce_stacked_rows():
+    """A sum over lanes (_jax_xla._Lanes.sum) is one reduction only where its lanes are one array
+    op all the way down; lanes made by stacking rows, even ones memoized by an earlier sum, make
+    it the chain of adds instead. Before, a 3x3 matrix rebuilt from its eigh lowered to a
+    reduction over stacked rows, a 4x4 one to 3 (with an inverse beside it, 9: XLA:CPU took 3.6 s
+    to compile that against 1.9 s), and the fuzzer's kernel in the next test to 23 (more than
+    8 GB to compile). The numbers are NumPy's."""
+    import jax
+
+    from hawk.math import diag, eigh, identity, outer, transpose
+
+    @hawk.kernel
+    def rebuilt(x: Scalar, v: Vector[3], y: Mutable[Scalar]):
+        a = identity(3) + 0.1 * transpose(tanh(outer(v, v) + x)) @ tanh(outer(v, v) + x)
+        w, q = eigh(a)[0], eigh(a)[1]
+        y = (q @ diag(w) @ transpose(q))[2, 1]
+
+    rng = np.random.default_rng(3)
+    x, v = rng.normal(size=16), rng.normal(size=(3, 16))
+    f = eagle_jax.function(rebuilt, lowering="xla")
+    stacked, total = _reductions_over_stacked_rows(jax.jit(f).lower(x, v).as_text())
+    assert stacked == 0 and total > 0, (stacked, total)
+    t = np.tanh(np.einsum("is,js->sij", v, v) + x[:, None, None])
+    a = np.eye(3) + 0.1 * np.einsum("sji,sjk->sik", t, t)
+    np.testing.assert_allclose(np.asarray(f(x, v)), a[:, 2, 1], rtol=1e-12, atol=1e-13)
+
+
+def test_the_fuzzers_nested_linear_algebra_kernel_compiles_on_xla(tmp_path):
+    """The kernel in tests/found_by_fuzzing/xla_nested_linalg.py, through the "xla" lowering in
+    a fresh process whose address space is capped at 8 GiB (XLA crashed compiling it before),
+    against the interpreter as the fuzzer compares them."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    src = textwrap.dedent(f"""
+        import resource, sys
+        resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+        sys.path.insert(0, {tests!r})
+        import numpy as np
+        import kernelgen
+        path = {os.path.join(tests, "found_by_fuzzing", "xla_nested_linalg.py")!r}
+        g = kernelgen.GenKernel(seed=30000129, name="fz_30000129", source=open(path).read(), table_size=3, n=1)
+        k = g.build()
+        st = kernelgen.Stats()
+        kernelgen.check_xla(g, k, kernelgen.make_values(k, g.n, g.table_size, np.random.default_rng(g.seed)), st)
+        assert not st.mismatches, str(st.mismatches[0])[:2000]
+        assert st.xla_compared == 1, st
+        print("ok")
+    """)
+    _run_script(tmp_path / "nested_linalg.py", src)
 
 
 def test_sums_over_a_vectors_components_lower_as_one_reduction():

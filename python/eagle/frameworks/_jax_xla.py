@@ -666,6 +666,7 @@ class _Lanes:
         self.vals = vals
         self.memo: dict[tuple[int, ...], Any] = {}
         self.stacked = 0  # how many lane sets fell back to stacking scalar values
+        self.impure: set[tuple[int, ...]] = set()  # memoized lane sets with a stacking in their making
 
     def sum(self, ids: Sequence[int]) -> Any:
         """vals[ids[0]] + vals[ids[1]] + ... (in that order) as one reduction over their lanes,
@@ -679,11 +680,18 @@ class _Lanes:
         return total.reshape(()) if total.shape == (1,) else total
 
     def of(self, ids: Sequence[int], depth: int = 0) -> Any:
-        """The lanes ``ids`` as an array that broadcasts to (k, N): (k, N), (k, 1), (N,) or ()."""
+        """The lanes ``ids`` as an array that broadcasts to (k, N): (k, N), (k, 1), (N,) or ().
+        ``stacked`` counts a stacking wherever one is in the array's making, a memoized one's
+        too (``sum`` relies on it)."""
         ids = tuple(ids)
         hit = self.memo.get(ids)
         if hit is None:
+            before = self.stacked
             hit = self.memo[ids] = self._make(ids, depth)
+            if self.stacked != before:
+                self.impure.add(ids)
+        elif ids in self.impure:
+            self.stacked += 1
         return hit
 
     def _stacked(self, ids: tuple[int, ...]) -> Any:
