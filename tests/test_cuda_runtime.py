@@ -240,6 +240,13 @@ def test_cai_version_2_and_explicit_c_strides_are_accepted(cuda_plans):
     assert isinstance(err, RuntimeError) and "no CUDA driver" in str(err)
 
 
+def test_device_planes_next_to_each_other_bind(cuda_plans):
+    """Only overlapping device memory is refused: y starting at x's last byte + 1 binds."""
+    a, _ = cuda_plans
+    err = bind_error(a, a=2.0, x=FakeDevice((8,), ptr=0xF00000), y=FakeDevice((8,), ptr=0xF00040))
+    assert isinstance(err, RuntimeError) and "no CUDA driver" in str(err)
+
+
 def test_dlpack_only_device_arrays_are_read_by_reference(cuda_plans):
     a, _ = cuda_plans
     x = FakeDLPack((8,), np.float64, 0x700000, 0)
@@ -265,6 +272,10 @@ def test_dlpack_only_device_arrays_are_read_by_reference(cuda_plans):
         (dict(x=[1.0] * 8, y=FakeDevice((8,))), TypeError, "'x' must be a GPU array"),
         (dict(x=FakeDevice((8,)), y=FakeDevice((8,)), finished_count=FakeDevice((1,), np.int64)), ValueError, "finished_count must be a uint32 array of shape (1,)"),
         (dict(x=FakeDevice((8,)), y=FakeDevice((8,)), finished_count=FakeDevice((1,), np.uint32, readonly=True)), ValueError, "finished_count is read-only"),
+        (dict(x=FakeDevice((8,), ptr=0xE00000), y=FakeDevice((8,), ptr=0xE00000)), ValueError, "'x' and 'y' overlap in memory, and the kernel writes 'y'"),
+        (dict(x=FakeDevice((8,), ptr=0xE00000), y=FakeDevice((8,), ptr=0xE00038)), ValueError, "'x' and 'y' overlap in memory, and the kernel writes 'y'"),
+        (dict(a=FakeDevice((1,), ptr=0xE00010), x=FakeDevice((8,)), y=FakeDevice((8,), ptr=0xE00000)), ValueError, "'a' and 'y' overlap in memory, and the kernel writes 'y'"),
+        (dict(x=FakeDevice((8,)), y=FakeDevice((8,), ptr=0xE00000), finished_count=FakeDevice((1,), np.uint32, ptr=0xE0003C)), ValueError, "'y' and 'finished_count' overlap in memory"),
     ],
 )
 def test_plane_refusals_name_the_plane_and_the_fix(cuda_plans, values, error, text):

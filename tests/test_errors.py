@@ -633,6 +633,90 @@ def test_read_only_input_is_fine(bplans):
     np.testing.assert_array_equal(v["out"], v["x"] * 2.0)
 
 
+OVERLAP = ("overlap in memory, and the kernel writes {w}; a plane the kernel writes needs memory of its own (a "
+           "launch's samples run in any order, on any thread): bind a copy to one of them (its .copy()); to update "
+           "an array in place, make it a Mutable and bind it once")
+
+
+def _overlapping(v, case):
+    """``v`` with a written plane sharing memory with another bound array, as ``case`` says;
+    (the two names as the refusal orders them, the written one)."""
+    if case == "same array":
+        v["out"] = v["x"]
+        return ("x", "out"), "out"
+    if case == "partial views":
+        buf = np.zeros(24)
+        v["x"], v["out"] = buf[:16], buf[8:]
+        return ("x", "out"), "out"
+    if case == "a row of a Vector":
+        v["out"] = v["outv"][1]
+        return ("out", "outv"), "out"
+    if case == "mask over a plane's bytes":
+        v["done"] = v["out"].view(np.bool_)[:16]
+        return ("done", "out"), "done"
+    if case == "Param array inside a plane":
+        v["s"] = v["out"][3:4]
+        return ("s", "out"), "out"
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case", ["same array", "partial views", "a row of a Vector", "mask over a plane's bytes",
+                                  "Param array inside a plane"])
+def test_a_written_plane_sharing_memory_is_refused(bplans, case):
+    """A plane the kernel writes may not overlap another bound array (the published eagle binds
+    such arrays and its results then depend on the order samples run in); the refusal names
+    both, comes before anything runs, and writes nothing."""
+    v = good_values()
+    (a, b), w = _overlapping(v, case)
+    bind_fails(bplans["bk"], ValueError, v, f"eagle: kernel 'bk': '{a}' and '{b}' " + OVERLAP.format(w=f"'{w}'"))
+
+
+def test_finished_count_sharing_memory_with_a_plane_is_refused(bplans):
+    v = good_values()
+    fc = v["out"].view(np.uint32)[2:3]
+    bind_fails(bplans["bk"], ValueError, v, "'out' and 'finished_count' " + OVERLAP.format(w="'out'"), finished_count=fc)
+
+
+def test_read_planes_may_share_memory_and_adjacent_planes_are_fine(bplans):
+    """Only a written array needs memory of its own: one array bound to two read planes (here
+    x and a row of the Vector a) is fine, and so are a read and a written plane that are
+    neighbours in one buffer."""
+    v = good_values()
+    buf = np.zeros(32)
+    v["a"][2] = 5.0
+    v["x"] = v["a"][2]  # x reads the same memory as a's last row
+    v["out"] = buf[16:]  # written, right after 16 doubles nothing else uses
+    bplans["bk"].bind(**v).launch()
+    np.testing.assert_array_equal(v["out"], np.full(16, 10.0))
+    np.testing.assert_array_equal(v["outv"][2], np.full(16, 25.0))
+    np.testing.assert_array_equal(buf[:16], np.zeros(16))  # the neighbour was not written
+
+
+def test_check_disjoint_finds_every_overlap_a_pairwise_check_finds():
+    """eagle.binding.check_disjoint sweeps the spans sorted by address; on random spans it
+    refuses exactly where a check of every pair finds a written span overlapping another, and
+    names the first such pair in binding order."""
+    from eagle.binding import check_disjoint
+
+    rng = np.random.default_rng(7)
+    refused = 0
+    for _ in range(2000):
+        k = int(rng.integers(1, 7))
+        spans = [(f"p{i}", int(rng.integers(0, 64)), int(rng.integers(0, 16)), bool(rng.random() < 0.4)) for i in range(k)]
+        pairs = [(i, j) for i in range(k) for j in range(i + 1, k)
+                 if (spans[i][3] or spans[j][3]) and spans[i][2] > 0 and spans[j][2] > 0
+                 and spans[i][1] < spans[j][1] + spans[j][2] and spans[j][1] < spans[i][1] + spans[i][2]]
+        if not pairs:
+            check_disjoint("w", spans)
+            continue
+        refused += 1
+        i, j = min(pairs)
+        with pytest.raises(ValueError) as e:
+            check_disjoint("w", spans)
+        assert str(e.value).startswith(f"w: 'p{i}' and 'p{j}' overlap in memory, and the kernel writes "), (spans, str(e.value))
+    assert 200 < refused < 1800
+
+
 def test_mask_not_bool(bplans):
     v = good_values()
     v["done"] = np.zeros(16, np.uint8)

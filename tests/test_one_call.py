@@ -156,6 +156,48 @@ def test_nothing_is_written_when_a_call_fails():
     np.testing.assert_array_equal(y, [1.0, 2.0, 2.0])
 
 
+def test_a_call_reads_an_input_it_overwrites_as_numpys_out_does():
+    """An input array that shares memory with a written one is read as it was before the call
+    (NumPy's out= rule): the same array, an overlapping view, a Table that is also the output."""
+    x = np.linspace(-1, 1, 9)
+    x0 = x.copy()
+    assert affine(x, 2.0, 0.5, y=x) is x
+    np.testing.assert_array_equal(x, 2.0 * x0 + 0.5)
+    buf = np.arange(12.0)
+    want = 3.0 * buf[2:11] - 1.0
+    np.testing.assert_array_equal(affine(buf[2:11], 3.0, -1.0, y=buf[:9]), want)  # y starts two samples earlier
+    np.testing.assert_array_equal(buf[:9], want)
+    t = np.array([5.0, 6.0, 7.0])
+    assert lookup(np.array([2.0, 0.0, 1.0]), t, y=t) is t  # y[i] = t_before[i-th index]
+    np.testing.assert_array_equal(t, [7.0, 5.0, 6.0])
+    # a kernel that may fail runs on copies of what it writes: the same rule holds
+    t = np.array([5.0, 6.0, 7.0])
+    lookup(np.array([1.0, 2.0, 0.0]), t, y=t)
+    np.testing.assert_array_equal(t, [6.0, 7.0, 5.0])
+
+
+def test_a_call_refuses_two_written_arrays_that_overlap():
+    x = np.ones(4)
+    with pytest.raises(ValueError) as err:
+        osc(0.01, 0.3, np.ones(4), x=x, v=x, t=np.zeros(4))
+    assert str(err.value).startswith("eagle: kernel 'osc': 'x' and 'v' overlap in memory, and the kernel writes 'x';")
+    np.testing.assert_array_equal(x, 1.0)
+
+
+def test_simulate_refuses_an_input_that_overlaps_a_written_plane():
+    """A stepping loop cannot read an input "as before": its steps run in lanes that copied
+    the sample's inputs when they took it, so an overlap is refused, and nothing runs."""
+    x = np.linspace(0.5, 1.5, 6)
+    x0 = x.copy()
+    with pytest.raises(ValueError) as err:
+        eagle.simulate(osc, dt=0.01, c=0.3, t_final=x, x=x, v=np.zeros(6), t=0.0, max_steps=10)
+    assert str(err.value) == (
+        "eagle: kernel 'osc': 't_final' and 'x' overlap in memory, and the kernel writes 'x'; a plane the kernel "
+        "writes needs memory of its own (a launch's samples run in any order, on any thread): bind a copy to one of "
+        "them (its .copy()); to update an array in place, make it a Mutable and bind it once")
+    np.testing.assert_array_equal(x, x0)
+
+
 # ------------------------------------------------------------------------------------------
 # eagle.simulate
 

@@ -23,7 +23,7 @@ from eagle.errors import ModeError
 from eagle.rng import key_words
 from hawk.kernel import Kernel
 
-__all__ = ["Bound", "bind", "as_host_array", "int_param_number", "param_number"]
+__all__ = ["Bound", "bind", "as_host_array", "check_disjoint", "int_param_number", "param_number"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -126,6 +126,33 @@ def _param_value(value: Any, dtype: np.dtype, who: str, name: str) -> tuple[floa
             "(an array of any float or integer dtype is read at each launch)"
         )
     return float(arr.reshape(())), (arr.ctypes.data, _element_code(arr.dtype)), arr
+
+
+def check_disjoint(who: str, spans: list[tuple[str, int, int, bool]]) -> None:
+    """Refuses a binding where an array the kernel writes overlaps another bound array in
+    memory. ``spans``: (name, first byte's address, bytes, written) of every array bound (a
+    Param's array read at launches counts as read). Two read arrays may overlap (the same
+    array bound as two planes is fine); a written one may not overlap anything else: the
+    samples of one launch run in any order, on any thread, and the stepping loops keep a
+    sample's values in lanes between its steps, so such a launch would give results that
+    depend on the thread count and on how its steps are fused. Raises ValueError naming both."""
+    end = -1
+    for first, stop in sorted((start, start + nbytes) for _, start, nbytes, _ in spans if nbytes > 0):
+        if first < end:
+            break  # two arrays overlap: which ones, and does the kernel write one?
+        end = stop
+    else:
+        return  # the usual case: every array has memory of its own
+    clashes = [(i, j) for i, (_, a0, an, aw) in enumerate(spans) for j, (_, b0, bn, bw) in enumerate(spans)
+               if i < j and (aw or bw) and an > 0 and bn > 0 and a0 < b0 + bn and b0 < a0 + an]
+    if clashes:
+        i, j = clashes[0]
+        (a, _, _, a_written), (b, _, _, _) = spans[i], spans[j]
+        raise ValueError(
+            f"{who}: '{a}' and '{b}' overlap in memory, and the kernel writes '{a if a_written else b}'; a plane "
+            "the kernel writes needs memory of its own (a launch's samples run in any order, on any thread): "
+            "bind a copy to one of them (its .copy()); to update an array in place, make it a Mutable and bind it once"
+        )
 
 
 class Bound:
@@ -249,6 +276,7 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False, n_sa
     sources: list[tuple[int, int, str]] = []
     mask_ptr = 0
     rng: tuple[int, int] | None = None
+    spans: list[tuple[str, int, int, bool]] = []  # every array bound: check_disjoint
 
     # Sample count from the first plane or mask.
     for s in kernel.slots:
@@ -271,6 +299,7 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False, n_sa
                 params[i], src, keep = _param_value(value, dtype, who, s.name)
                 sources.append((i, src[0], src[1]))
                 arrays[s.name] = keep
+                spans.append((s.name, src[0], keep.nbytes, False))
                 continue
             if isinstance(value, np.ndarray) and value.size == 1:
                 value = value.reshape(()).item()
@@ -281,6 +310,7 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False, n_sa
             if src is not None:
                 sources.append((i, src[0], src[1]))
                 arrays[s.name] = keep
+                spans.append((s.name, src[0], keep.nbytes, False))
             continue
         arr = as_host_array(value, who, s.name)
         if arr.dtype.name != si.dtype:
@@ -320,6 +350,7 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False, n_sa
             raise ValueError(f"{who}: '{s.name}' is written by the kernel but the array is read-only")
         arrays[s.name] = arr
         ptr = arr.ctypes.data
+        spans.append((s.name, ptr, arr.nbytes, written))
         if s.kind == "terminated":
             mask_ptr = ptr
         elif s.kind in ("plane", "table"):
@@ -340,9 +371,11 @@ def bind(plan: Any, values: Mapping[str, Any], zero_finished: bool = False, n_sa
             raise ValueError(f"{who}: finished_count is read-only")
         arrays["finished_count"] = fc
         finished_ptr = fc.ctypes.data
+        spans.append(("finished_count", finished_ptr, fc.nbytes, True))
     if kernel.guard.active_set and not mask_ptr:
         raise ValueError(f"{who}: Guard(active_set=True) needs a Terminated parameter to know which samples are live")
 
+    check_disjoint(who, spans)
     entry = plan.entry(dtype)
     core = _core.Bound.make(entry, n or 0, ins, outs, params, sizes, sources, mask_ptr, mask_ptr, finished_ptr, zero_finished)
     if rng is not None:

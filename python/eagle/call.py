@@ -19,6 +19,11 @@ raises TypeError naming the kernel). Then:
   bool array for a float plane with its own message, and every check it makes applies.
 - It returns the written planes in the kernel's order: one array, or a tuple.
 
+A read array that shares memory with an array the call writes (``affine(x, 2.0, 1.0, y=x)``)
+is read as it was before the call, as NumPy's ``out=`` does: the call reads a copy of it (on the
+host; device arrays that overlap are refused by ``plan.bind``). Two written arrays that overlap
+are refused.
+
 Nothing is written when a call fails: binding checks everything before anything runs, and a
 kernel that can report an error while it runs (a Table index out of range, an integer
 division by zero) runs on copies of the caller's arrays, copied back only when it succeeded.
@@ -219,6 +224,21 @@ def _number(arr: Any) -> Any:
     return one[()] if one.ndim == 0 else one.copy()
 
 
+def _read_before_written(kernel: Kernel, values: dict[str, Any]) -> None:
+    """NumPy's rule for ``out=``, on the host: a read array (a plane, a Table, a Param's array)
+    that shares memory with an array the call writes is replaced by a copy of it, so the call
+    reads every input as it was before the call. Two written arrays that overlap are left to
+    ``plan.bind``, which refuses them by name (as it refuses any overlap with a written array:
+    a binding outlives one launch; docs/runtime.md)."""
+    written = [values[s.name] for s in kernel.slots if s.is_output and isinstance(values.get(s.name), np.ndarray)]
+    for s in kernel.slots:
+        value = values.get(s.name)
+        if s.is_output or not isinstance(value, np.ndarray):
+            continue
+        if any(np.may_share_memory(value, w) for w in written):
+            values[s.name] = value.copy()
+
+
 def call(kernel: Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
     """``kernel(*args, **kwargs)`` (module docstring)."""
     who = f"hawk kernel '{kernel.name}'"
@@ -245,6 +265,8 @@ def call(kernel: Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
             if s.is_output and s.name in given and s.name not in r.allocated:
                 copies[s.name] = values[s.name]
                 values[s.name] = xp.copy(values[s.name])
+    if r.target == "host":
+        _read_before_written(kernel, values)
     bound = plan.bind(**values)
     bound.launch()
     if r.target == "cuda":

@@ -27,7 +27,7 @@ import numpy as np
 
 from raptor_core import _core
 
-from eagle.binding import Bound, int_param_number, param_number
+from eagle.binding import Bound, check_disjoint, int_param_number, param_number
 from eagle.errors import ModeError
 from eagle.rng import key_words
 
@@ -307,6 +307,7 @@ def layout(kernel: Any, values: Mapping[str, Any]) -> Layout:
     param_values: dict[str, Any] = {}
     seen_tables: set[int] = set()
     mask = 0
+    spans: list[tuple[str, int, int, bool]] = []  # every array bound: check_disjoint
     iface = kernel.interface(dtype)
     for i, (s, si) in enumerate(zip(kernel.slots, iface.slots)):
         if s.kind == "random":  # the launch's key block is the binding's own (runtime/cuda_bound.hpp)
@@ -321,6 +322,7 @@ def layout(kernel: Any, values: Mapping[str, Any]) -> Layout:
             if src is not None:
                 param_ptrs[i] = src.ptr
                 arrays[s.name] = src
+                spans.append((s.name, src.ptr, src.dtype.itemsize, False))
             param_values[s.name] = src if src is not None else params[i]
             continue
         arr = arrays[s.name]
@@ -358,6 +360,7 @@ def layout(kernel: Any, values: Mapping[str, Any]) -> Layout:
         written = s.kind in ("mutable", "terminated", "param_sum", "table_sum")
         if written and arr.readonly:
             raise ValueError(f"{who}: '{s.name}' is written by the kernel but the array is read-only")
+        spans.append((s.name, arr.ptr, int(np.prod(arr.shape, dtype=np.int64)) * arr.dtype.itemsize, written))
         if s.kind == "terminated":
             mask = arr.ptr
         elif s.kind in ("plane", "table"):
@@ -377,6 +380,8 @@ def layout(kernel: Any, values: Mapping[str, Any]) -> Layout:
         if fc.readonly:
             raise ValueError(f"{who}: finished_count is read-only")
         finished = fc.ptr
+        spans.append(("finished_count", fc.ptr, fc.dtype.itemsize, True))
+    check_disjoint(who, spans)
     if kernel.guard.active_set and not mask:
         raise ValueError(f"{who}: Guard(active_set=True) needs a Terminated parameter to know which samples are live")
     return Layout(n or 0, dtype, device, ins, outs, params, param_ptrs, sizes, mask, finished, arrays, param_values, rng)
