@@ -156,6 +156,20 @@ def test_nothing_is_written_when_a_call_fails():
     np.testing.assert_array_equal(y, [1.0, 2.0, 2.0])
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, 1e19, -0.5])
+def test_an_index_of_minus_one_says_where_minus_one_comes_from(bad):
+    """A Table index is floor() of the value; NaN, infinities and values beyond +-9e18 read as
+    -1, and the error says so wherever it reports -1 (floor(-0.5) is -1 too); nothing is
+    written."""
+    y = np.full(3, 7.0)
+    with pytest.raises(RuntimeError) as err:
+        lookup(np.array([0.0, bad, 1.0]), np.array([1.0, 2.0]), y)
+    assert str(err.value) == (
+        "kernel 'lookup': table 't' index -1 is out of range [0, 2) at sample 1 (an index is floor() of the value "
+        "given; NaN, infinities and values beyond +-9e18 read as -1)")
+    np.testing.assert_array_equal(y, 7.0)
+
+
 def test_a_call_reads_an_input_it_overwrites_as_numpys_out_does():
     """An input array that shares memory with a written one is read as it was before the call
     (NumPy's out= rule): the same array, an overlapping view, a Table that is also the output."""

@@ -330,7 +330,13 @@ std::string describe_error(const KernelEntry& e, const Binding& b, const LaunchR
     if (slot >= 0 && static_cast<size_t>(slot) < b.slots.size()) {
       m += " [0, " + std::to_string(b.slots[slot].table_size) + ")";
     }
-    return m + " at sample " + std::to_string(r.error_sample);
+    m += " at sample " + std::to_string(r.error_sample);
+    // rp_index / the interpreter: a float index is floor(x), and one that is no usable
+    // integer (NaN, an infinity, beyond +-9e18) reads as -1; say so where -1 is reported.
+    if (r.error_index == -1)
+      m += " (an index is floor() of the value given; NaN, infinities and values beyond +-9e18 "
+           "read as -1)";
+    return m;
   }
   if (r.error == RAPTOR_ERR_INT_DIV_ZERO)  // error_slot holds the user's line (abi.h)
     return head + "integer division or modulo by zero at line " + std::to_string(r.error_slot) +
