@@ -322,7 +322,7 @@ def layout(kernel: Any, values: Mapping[str, Any]) -> Layout:
             if src is not None:
                 param_ptrs[i] = src.ptr
                 arrays[s.name] = src
-                spans.append((s.name, src.ptr, src.dtype.itemsize, False))
+                spans.append((s.name, src.ptr, src.nbytes, False))
             param_values[s.name] = src if src is not None else params[i]
             continue
         arr = arrays[s.name]
@@ -360,7 +360,7 @@ def layout(kernel: Any, values: Mapping[str, Any]) -> Layout:
         written = s.kind in ("mutable", "terminated", "param_sum", "table_sum")
         if written and arr.readonly:
             raise ValueError(f"{who}: '{s.name}' is written by the kernel but the array is read-only")
-        spans.append((s.name, arr.ptr, int(np.prod(arr.shape, dtype=np.int64)) * arr.dtype.itemsize, written))
+        spans.append((s.name, arr.ptr, arr.nbytes, written))
         if s.kind == "terminated":
             mask = arr.ptr
         elif s.kind in ("plane", "table"):
@@ -380,7 +380,7 @@ def layout(kernel: Any, values: Mapping[str, Any]) -> Layout:
         if fc.readonly:
             raise ValueError(f"{who}: finished_count is read-only")
         finished = fc.ptr
-        spans.append(("finished_count", fc.ptr, fc.dtype.itemsize, True))
+        spans.append(("finished_count", fc.ptr, fc.nbytes, True))
     check_disjoint(who, spans)
     if kernel.guard.active_set and not mask:
         raise ValueError(f"{who}: Guard(active_set=True) needs a Terminated parameter to know which samples are live")
