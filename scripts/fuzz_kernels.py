@@ -4,8 +4,10 @@
 Generates random well-typed kernels (tests/kernelgen.py) and checks each: compiled C++ in
 both dtypes against the reference interpreter (bitwise; sums within their reordering
 bound), its tangent against central differences, the adjoint identity, and (unless --no-xla)
-the JAX bridge's "xla" lowering against the interpreter (the first --xla-count kernels: one XLA
-compile each). Kernels are
+the JAX bridge's "xla" lowering against the interpreter and jax.jvp / jax.vjp through the
+bridge on both lowerings against the interpreter's tangent and adjoint kernels, and float32
+calls with their jax.jvp on "ffi" (the first --xla-count kernels: a few XLA compiles each;
+tests/kernelgen.py check_xla, check_jax_ad). Kernels are
 compiled in batches (one translation unit per batch) by worker processes, each of which runs
 a bounded number of batches (loaded modules are never unloaded) in its own scratch cache.
 
@@ -14,8 +16,8 @@ a bounded number of batches (loaded modules are never unloaded) in its own scrat
     ... --seconds 600 --ir-only            # no C++ build: derivative checks on the IR only
     ... --cxxflags=-O0                      # faster builds (RAPTOR_CXXFLAGS), same checks
     ... --jobs 1                            # one worker process at a time (default: one per CPU)
-    ... --xla-count 500                     # the first 500 also through the JAX "xla" lowering (default 60)
-    ... --no-xla                            # without the JAX "xla" lowering vs the interpreter
+    ... --xla-count 500                     # the first 500 also through the JAX bridge checks (default 60)
+    ... --no-xla                            # without the JAX bridge checks (--xla-count 0)
 
 Prints one line per worker and a summary; exits 1 when a mismatch was found, each printed
 with its seed and the kernel source (rerun one seed with --start SEED --count 1).
@@ -43,11 +45,12 @@ def worker(start: int, count: int, batch: int, ir_only: bool, deadline: float, x
     total = kernelgen.Stats()
     seed = start
     with tempfile.TemporaryDirectory(prefix="raptor-fuzz-") as cache:
+        os.environ["RAPTOR_CACHE_DIR"] = cache  # the JAX bridge's builds (check_jax_ad) too
         while seed < start + count and time.time() < deadline:
             seeds = range(seed, min(seed + batch, start + count))
             if seed < xla_until < seeds.stop:  # the batch straddles the last xla seed
                 seeds = range(seed, xla_until)
-            checks = ("interp", "tangent", "adjoint") + (("xla",) if seed < xla_until else ())
+            checks = ("interp", "tangent", "adjoint") + (("xla", "jax") if seed < xla_until else ())
             st = kernelgen.check_batch(seeds, cache, checks=checks, compiled=not ir_only)
             total.add(st)
             for m in st.mismatches:
@@ -73,9 +76,10 @@ def main() -> int:
     ap.add_argument("--per-worker", type=int, default=400, help="kernels per worker process")
     ap.add_argument("--ir-only", action="store_true", help="no C++ build: tangent and adjoint kernels run by the interpreter")
     ap.add_argument("--xla-count", type=int, default=60,
-                    help="check the first this many kernels also through the JAX 'xla' lowering against the interpreter "
-                         "(default 60: each is one XLA compile, ~0.5 s; -1: all)")
-    ap.add_argument("--no-xla", action="store_true", help="no JAX 'xla' lowering check (--xla-count 0)")
+                    help="check the first this many kernels also through the JAX bridge: the 'xla' lowering against the "
+                         "interpreter, jax.jvp / jax.vjp on both lowerings, float32 calls (default 60: a few XLA compiles "
+                         "and a bridge build each, ~5 s; -1: all)")
+    ap.add_argument("--no-xla", action="store_true", help="no JAX bridge checks (--xla-count 0)")
     ap.add_argument("--cxxflags", default=None, help="RAPTOR_CXXFLAGS for the builds (e.g. -O0 for speed)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)
@@ -145,7 +149,9 @@ def main() -> int:
           f"compared with differences), {totals.get('adjoint_checked', 0)} adjoint identities, "
           f"{totals.get('table_errors', 0)} table errors agreed, {totals.get('xla_compared', 0)} xla-lowering runs vs the interpreter "
           f"({totals.get('xla_int_compared', 0)} with integer planes, {totals.get('xla_unsupported', 0)} unsupported, {totals.get('xla_skipped', 0)} skipped, {totals.get('xla_table_errors', 0)} "
-          f"table errors); {totals.get('mismatches', 0)} mismatches", flush=True)
+          f"table errors); {totals.get('jax_jvp_compared', 0)} jax.jvp and {totals.get('jax_vjp_compared', 0)} jax.vjp through the bridge "
+          f"vs the derived kernels ({totals.get('jax_ad_skipped', 0)} skipped), {totals.get('jax_f32_compared', 0)} float32 calls with "
+          f"their jax.jvp; {totals.get('mismatches', 0)} mismatches", flush=True)
     return 1 if totals.get("mismatches", 0) else 0
 
 

@@ -1566,10 +1566,12 @@ class Run:
 
 
 def interpret(kernel: Any, n: int, m: int, values: dict[str, Any], float32: bool = False, perturb_ulps: int = 0,
-              zero_finished: bool = False) -> Run:
+              zero_finished: bool = False, perturb_products: bool = False) -> Run:
     """The reference interpreter over `values` (as the build of that dtype would read them);
-    perturb_ulps moves every inexact library result by that many ulps; zero_finished: a sample
-    masked on entry gets 0 in its pure outputs (the JAX bridge's semantics)."""
+    perturb_ulps moves every inexact library result by that many ulps (and with
+    perturb_products every product by 1 to 16 ulps, up or down by its place: FMA contraction's model);
+    zero_finished: a sample masked on entry gets 0 in its pure outputs (the JAX bridge's
+    semantics)."""
     ins: dict[str, list[float]] = {}
     mask: list[int] = []
     for s in kernel.slots:
@@ -1589,7 +1591,8 @@ def interpret(kernel: Any, n: int, m: int, values: dict[str, Any], float32: bool
             if float32:
                 a = a.astype(np.float32).astype(np.float64)
             ins[s.name] = a.reshape(-1).tolist()
-    outs, sum_abs, mask_out, _finished, err = kernel._core.interpret(n, ins, mask, zero_finished, float32, perturb_ulps)
+    outs, sum_abs, mask_out, _finished, err = kernel._core.interpret(n, ins, mask, zero_finished, float32, perturb_ulps,
+                                                                     perturb_products=perturb_products)
     error = None
     if err[0] == 1:  # RAPTOR_ERR_TABLE_INDEX: the table by name (a TableSum's error is its table's, as the runtime says)
         slot = kernel.slots[err[1]]
@@ -1684,7 +1687,8 @@ class Mismatch:
 
 
 COUNTS = ("seeds", "kernels", "stages", "runs_compared", "fd_elements", "fd_skipped", "adjoint_checked", "adjoint_skipped", "table_errors",
-          "xla_compared", "xla_int_compared", "xla_unsupported", "xla_skipped", "xla_table_errors", "fd_stop_gradient", "adjoint_tables_refused")
+          "xla_compared", "xla_int_compared", "xla_unsupported", "xla_skipped", "xla_table_errors", "fd_stop_gradient", "adjoint_tables_refused",
+          "jax_jvp_compared", "jax_vjp_compared", "jax_ad_skipped", "jax_f32_compared")
 
 
 @dataclass
@@ -1705,6 +1709,10 @@ class Stats:
     xla_table_errors: int = 0  # xla runs where the interpreter reported a table error (NaN there)
     fd_stop_gradient: int = 0  # kernels with stop_gradient: no tangent-vs-differences check
     adjoint_tables_refused: int = 0  # kernels whose adjoint leaves out a Table read in a long loop (refused there)
+    jax_jvp_compared: int = 0  # jax.jvp through the bridge (one per lowering) against the tangent kernel
+    jax_vjp_compared: int = 0  # jax.vjp through the bridge (one per lowering) against the adjoint kernel
+    jax_ad_skipped: int = 0  # lowerings whose derivatives were not compared: a mask or error flips when moved
+    jax_f32_compared: int = 0  # float32 calls (JAX without x64) and their jax.jvp on "ffi", bit for bit
     mismatches: list[Mismatch] = field(default_factory=list)
 
     def add(self, other: "Stats") -> None:
@@ -1720,6 +1728,8 @@ class Stats:
                 f"{self.table_errors} table errors agreed, {self.xla_compared} xla-lowering runs compared "
                 f"({self.xla_int_compared} with integer planes) "
                 f"({self.xla_unsupported} kernels unsupported, {self.xla_skipped} skipped, {self.xla_table_errors} table errors), "
+                f"{self.jax_jvp_compared} jax.jvp and {self.jax_vjp_compared} jax.vjp through the bridge "
+                f"({self.jax_ad_skipped} skipped), {self.jax_f32_compared} float32 calls with their jax.jvp, "
                 f"{len(self.mismatches)} mismatches")
 
 
@@ -1954,7 +1964,7 @@ def adjoint_of(kernel: Any, wrt: list[str]) -> tuple[Any, list[str]]:
             awrt.remove(m.group(1))
 
 
-def winners(k: Any, n: int, m: int, values: dict[str, Any]) -> dict[str, float]:
+def winners(k: Any, n: int, m: int, values: dict[str, Any], float32: bool = False) -> dict[str, float]:
     """The "<s>_win" Params the tangent and adjoint kernels of a kernel with hawk.min /
     hawk.max outputs take (cpp/ad/winner.hpp): the winner kernel run by the interpreter on
     ``values`` and the kernel's results ({} for a kernel without such outputs, or one whose
@@ -1962,15 +1972,15 @@ def winners(k: Any, n: int, m: int, values: dict[str, Any]) -> dict[str, float]:
     folds = [s.name for s in k.slots if s.kind == "param_sum" and s.combine != "sum"]
     if not folds:
         return {}
-    prim = interpret(k, n, m, values)
+    prim = interpret(k, n, m, values, float32=float32)
     if prim.error is not None:
         return {f"{o}_win": np.inf for o in folds}
     wk = k.winner()
-    run = interpret(wk, n, m, {**values, **{o: float(prim.outs[o][0]) for o in folds}})
+    run = interpret(wk, n, m, {**values, **{o: float(prim.outs[o][0]) for o in folds}}, float32=float32)
     return {f"{o}_win": float(run.outs[f"{o}_win"][0]) for o in folds}
 
 
-def check_batch(seeds: Iterable[int], cache_dir: str | None, checks: tuple[str, ...] = ("interp", "tangent", "adjoint"),
+def check_batch(seeds: Iterable[int | GenKernel], cache_dir: str | None, checks: tuple[str, ...] = ("interp", "tangent", "adjoint"),
                 compiled: bool = True, features: tuple[str, ...] = FEATURES) -> Stats:
     """Generates, builds and checks the kernels of `seeds`: all of them, their tangents and
     adjoints in one eagle.plan.auto call (one translation unit) into `cache_dir`.
@@ -1982,8 +1992,9 @@ def check_batch(seeds: Iterable[int], cache_dir: str | None, checks: tuple[str, 
     st = Stats()
     items = []
     staged = []  # (g, kernel): staged kernels, also launched whole ("interp")
-    for seed in seeds:
-        g = generate(seed, features)
+    for seed in seeds:  # (or a GenKernel itself: a kernel kept in tests/found_by_fuzzing)
+        g = seed if isinstance(seed, GenKernel) else generate(seed, features)
+        seed = g.seed
         st.seeds += 1
         try:
             built = g.build()
@@ -2065,11 +2076,15 @@ def check_xla(g: GenKernel, k: Any, values: dict[str, Any], st: Stats) -> None:
     +-XLA_ULPS ulps (interpreter runs with perturb_ulps; that bound grows with the steps and
     chaos as the kernel does, and is huge where a branch flips within it, so such samples are
     in effect not compared), plus XLA_RTOL * (1 + |value|) for results moved in opposite
-    directions that then cancel (the uniform shifts move them alike). Where the mask or a table
-    error of those moved runs differs from the plain run (a termination flips), the run is
-    skipped (xla_skipped). Where the interpreter reports a table error, the xla path gives NaN
-    for that sample's float outputs: agreed (xla_table_errors), but the erroring sample's float
-    outputs must be NaN there (integer and bool outputs cannot be). The mask must agree exactly elsewhere."""
+    directions that then cancel (the uniform shifts move them alike). The moved runs also move
+    every product by 1 to 16 ulps, up or down by its place (perturb_products): XLA:CPU contracts
+    a * b + c into an FMA where it likes, which moves a product's rounding, and where the
+    interpreter's a*b - b*a cancels exactly and a branch tests the result, the moved runs then
+    flip it too. Where the mask or a table error of those moved runs differs from the plain
+    run (a termination flips), the run is skipped (xla_skipped). Where the interpreter reports
+    a table error, the xla path gives NaN for that sample's float outputs: agreed
+    (xla_table_errors), but the erroring sample's float outputs must be NaN there (integer and
+    bool outputs cannot be). The mask must agree exactly elsewhere."""
     from eagle.frameworks import _jax_xla
 
     try:
@@ -2082,7 +2097,8 @@ def check_xla(g: GenKernel, k: Any, values: dict[str, Any], st: Stats) -> None:
     n, m = g.n, g.table_size
     got = through_jax(k, values, "xla")
     want = interpret(k, n, m, values, zero_finished=True)
-    moved = [interpret(k, n, m, values, perturb_ulps=u, zero_finished=True) for u in (XLA_ULPS, -XLA_ULPS)]
+    moved = [interpret(k, n, m, values, perturb_ulps=u, zero_finished=True, perturb_products=True)
+             for u in (XLA_ULPS, -XLA_ULPS)]
     if any((r.error is None) != (want.error is None) or not _same_mask(r.mask, want.mask) for r in moved):
         st.xla_skipped += 1
         return
@@ -2107,24 +2123,215 @@ def check_xla(g: GenKernel, k: Any, values: dict[str, Any], st: Stats) -> None:
     for s in k.slots:
         if s.kind != "mutable":
             continue
-        a, b = got[s.name].astype(np.float64).reshape(-1), want.outs[s.name]
-        if a.shape != b.shape:
-            st.mismatches.append(Mismatch(g.seed, "xla-vs-interpreter", f"{s.name}: {a.size} values, interpreter {b.size}", g.report()))
+        why = _outside_moved(s.name, got[s.name], want.outs[s.name], [r.outs[s.name] for r in moved])
+        if why:
+            st.mismatches.append(Mismatch(g.seed, "xla-vs-interpreter", why, g.report()))
             return
-        with np.errstate(invalid="ignore", over="ignore"):
-            spread = np.zeros_like(b)
-            for r in moved:
-                d = np.abs(r.outs[s.name] - b)
-                d[~_same_bits(r.outs[s.name], b) & ~np.isfinite(d)] = np.inf
-                spread = np.maximum(spread, np.nan_to_num(d, nan=np.inf))
-            tol = 8 * spread + XLA_RTOL * (1.0 + np.abs(b))
-            bad = ~(_same_bits(a, b) | (np.abs(a - b) <= tol))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            st.mismatches.append(Mismatch(g.seed, "xla-vs-interpreter",
-                                          f"{s.name}[{i}]: xla {a[i]!r}, interpreter {b[i]!r}, tolerance {tol[i]!r} "
-                                          f"({int(bad.sum())} of {a.size} differ)", g.report()))
+
+
+def _outside_moved(name: str, got: Any, want: np.ndarray, moved: list[np.ndarray], sum_abs: Any = None, n: int = 0) -> str | None:
+    """None where `got` equals `want` bit for bit or within 8 times the spread of the `moved`
+    runs plus XLA_RTOL * (1 + |want|) (check_xla's rule), plus for a sum over `n` samples
+    (`sum_abs`: the interpreter's sum of its terms' magnitudes) its reordering bound, as
+    compare() allows; else what differs."""
+    a, b = np.asarray(got).astype(np.float64).reshape(-1), np.asarray(want, np.float64).reshape(-1)
+    if a.shape != b.shape:
+        return f"{name}: {a.size} values, interpreter {b.size}"
+    with np.errstate(invalid="ignore", over="ignore"):
+        spread = np.zeros_like(b)
+        for r in moved:
+            r = np.asarray(r, np.float64).reshape(-1)
+            d = np.abs(r - b)
+            d[~_same_bits(r, b) & ~np.isfinite(d)] = np.inf
+            spread = np.maximum(spread, np.nan_to_num(d, nan=np.inf))
+        tol = 8 * spread + XLA_RTOL * (1.0 + np.abs(b))
+        if sum_abs is not None:
+            tol = tol + (n + 1) * 2.0 ** -52 * np.asarray(sum_abs, np.float64).reshape(-1)
+        bad = ~(_same_bits(a, b) | (np.abs(a - b) <= tol))
+    if not bad.any():
+        return None
+    i = int(np.flatnonzero(bad)[0])
+    return (f"{name}[{i}]: bridge {a[i]!r}, interpreter {b[i]!r}, tolerance {tol[i]!r} "
+            f"({int(bad.sum())} of {a.size} differ)")
+
+
+def _bridge_args(f: Any, k: Any, values: dict[str, Any]) -> list[Any]:
+    """`values` as the bridge's arguments in float64, in ``f.inputs`` order (through_jax's layout)."""
+    args = []
+    for name in f.inputs:
+        v, s = values[name], k.slot(name)
+        if s.kind == "random":  # the key as given: launch 0's, the interpreter's (launch_key)
+            args.append(np.asarray(launch_key(v), np.uint32))
+        elif s.kind == "terminated":
+            args.append(np.asarray(v, bool))
+        else:
+            args.append(np.asarray(v, _np_dtype(s, np.float64)))
+    return args
+
+
+def check_jax_ad(g: GenKernel, k: Any, tk: Any, ak: Any, awrt: list[str], values: dict[str, Any], t: dict[str, Any],
+                 ct: dict[str, Any], st: Stats) -> None:
+    """``jax.jvp`` and ``jax.vjp`` of ``eagle.frameworks.jax.function(k, lowering=...)`` (float64)
+    on both lowerings against the interpreter's tangent kernel `tk` (direction `t`) and adjoint
+    kernel `ak` (cotangents `ct`, with respect to `awrt`), each with ``zero_finished`` (the
+    bridge's semantics). The bridge builds its own derived kernels, for the inputs whose
+    tangents are not zero: jvp along `t` with a zero tangent for the other float inputs, vjp
+    with the inputs outside `awrt` closed over (a Table read in a long loop has no adjoint).
+
+    The rules: on "ffi" the tangents are the compiled tangent kernel's, so compare()'s (the
+    interpreter's bit for bit, sums within their reordering bound); the cotangents (JAX transposes the linearized call: the adjoint kernel with saved
+    residuals, whose additions may come in another order) and everything on "xla" (XLA's library
+    functions and its FMA contraction) within check_xla's rule, against interpreter runs with
+    every library result moved by +-XLA_ULPS ulps and every product by 1 to 16
+    (`perturb_products`). A lowering whose moved runs flip a mask or an error is skipped.
+
+    Then, for kernels without int64 slots (JAX without x64 has no int64), the call and its
+    jax.jvp in float32 (jax_enable_x64 off, JAX's default) on "ffi" against the float32
+    interpreter by compare()'s rule: every output, the mask, the tangents."""
+    import jax
+
+    from eagle.frameworks import _jax_xla
+    from eagle.frameworks import jax as eagle_jax
+
+    n, m = g.n, g.table_size
+    tn, cn = roles(tk, "t"), roles(ak, "c")
+    tvals = {**values, **{tn[w]: tw for w, tw in t.items()}}
+    avals = {**values, **{cn[o]: c for o, c in ct.items()}}
+    outs = [o for o in outputs_of(k) if o in ct]
+
+    def runs(kern: Any, vals: dict[str, Any], contract: bool) -> tuple[Run, list[Run]]:
+        want = interpret(kern, n, m, vals, zero_finished=True)
+        moved = [interpret(kern, n, m, vals, perturb_ulps=u, zero_finished=True, perturb_products=contract)
+                 for u in (XLA_ULPS, -XLA_ULPS)]
+        return want, moved
+
+    try:
+        xla_ok = _jax_xla.supported(_jax_xla.op_list(k._core))
+    except _jax_xla.UnsupportedOp:
+        xla_ok = False
+    prev = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        for lowering in ("ffi", "xla") if xla_ok else ("ffi",):
+            contract = lowering == "xla"
+            (tw, tmoved), (aw, amoved) = runs(tk, tvals, contract), runs(ak, avals, contract)
+            if any(r.error is not None for r in (tw, aw)):
+                return  # the primal reports an error there: the bridge's NaNs are check_xla's matter
+            if any((r.error is not None) or not _same_mask(r.mask, w.mask) for w, rs in ((tw, tmoved), (aw, amoved)) for r in rs):
+                st.jax_ad_skipped += 1
+                continue
+            f = eagle_jax.function(k, lowering=lowering)
+            args = _bridge_args(f, k, values)
+            tans = []
+            for name, a in zip(f.inputs, args):
+                if name in t:
+                    tans.append(np.asarray(t[name], np.float64).reshape(np.shape(a)))
+                elif a.dtype.kind == "f":
+                    tans.append(np.zeros_like(a))
+                else:
+                    tans.append(np.zeros(np.shape(a), jax.dtypes.float0))
+            _, tout = jax.jvp(f, tuple(args), tuple(tans))
+            tout = tout if isinstance(tout, tuple) else (tout,)
+            st.jax_jvp_compared += 1
+            for name, dot in zip(f.outputs, tout):
+                if name not in outs:
+                    continue
+                if lowering == "ffi":  # the compiled tangent kernel: compare()'s rule
+                    why = _bridge_vs(tk, {tn[name]: dot}, tw, n, np.float64)
+                else:
+                    why = _outside_moved(name, dot, tw.outs[tn[name]], [r.outs[tn[name]] for r in tmoved], tw.sum_abs.get(tn[name]), n)
+                if why:
+                    st.mismatches.append(Mismatch(g.seed, f"jax.jvp ({lowering})-vs-tangent", why, g.report()))
+                    return
+            at = [i for i, name in enumerate(f.inputs) if name in awrt]
+
+            def fa(*xs: Any, _f: Any = f, _args: list = args, _at: list = at) -> Any:
+                full = list(_args)
+                for i, x in zip(_at, xs):
+                    full[i] = x
+                return _f(*full)
+
+            prim, vjp = jax.vjp(fa, *[args[i] for i in at])
+            prim = prim if isinstance(prim, tuple) else (prim,)
+            cts = []
+            for name, p in zip(f.outputs, prim):
+                if name in outs:
+                    cts.append(np.asarray(ct[name], np.float64).reshape(np.shape(p)))
+                elif np.issubdtype(p.dtype, np.floating):
+                    cts.append(np.zeros(np.shape(p), p.dtype))
+                else:
+                    cts.append(np.zeros(np.shape(p), jax.dtypes.float0))
+            bars = vjp(tuple(cts) if len(f.outputs) > 1 else cts[0])
+            st.jax_vjp_compared += 1
+            for i, bar in zip(at, bars):
+                name = f.inputs[i]
+                why = _outside_moved(name, bar, aw.outs[cn[name]], [r.outs[cn[name]] for r in amoved], aw.sum_abs.get(cn[name]), n)
+                if why:
+                    st.mismatches.append(Mismatch(g.seed, f"jax.vjp ({lowering})-vs-adjoint", why, g.report()))
+                    return
+        if not any(s.dtype == "int64" for s in k.slots):
+            jax.config.update("jax_enable_x64", False)
+            _check_jax_f32(g, k, tk, values, tvals, t, st)
+    finally:
+        jax.config.update("jax_enable_x64", prev)
+
+
+def _check_jax_f32(g: GenKernel, k: Any, tk: Any, values: dict[str, Any], tvals: dict[str, Any], t: dict[str, Any],
+                   st: Stats) -> None:
+    """check_jax_ad's float32 part (x64 already off)."""
+    import jax
+
+    from eagle.frameworks import jax as eagle_jax
+
+    n, m = g.n, g.table_size
+    tn = roles(tk, "t")
+    # a hawk.min / hawk.max output's winner in float32 (the tangent picks the sample whose
+    # value is the float32 result)
+    values = {**values, **winners(k, n, m, values, float32=True)}
+    tvals = {**tvals, **{w: x for w, x in values.items() if w.endswith("_win")}}
+    want = interpret(k, n, m, values, float32=True, zero_finished=True)
+    twant = interpret(tk, n, m, tvals, float32=True, zero_finished=True)
+    if want.error is not None or twant.error is not None:
+        return
+    f = eagle_jax.function(k, lowering="ffi")
+    args = [a.astype(np.float32) if a.dtype == np.float64 else a for a in _bridge_args(f, k, values)]
+    tans = []
+    for name, a in zip(f.inputs, args):
+        if name in t:
+            tans.append(np.asarray(t[name], np.float32).reshape(np.shape(a)))
+        elif a.dtype.kind == "f":
+            tans.append(np.zeros_like(a))
+        else:
+            tans.append(np.zeros(np.shape(a), jax.dtypes.float0))
+    prim, tout = jax.jvp(f, tuple(args), tuple(tans))
+    prim = prim if isinstance(prim, tuple) else (prim,)
+    tout = tout if isinstance(tout, tuple) else (tout,)
+    st.jax_f32_compared += 1
+    got, tgot = {}, {}
+    for name, p, dot in zip(f.outputs, prim, tout):
+        p = np.asarray(p)
+        if p.dtype == np.float64:
+            st.mismatches.append(Mismatch(g.seed, "jax float32 (ffi)", f"{name}: float64 in a float32 call", g.report()))
             return
+        if k.slot(name).kind == "terminated":
+            if not _same_mask(p.reshape(-1), want.mask):
+                st.mismatches.append(Mismatch(g.seed, "jax float32 (ffi)-vs-interpreter",
+                                              f"mask: bridge {p.reshape(-1)}, interpreter {want.mask}", g.report()))
+                return
+            continue
+        got[name] = p
+        if name in tn and k.slot(name).dtype == "float":
+            tgot[tn[name]] = dot
+    why = _bridge_vs(k, got, want, n, np.float32) or _bridge_vs(tk, tgot, twant, n, np.float32)
+    if why:
+        st.mismatches.append(Mismatch(g.seed, "jax float32 (ffi)-vs-interpreter", why, g.report()))
+
+
+def _bridge_vs(kernel: Any, got: dict[str, Any], want: Run, n: int, dtype: Any) -> str | None:
+    """compare()'s rule (bit for bit; sums within their reordering bound) for the outputs the
+    bridge returned, by `kernel`'s slot names."""
+    return compare(kernel, Run({name: np.asarray(v).astype(np.float64).reshape(-1) for name, v in got.items()}, None, None),
+                   Run({name: want.outs[name] for name in got}, None, None, want.sum_abs), n, dtype)
 
 
 def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks, awrt=None) -> None:
@@ -2169,6 +2376,8 @@ def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks, awrt=None) ->
                 return
     if runs64["kernel"].error is not None or runs64["tangent"].error is not None or runs64["adjoint"].error is not None:
         return
+    if "jax" in checks:
+        check_jax_ad(g, k, tk, ak, wrt if awrt is None else awrt, values, t, ct, st)
     tdot = {o: runs64["tangent"].outs[tn[o]] for o in outs}
     if tk.slots and any(r == "p" and s.kind == "mutable" for s, (r, _) in zip(tk.slots, tk._core.slot_roles())):
         for o in (s.name for s in k.slots if s.kind == "mutable" and s.name in runs64["tangent"].outs):

@@ -3,8 +3,9 @@
 The kernels and the checks are tests/kernelgen.py's (start there): compiled C++ in both
 dtypes against the reference interpreter (bitwise, except where an inexact library function
 is involved: within how far its outputs move when those results are 2 ulp off; sums within
-their reordering bound), tangents against central differences, and the adjoint identity to
-1e-10. Seeded and bounded (well under 60 s on 2 cores); scripts/fuzz_kernels.py is the long
+their reordering bound), tangents against central differences, the adjoint identity to
+1e-10, and the JAX bridge (its "xla" lowering, jax.jvp / jax.vjp on both lowerings and float32
+calls) against the interpreter. Seeded and bounded (well under 60 s on 2 cores); scripts/fuzz_kernels.py is the long
 run. A failure prints each mismatch with its seed and the kernel's source.
 
 Also here: the checks themselves catch wrong answers (so a pass means something), and the
@@ -294,6 +295,62 @@ def test_the_xla_check_catches_a_wrong_lowering(monkeypatch, unrecorded):
     monkeypatch.setitem(_jax_xla._BINARY, "add", lambda a, b: (a + b) * (1 + 1e-9))
     st = kernelgen.check_batch(range(5000, 5020), None, compiled=False, checks=("xla",))  # not traced before
     assert len(st.mismatches) >= 10 and all(m.check == "xla-vs-interpreter" for m in st.mismatches)
+
+
+JAX_AD_SEEDS = range(40, 48)  # ~60 s: the bridge builds each kernel's own derived kernels (C++ for "ffi")
+
+
+def test_derivatives_through_the_jax_bridge_match_the_derived_kernels(unrecorded):
+    """jax.jvp and jax.vjp through eagle.frameworks.jax.function, on "ffi" and "xla" (float64),
+    against the interpreter's tangent and adjoint kernels (kernelgen.check_jax_ad): the
+    tangents on "ffi" bit for bit, the rest within check_xla's rule."""
+    st = kernelgen.check_batch(JAX_AD_SEEDS, None, compiled=False, checks=("jax",))
+    assert not st.mismatches, _fail_text(st)
+    assert st.seeds == len(JAX_AD_SEEDS)
+    assert st.jax_jvp_compared == st.jax_vjp_compared >= 1.5 * st.kernels  # both lowerings, most kernels
+
+
+def test_the_jax_derivative_check_catches_wrong_derivatives(monkeypatch, unrecorded):
+    """With the bridge's results (and so its derivatives) scaled by 1 + 1e-9, the check reports
+    the kernels, on both lowerings."""
+    import jax
+    import jax.numpy as jnp
+
+    from eagle.frameworks import jax as eagle_jax
+
+    real = eagle_jax.function
+
+    class Scaled:
+        def __init__(self, f) -> None:
+            self.f, self.inputs, self.outputs = f, f.inputs, f.outputs
+
+        def __call__(self, *args):
+            return jax.tree.map(lambda x: x * (1 + 1e-9) if jnp.issubdtype(x.dtype, jnp.floating) else x, self.f(*args))
+
+    monkeypatch.setattr(eagle_jax, "function", lambda k, wrt=(), lowering="auto": Scaled(real(k, wrt, lowering)))
+    st = kernelgen.check_batch(range(40, 44), None, compiled=False, checks=("jax",))
+    assert len(st.mismatches) >= 3 and all(m.check.startswith("jax.jvp (") for m in st.mismatches), _fail_text(st)
+    assert {m.check for m in st.mismatches} >= {"jax.jvp (ffi)-vs-tangent"}
+
+
+def test_moved_runs_move_products_apart():
+    """perturb_products (the "xla" checks' model of XLA:CPU contracting a * b + c into an FMA)
+    moves two products that IEEE arithmetic rounds alike apart, so a branch on their
+    difference flips in the moved runs; without it they cancel exactly."""
+
+    @hawk.kernel
+    def cancel(a: Scalar, b: Scalar, c: Scalar, d: Scalar, y: Mutable[Scalar]):
+        y = a * b - c * d
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(64), rng.standard_normal(64)
+    values = {"a": a, "b": b, "c": a.copy(), "d": b.copy()}
+    assert not kernelgen.interpret(cancel, 64, 1, values).outs["y"].any()
+    assert not kernelgen.interpret(cancel, 64, 1, values, perturb_ulps=4).outs["y"].any()
+    for u in (4, -4):
+        y = kernelgen.interpret(cancel, 64, 1, values, perturb_ulps=u, perturb_products=True).outs["y"]
+        assert np.count_nonzero(y) >= 60
+        assert np.all(np.abs(y) <= 16 * 2 * np.spacing(np.abs(a * b)))  # 1 to 16 ulps each
 
 
 # ---------------------------------------------------------------- the newer features

@@ -773,6 +773,30 @@ def test_the_fuzzers_nested_linear_algebra_kernel_compiles_on_xla(tmp_path):
     _run_script(tmp_path / "nested_linalg.py", src)
 
 
+def test_the_fuzzers_cancelling_cross_product_is_within_the_xla_rule():
+    """The kernel in tests/found_by_fuzzing/xla_fma_contraction.py: its branch on an exactly
+    cancelling cross product goes the other way where XLA:CPU contracts a product into an FMA
+    (docs/jax.md). The interpreter's moved runs with perturb_products reach that branch, so the
+    fuzzer's "xla" checks (the forward call, jax.jvp and jax.vjp on both lowerings) allow it
+    and still compare the kernel."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import kernelgen
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "found_by_fuzzing", "xla_fma_contraction.py")
+    g = kernelgen.GenKernel(seed=40000125, name="fz_40000125", source=open(path).read(), table_size=5, n=70)
+    k = g.build()
+    values = kernelgen.make_values(k, g.n, g.table_size, np.random.default_rng(g.seed))
+    plain = kernelgen.interpret(k, g.n, g.table_size, values, zero_finished=True)
+    for u in (kernelgen.XLA_ULPS, -kernelgen.XLA_ULPS):
+        lib = kernelgen.interpret(k, g.n, g.table_size, values, perturb_ulps=u, zero_finished=True)
+        both = kernelgen.interpret(k, g.n, g.table_size, values, perturb_ulps=u, zero_finished=True, perturb_products=True)
+        assert np.abs(lib.outs["y0"] - plain.outs["y0"]).max() < 1e-12  # the library's ulps leave it alone
+        assert np.count_nonzero(np.abs(both.outs["y0"] - plain.outs["y0"]) > 0.1) >= 30  # the products flip it
+    st = kernelgen.check_batch([g], None, compiled=False, checks=("xla", "jax"))
+    assert not st.mismatches, str(st.mismatches[0])[:3000]
+    assert st.xla_compared == 1 and st.jax_jvp_compared == st.jax_vjp_compared == 2, st.summary()
+
+
 def test_sums_over_a_vectors_components_lower_as_one_reduction():
     """An Add chain over the components of a vector (a dot product, a norm, an adjoint's sum)
     becomes one reduction over the lanes on the xla path (_jax_xla._lane_sums), which XLA

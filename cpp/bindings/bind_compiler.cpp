@@ -211,13 +211,15 @@ ir::InterpBinding binding_for(const ir::Kernel& k, int64_t n,
 InterpResult interpret_one(const ir::Kernel& k, int64_t n,
                            const std::map<std::string, std::vector<double>>& inputs,
                            const std::vector<uint8_t>& mask, bool zero_finished, bool float32,
-                           int perturb_ulps, int64_t sample_base, int64_t n_total) {
+                           int perturb_ulps, int64_t sample_base, int64_t n_total,
+                           bool perturb_products) {
   ir::InterpBinding b = binding_for(k, n, inputs, mask);
   if (sample_base != 0) b.sample_base = sample_base;
   b.n_total = n_total;
   b.zero_finished = zero_finished;
   b.float32 = float32;
   b.perturb_ulps = perturb_ulps;
+  b.perturb_products = perturb_products;
   {
     nb::gil_scoped_release release;
     ir::interpret(k, b);
@@ -248,17 +250,18 @@ InterpResult interpret_one(const ir::Kernel& k, int64_t n,
 InterpResult interpret(const KernelHandle& h, int64_t n,
                        const std::map<std::string, std::vector<double>>& inputs,
                        const std::vector<uint8_t>& mask, bool zero_finished, bool float32,
-                       int perturb_ulps, int64_t sample_base, int64_t n_total) {
+                       int perturb_ulps, int64_t sample_base, int64_t n_total,
+                       bool perturb_products) {
   const ir::Kernel& k = *h.kernel;
   if (k.stage_links.empty())
     return interpret_one(k, n, inputs, mask, zero_finished, float32, perturb_ulps, sample_base,
-                         n_total);
+                         n_total, perturb_products);
   const passes::Stages stages = passes::split_stages(k);
   std::map<std::string, std::vector<double>> ins = inputs;
   InterpResult all;
   for (const ir::Kernel& st : stages.kernels) {
     InterpResult r = interpret_one(st, n, ins, mask, zero_finished, float32, perturb_ulps,
-                                   sample_base, n_total);
+                                   sample_base, n_total, perturb_products);
     for (auto& [name, v] : std::get<0>(r)) std::get<0>(all)[name] = v;
     for (auto& [name, v] : std::get<1>(r)) std::get<1>(all)[name] = v;
     std::get<2>(all) = std::get<2>(r);
@@ -503,15 +506,16 @@ void bind_compiler(nb::module_& m) {
       .def("interpret", &interpret, nb::arg("n"), nb::arg("inputs"),
            nb::arg("mask") = std::vector<uint8_t>(), nb::arg("zero_finished") = false,
            nb::arg("float32") = false, nb::arg("perturb_ulps") = 0, nb::arg("sample_base") = 0,
-           nb::arg("n_total") = -1,
+           nb::arg("n_total") = -1, nb::arg("perturb_products") = false,
            "Runs the reference interpreter (ir/interp.hpp) on n samples: inputs by slot name, "
            "flattened in C order (planes (width, n), tables (M, width)); sample_base, n_total: "
            "a shard's hawk.math.sample_index() base and n_samples() (-1: n); float32: in float "
            "arithmetic, as a float32 build; perturb_ulps: move inexact library results (exp, log, "
            "sin, cos, tan, tanh, pow, atan2 and ir/math_fns.hpp's Libm ones: asin .. cbrt, "
-           "hypot) by that many ulps. Returns (outputs by name, sums' "
-           "|contributions| "
-           "by name, mask, finished, (error code, slot, index, sample)).");
+           "hypot) by that many ulps; perturb_products: with perturb_ulps, also move each "
+           "product by 1 to 16 ulps, up or down by its place (a model of FMA contraction). "
+           "Returns (outputs by name, sums' |contributions| by name, mask, finished, (error "
+           "code, slot, index, sample)).");
 
   m.def("trace", &trace, nb::arg("spec"), nb::arg("n"), nb::arg("inputs"),
         nb::arg("mask") = std::vector<uint8_t>(), nb::arg("float32") = false,

@@ -122,8 +122,22 @@ class SampleRunner {
   }
 
   // `x` moved by b_.perturb_ulps units in the last place of the dtype when `op` is a library
-  // function without a correct-rounding guarantee.
-  double nudged(Op op, double x) const {
+  // function without a correct-rounding guarantee; a product (value `at`) by 1 to 16 units,
+  // up or down by `at`, when b_.perturb_products.
+  double nudged(Op op, double x, int at) const {
+    if (op == Op::Mul && b_.perturb_products) {
+      // 1 to 16 ulps, up or down, from a hash of the place and of perturb_ulps' sign, so two
+      // products rarely move alike (and a run with the other sign moves them otherwise)
+      const uint32_t h =
+          (static_cast<uint32_t>(at) ^ (b_.perturb_ulps < 0 ? 0x9E3779B9u : 0u)) * 2654435761u;
+      const double to = (h >> 20 & 1u) != 0u ? std::numeric_limits<double>::infinity()
+                                             : -std::numeric_limits<double>::infinity();
+      for (uint32_t j = 0; j <= (h >> 24 & 15u); ++j)
+        x = b_.float32
+                ? static_cast<double>(std::nextafter(static_cast<float>(x), static_cast<float>(to)))
+                : std::nextafter(x, to);
+      return x;
+    }
     switch (op) {
       case Op::Exp:
       case Op::Log:
@@ -394,7 +408,7 @@ class SampleRunner {
           for (int j = 0; j < op_arity(v.op); ++j) a[j] = f_[v.args[j]];
           f_[i] = passes::eval_op(v.op, a, v.iimm);  // one definition of each operator
         }
-        if (b_.perturb_ulps != 0) f_[i] = nudged(v.op, f_[i]);
+        if (b_.perturb_ulps != 0) f_[i] = nudged(v.op, f_[i], i);
         return;
       }
     }

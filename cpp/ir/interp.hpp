@@ -37,6 +37,10 @@
 //   many units in the last place of the dtype (toward +inf when positive): how far a kernel's
 //   outputs move when those are off by that much. A build may differ there: GCC folds such a
 //   call with constant arguments correctly rounded (MPFR) where the library is 1 ulp off.
+//   `perturb_products` also moves every float product (Mul) by 1 to 16 ulps, up or down, by
+//   a hash of the value's place in the kernel and of perturb_ulps' sign: a model of a
+//   compiler that contracts a * b + c into one FMA (XLA:CPU does, so the JAX bridge's "xla"
+//   lowering does): the products a*b and b*a that IEEE rounding cancels exactly move apart.
 #pragma once
 
 #include <cstdint>
@@ -73,6 +77,7 @@ struct InterpBinding {
   bool zero_finished = false;       // skipped samples: write 0 into pure outputs
   bool float32 = false;             // evaluate in float arithmetic (see the header comment)
   int perturb_ulps = 0;             // move inexact library results (see the header comment)
+  bool perturb_products = false;    // with perturb_ulps: move products too (header comment)
   uint32_t rng_key[2] = {0, 0};     // the Random slot's key (jax.random.key_data)
   int64_t sample_base = 0;          // the global index of sample 0 (draws and SampleIndex
                                     //  use base + n)
