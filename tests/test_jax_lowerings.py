@@ -797,6 +797,78 @@ def test_the_fuzzers_cancelling_cross_product_is_within_the_xla_rule():
     assert st.xla_compared == 1 and st.jax_jvp_compared == st.jax_vjp_compared == 2, st.summary()
 
 
+def test_the_fuzzers_big_tangent_kernel_compiles_on_xla(tmp_path):
+    """The kernel in tests/found_by_fuzzing/xla_big_tangent.py (its tangent kernel: 10,116
+    values per step): jax.jvp on "xla" in a fresh process whose address space is capped at
+    8 GiB (compiling it needed more than 10 GB before such steps were materialized every
+    _jax_xla._REGION values), against the interpreter's tangent kernel by the fuzzer's rule."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    src = textwrap.dedent(f"""
+        import resource, sys
+        resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+        sys.path.insert(0, {tests!r})
+        import numpy as np
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import kernelgen
+        from eagle.frameworks import jax as eagle_jax
+        path = {os.path.join(tests, "found_by_fuzzing", "xla_big_tangent.py")!r}
+        g = kernelgen.GenKernel(seed=40000320, name="fz_40000320", source=open(path).read(), table_size=3, n=1)
+        k = g.build()
+        rng = np.random.default_rng(g.seed)
+        values = kernelgen.make_values(k, g.n, g.table_size, rng)
+        wrt = kernelgen.float_inputs(k)
+        t = kernelgen.direction(k, values, wrt, rng)
+        tk = k.tangent(wrt)
+        tn = kernelgen.roles(tk, "t")
+        tvals = {{**values, **{{tn[w]: x for w, x in t.items()}}}}
+        want = kernelgen.interpret(tk, g.n, g.table_size, tvals, zero_finished=True)
+        moved = [kernelgen.interpret(tk, g.n, g.table_size, tvals, perturb_ulps=u, zero_finished=True, perturb_products=True)
+                 for u in (kernelgen.XLA_ULPS, -kernelgen.XLA_ULPS)]
+        f = eagle_jax.function(k, lowering="xla")
+        args = kernelgen._bridge_args(f, k, values)
+        tans = [np.asarray(t[nm], np.float64).reshape(np.shape(a)) if nm in t else
+                np.zeros_like(a) if a.dtype.kind == "f" else np.zeros(np.shape(a), jax.dtypes.float0)
+                for nm, a in zip(f.inputs, args)]
+        text = jax.jit(lambda a, tt: jax.jvp(f, a, tt)).lower(tuple(args), tuple(tans)).as_text()
+        assert text.count("optimization_barrier") >= 5, text.count("optimization_barrier")
+        _, tout = jax.jvp(f, tuple(args), tuple(tans))
+        compared = 0
+        for name, dot in zip(f.outputs, tout):
+            if name in tn and k.slot(name).dtype == "float":
+                why = kernelgen._outside_moved(name, dot, want.outs[tn[name]], [r.outs[tn[name]] for r in moved],
+                                               want.sum_abs.get(tn[name]), g.n)
+                assert why is None, why
+                compared += 1
+        assert compared == 3, compared
+        print("ok")
+    """)
+    _run_script(tmp_path / "big_tangent.py", src)
+
+
+def test_steps_of_at_most_4000_values_lower_without_barriers():
+    """Materializing a step's values (_jax_xla._materialize) starts above _REGIONS_ABOVE
+    values: the benchmark kernels' programs, forward and derivatives, have no barrier."""
+    import jax
+
+    from eagle.frameworks import _jax_xla
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+    from kernels import card_rk4
+
+    assert _jax_xla._REGIONS_ABOVE == 4000
+    f = eagle_jax.function(card_rk4, lowering="xla")
+    rng = np.random.default_rng(0)
+    n = 64
+    args = (rng.uniform(1, 10, n), rng.uniform(0.01, 0.2, n), np.full(n, 30.0), 0.01, np.zeros(n, bool),
+            rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), np.zeros(n))
+    tans = tuple(np.ones_like(a) if np.asarray(a).dtype.kind == "f" else np.zeros(np.shape(a), jax.dtypes.float0)
+                 for a in args)
+    for text in (jax.jit(f).lower(*args).as_text(),
+                 jax.jit(lambda a, t: jax.jvp(f, a, t)).lower(args, tans).as_text()):
+        assert "optimization_barrier" not in text
+
+
 def test_sums_over_a_vectors_components_lower_as_one_reduction():
     """An Add chain over the components of a vector (a dot product, a norm, an adjoint's sum)
     becomes one reduction over the lanes on the xla path (_jax_xla._lane_sums), which XLA

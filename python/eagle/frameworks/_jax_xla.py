@@ -389,6 +389,7 @@ class _Run:
 
     def __init__(self, ops: OpList, slot_of_operand: Sequence[int], operands: Sequence[Any], n: int, dtype: np.dtype) -> None:
         self.ops = ops
+        self.cuts, self.last_use, self.top = _cuts(ops)  # (_materialize)
         self.n = n
         self.dtype = np.dtype(dtype)
         self.int_t = _int_type()
@@ -477,6 +478,48 @@ def _step(run: _Run, state: dict[int, Any], step: Any = 0, live: Any = None) -> 
     return vals, bad, lanes
 
 
+# Above this many values in a step, the step's values are materialized every _REGION values
+# (see _materialize); at or below it (every kernel "auto" lowers here) nothing changes.
+_REGIONS_ABOVE = 4000
+_REGION = 1000
+
+
+def _cuts(ops: Any) -> tuple[frozenset, list[int], list[bool]]:
+    """The value indices before which _materialize runs (none for a step of at most
+    _REGIONS_ABOVE values), each value's last use and whether it is outside every loop region."""
+    values = ops.values
+    if len(values) <= _REGIONS_ABOVE:
+        return frozenset(), [], []
+    last = list(range(len(values)))
+    for i, v in enumerate(values):
+        for j in v[2]:
+            last[j] = max(last[j], i)
+    cuts, top, depth, since = set(), [], 0, 0
+    for i, v in enumerate(values):
+        if depth == 0 and since >= _REGION:
+            cuts.add(i)
+            since = 0
+        depth += v[0] == "loop_begin"
+        top.append(depth == 0 and v[0] != "loop_end")
+        depth -= v[0] == "loop_end"
+        since += 1
+    return frozenset(cuts), last, top
+
+
+def _materialize(run: _Run, vals: list[Any], i: int, lanes: "_Lanes") -> None:
+    """Passes every per-sample value computed before value i and read after it through one
+    optimization barrier, so XLA materializes them there: no fusion reaches across it. XLA:CPU
+    fuses a producer into each of its consumers, duplicating it; over a step of thousands of
+    values (a 4x4 eigh's tangent kernel: 10,116) the fused program grew 18-fold and compiling
+    it needed more than 10 GB (tests/found_by_fuzzing/xla_big_tangent.py)."""
+    live = [j for j in range(i) if run.top[j] and run.last_use[j] >= i and vals[j] is not None and jnp.ndim(vals[j]) >= 1]
+    if live:
+        out = lax.optimization_barrier(tuple(vals[j] for j in live))
+        for j, x in zip(live, out):
+            vals[j] = x
+    lanes.after_barrier(i)
+
+
 def _eval_range(run: _Run, state: dict[int, Any], step: Any, vals: list[Any], lo: int, hi: int, live: Any,
                 lanes: "_Lanes | None", own: frozenset = frozenset()) -> Any:
     """Evaluates values [lo, hi) into `vals` (a loop region through `_loop`); returns the
@@ -500,6 +543,8 @@ def _eval_range(run: _Run, state: dict[int, Any], step: Any, vals: list[Any], lo
         if op == "loop_result":  # set by _loop
             i += 1
             continue
+        if lanes is not None and i in run.cuts:
+            _materialize(run, vals, i, lanes)
         terms = run.ops.lane_sums.get(i) if lanes is not None else None
         if terms is not None:
             x = lanes.sum(terms)
@@ -667,6 +712,13 @@ class _Lanes:
         self.memo: dict[tuple[int, ...], Any] = {}
         self.stacked = 0  # how many lane sets fell back to stacking scalar values
         self.impure: set[tuple[int, ...]] = set()  # memoized lane sets with a stacking in their making
+        self.barrier = 0  # the values before this one are materialized (_materialize): lanes stack them
+
+    def after_barrier(self, i: int) -> None:
+        """The values before value i were materialized: lanes made of them are their values."""
+        self.barrier = i
+        self.memo.clear()
+        self.impure.clear()
 
     def sum(self, ids: Sequence[int]) -> Any:
         """vals[ids[0]] + vals[ids[1]] + ... (in that order) as one reduction over their lanes,
@@ -710,7 +762,7 @@ class _Lanes:
         first = values[ids[0]]
         op, typ, _, slot, _, _, iimm, _ = first
         same = all(values[i][0] == op and values[i][1] == typ for i in ids)
-        if not same or depth > _MAX_LANE_DEPTH:
+        if not same or depth > _MAX_LANE_DEPTH or min(ids) < self.barrier:
             return self._stacked(ids)
         if op in ("load_plane", "load_state") and all(values[i][3] == slot for i in ids):
             a = self.state[slot] if op == "load_state" else self.run.arg[slot]
