@@ -13,7 +13,7 @@ a bounded number of batches (loaded modules are never unloaded) in its own scrat
 
     PYTHONPATH=build/dev/site .venv/bin/python scripts/fuzz_kernels.py --seconds 60
     ... --count 1000 --start 5000          # seeds 5000..5999
-    ... --seconds 600 --ir-only            # no C++ build: derivative checks on the IR only
+    ... --seconds 600 --ir-only            # no C++ build: derivative checks on the IR, the "xla" lowering (no jvp/vjp checks)
     ... --cxxflags=-O0                      # faster builds (RAPTOR_CXXFLAGS), same checks
     ... --jobs 1                            # one worker process at a time (default: one per CPU)
     ... --xla-count 500                     # the first 500 also through the JAX bridge checks (default 60)
@@ -50,7 +50,9 @@ def worker(start: int, count: int, batch: int, ir_only: bool, deadline: float, x
             seeds = range(seed, min(seed + batch, start + count))
             if seed < xla_until < seeds.stop:  # the batch straddles the last xla seed
                 seeds = range(seed, xla_until)
-            checks = ("interp", "tangent", "adjoint") + (("xla", "jax") if seed < xla_until else ())
+            # (--ir-only builds no C++: not the bridge's "ffi" kernels either, so no check_jax_ad)
+            bridge = ("xla",) if ir_only else ("xla", "jax")
+            checks = ("interp", "tangent", "adjoint") + (bridge if seed < xla_until else ())
             st = kernelgen.check_batch(seeds, cache, checks=checks, compiled=not ir_only)
             total.add(st)
             for m in st.mismatches:

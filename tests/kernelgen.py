@@ -2169,6 +2169,20 @@ def _bridge_args(f: Any, k: Any, values: dict[str, Any]) -> list[Any]:
     return args
 
 
+def bridge_tangents(f: Any, args: list[Any], t: dict[str, Any]) -> tuple[Any, ...]:
+    """jax.jvp's tangents for the bridge's `args` (``f.inputs`` order): `t`'s where it has one,
+    in the argument's dtype, zeros for the other float inputs, float0 for integers, bools and keys."""
+    import jax
+
+    out = []
+    for name, a in zip(f.inputs, args):
+        if a.dtype.kind == "f":
+            out.append(np.asarray(t[name], a.dtype).reshape(np.shape(a)) if name in t else np.zeros_like(a))
+        else:
+            out.append(np.zeros(np.shape(a), jax.dtypes.float0))
+    return tuple(out)
+
+
 def check_jax_ad(g: GenKernel, k: Any, tk: Any, ak: Any, awrt: list[str], values: dict[str, Any], t: dict[str, Any],
                  ct: dict[str, Any], st: Stats) -> None:
     """``jax.jvp`` and ``jax.vjp`` of ``eagle.frameworks.jax.function(k, lowering=...)`` (float64)
@@ -2222,15 +2236,7 @@ def check_jax_ad(g: GenKernel, k: Any, tk: Any, ak: Any, awrt: list[str], values
                 continue
             f = eagle_jax.function(k, lowering=lowering)
             args = _bridge_args(f, k, values)
-            tans = []
-            for name, a in zip(f.inputs, args):
-                if name in t:
-                    tans.append(np.asarray(t[name], np.float64).reshape(np.shape(a)))
-                elif a.dtype.kind == "f":
-                    tans.append(np.zeros_like(a))
-                else:
-                    tans.append(np.zeros(np.shape(a), jax.dtypes.float0))
-            _, tout = jax.jvp(f, tuple(args), tuple(tans))
+            _, tout = jax.jvp(f, tuple(args), bridge_tangents(f, args, t))
             tout = tout if isinstance(tout, tuple) else (tout,)
             st.jax_jvp_compared += 1
             for name, dot in zip(f.outputs, tout):
@@ -2295,15 +2301,7 @@ def _check_jax_f32(g: GenKernel, k: Any, tk: Any, values: dict[str, Any], tvals:
         return
     f = eagle_jax.function(k, lowering="ffi")
     args = [a.astype(np.float32) if a.dtype == np.float64 else a for a in _bridge_args(f, k, values)]
-    tans = []
-    for name, a in zip(f.inputs, args):
-        if name in t:
-            tans.append(np.asarray(t[name], np.float32).reshape(np.shape(a)))
-        elif a.dtype.kind == "f":
-            tans.append(np.zeros_like(a))
-        else:
-            tans.append(np.zeros(np.shape(a), jax.dtypes.float0))
-    prim, tout = jax.jvp(f, tuple(args), tuple(tans))
+    prim, tout = jax.jvp(f, tuple(args), bridge_tangents(f, args, t))
     prim = prim if isinstance(prim, tuple) else (prim,)
     tout = tout if isinstance(tout, tuple) else (tout,)
     st.jax_f32_compared += 1

@@ -827,9 +827,7 @@ def test_the_fuzzers_big_tangent_kernel_compiles_on_xla(tmp_path):
                  for u in (kernelgen.XLA_ULPS, -kernelgen.XLA_ULPS)]
         f = eagle_jax.function(k, lowering="xla")
         args = kernelgen._bridge_args(f, k, values)
-        tans = [np.asarray(t[nm], np.float64).reshape(np.shape(a)) if nm in t else
-                np.zeros_like(a) if a.dtype.kind == "f" else np.zeros(np.shape(a), jax.dtypes.float0)
-                for nm, a in zip(f.inputs, args)]
+        tans = kernelgen.bridge_tangents(f, args, t)
         text = jax.jit(lambda a, tt: jax.jvp(f, a, tt)).lower(tuple(args), tuple(tans)).as_text()
         assert text.count("optimization_barrier") >= 5, text.count("optimization_barrier")
         _, tout = jax.jvp(f, tuple(args), tuple(tans))
