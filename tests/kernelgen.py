@@ -2049,15 +2049,7 @@ def through_jax(k: Any, values: dict[str, Any], lowering: str) -> dict[str, np.n
     jax.config.update("jax_enable_x64", True)
     try:
         f = eagle_jax.function(k, lowering=lowering)
-        args = []
-        for name in f.inputs:
-            v, s = values[name], k.slot(name)
-            if s.kind == "random":  # the key as given: launch 0's, the interpreter's (launch_key)
-                args.append(np.asarray(launch_key(v), np.uint32))
-            elif np.ndim(v) == 0:
-                args.append(v)
-            else:
-                args.append(np.asarray(v, bool if s.kind == "terminated" else _np_dtype(s, np.float64)))
+        args = _bridge_args(f, k, values)
         res = f(*args)
         res = res if isinstance(res, tuple) else (res,)
         return {name: np.asarray(r) for name, r in zip(f.outputs, res)}
@@ -2156,7 +2148,8 @@ def _outside_moved(name: str, got: Any, want: np.ndarray, moved: list[np.ndarray
 
 
 def _bridge_args(f: Any, k: Any, values: dict[str, Any]) -> list[Any]:
-    """`values` as the bridge's arguments in float64, in ``f.inputs`` order (through_jax's layout)."""
+    """`values` as the bridge's arguments in float64, in ``f.inputs`` order: the Random key as
+    launch 0's (the interpreter's, launch_key), the mask as bool, scalar Params as 0-d arrays."""
     args = []
     for name in f.inputs:
         v, s = values[name], k.slot(name)
@@ -2213,11 +2206,11 @@ def check_jax_ad(g: GenKernel, k: Any, tk: Any, ak: Any, awrt: list[str], values
     avals = {**values, **{cn[o]: c for o, c in ct.items()}}
     outs = [o for o in outputs_of(k) if o in ct]
 
-    def runs(kern: Any, vals: dict[str, Any], contract: bool) -> tuple[Run, list[Run]]:
+    def runs(kern: Any, vals: dict[str, Any], contract: bool, moved: bool = True) -> tuple[Run, list[Run]]:
+        """The plain run and (where `moved`) the two moved runs check_xla's rule needs."""
         want = interpret(kern, n, m, vals, zero_finished=True)
-        moved = [interpret(kern, n, m, vals, perturb_ulps=u, zero_finished=True, perturb_products=contract)
-                 for u in (XLA_ULPS, -XLA_ULPS)]
-        return want, moved
+        return want, [interpret(kern, n, m, vals, perturb_ulps=u, zero_finished=True, perturb_products=contract)
+                      for u in ((XLA_ULPS, -XLA_ULPS) if moved else ())]
 
     try:
         xla_ok = _jax_xla.supported(_jax_xla.op_list(k._core))
@@ -2228,7 +2221,8 @@ def check_jax_ad(g: GenKernel, k: Any, tk: Any, ak: Any, awrt: list[str], values
     try:
         for lowering in ("ffi", "xla") if xla_ok else ("ffi",):
             contract = lowering == "xla"
-            (tw, tmoved), (aw, amoved) = runs(tk, tvals, contract), runs(ak, avals, contract)
+            # "ffi"'s tangents go by compare()'s rule, which needs no moved runs
+            (tw, tmoved), (aw, amoved) = runs(tk, tvals, contract, moved=contract), runs(ak, avals, contract)
             if any(r.error is not None for r in (tw, aw)):
                 return  # the primal reports an error there: the bridge's NaNs are check_xla's matter
             if any((r.error is not None) or not _same_mask(r.mask, w.mask) for w, rs in ((tw, tmoved), (aw, amoved)) for r in rs):

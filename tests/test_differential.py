@@ -5,8 +5,8 @@ dtypes against the reference interpreter (bitwise, except where an inexact libra
 is involved: within how far its outputs move when those results are 2 ulp off; sums within
 their reordering bound), tangents against central differences, the adjoint identity to
 1e-10, and the JAX bridge (its "xla" lowering, jax.jvp / jax.vjp on both lowerings and float32
-calls) against the interpreter. Seeded and bounded (well under 60 s on 2 cores); scripts/fuzz_kernels.py is the long
-run. A failure prints each mismatch with its seed and the kernel's source.
+calls) against the interpreter. Seeded and bounded (about 3 minutes on 2 cores, half of it
+the bridge's builds); scripts/fuzz_kernels.py is the long run. A failure prints each mismatch with its seed and the kernel's source.
 
 Also here: the checks themselves catch wrong answers (so a pass means something), and the
 generator covers the language it claims to: each of its features ("int", "matrix",
@@ -303,34 +303,59 @@ JAX_AD_SEEDS = range(40, 48)  # ~60 s: the bridge builds each kernel's own deriv
 def test_derivatives_through_the_jax_bridge_match_the_derived_kernels(unrecorded):
     """jax.jvp and jax.vjp through eagle.frameworks.jax.function, on "ffi" and "xla" (float64),
     against the interpreter's tangent and adjoint kernels (kernelgen.check_jax_ad): the
-    tangents on "ffi" bit for bit, the rest within check_xla's rule."""
+    tangents on "ffi" by compare()'s rule (bit for bit, sums within their reordering bound),
+    the rest within check_xla's rule; then the float32 calls and their jvp on "ffi"."""
     st = kernelgen.check_batch(JAX_AD_SEEDS, None, compiled=False, checks=("jax",))
     assert not st.mismatches, _fail_text(st)
     assert st.seeds == len(JAX_AD_SEEDS)
     assert st.jax_jvp_compared == st.jax_vjp_compared >= 1.5 * st.kernels  # both lowerings, most kernels
+    assert st.jax_f32_compared >= 1
 
 
-def test_the_jax_derivative_check_catches_wrong_derivatives(monkeypatch, unrecorded):
-    """With the bridge's results (and so its derivatives) scaled by 1 + 1e-9, the check reports
-    the kernels, on both lowerings."""
-    import jax
+def _scaled(x):
+    """`x` scaled by 1 + 1e-9 where it is a float array (a wrong answer the checks must see)."""
     import jax.numpy as jnp
+
+    return x * (1 + 1e-9) if jnp.issubdtype(x.dtype, jnp.floating) else x
+
+
+@pytest.mark.parametrize("wrong", ["ffi", "xla", "vjp"])
+def test_the_jax_derivative_check_catches_wrong_derivatives(wrong, monkeypatch, unrecorded):
+    """Each of check_jax_ad's checks reports a wrong answer: the bridge's results (and so its
+    derivatives) scaled by 1 + 1e-9 on one lowering ("ffi": its jvp check, checked first;
+    "xla": the "xla" jvp check, "ffi" answering right), or jax.vjp's cotangents scaled (the vjp
+    check, on the lowering it reaches first)."""
+    import jax
 
     from eagle.frameworks import jax as eagle_jax
 
-    real = eagle_jax.function
+    if wrong == "vjp":
+        real_vjp = jax.vjp
 
-    class Scaled:
-        def __init__(self, f) -> None:
-            self.f, self.inputs, self.outputs = f, f.inputs, f.outputs
+        def vjp(*a, **kw):
+            prim, back = real_vjp(*a, **kw)
+            return prim, lambda c: jax.tree.map(_scaled, back(c))
 
-        def __call__(self, *args):
-            return jax.tree.map(lambda x: x * (1 + 1e-9) if jnp.issubdtype(x.dtype, jnp.floating) else x, self.f(*args))
+        monkeypatch.setattr(jax, "vjp", vjp)
+        want = "jax.vjp (ffi)-vs-adjoint"
+    else:
+        real = eagle_jax.function
 
-    monkeypatch.setattr(eagle_jax, "function", lambda k, wrt=(), lowering="auto": Scaled(real(k, wrt, lowering)))
+        class Scaled:
+            def __init__(self, f) -> None:
+                self.f, self.inputs, self.outputs = f, f.inputs, f.outputs
+
+            def __call__(self, *args):
+                return jax.tree.map(_scaled, self.f(*args))
+
+        def function(k, wrt=(), lowering="auto"):
+            f = real(k, wrt, lowering)
+            return Scaled(f) if lowering == wrong else f
+
+        monkeypatch.setattr(eagle_jax, "function", function)
+        want = f"jax.jvp ({wrong})-vs-tangent"
     st = kernelgen.check_batch(range(40, 44), None, compiled=False, checks=("jax",))
-    assert len(st.mismatches) >= 3 and all(m.check.startswith("jax.jvp (") for m in st.mismatches), _fail_text(st)
-    assert {m.check for m in st.mismatches} >= {"jax.jvp (ffi)-vs-tangent"}
+    assert len(st.mismatches) >= 3 and {m.check for m in st.mismatches} == {want}, _fail_text(st)
 
 
 def test_moved_runs_move_products_apart():
