@@ -195,11 +195,27 @@ def test_a_second_mask_is_not_the_loops(plans):
     assert done2.all() and (u == 1.0).all()
 
 
-def test_a_negative_budget_runs_nothing(plans):
+def test_budgets_are_whole_numbers_of_launches_checked_before_anything_runs(plans):
+    """A negative budget is refused (ValueError), a float or bool one too (TypeError), by
+    until_done before it binds and by run before it launches; 0 runs nothing; numpy ints pass."""
     limit = np.full(4, 3.0)
     t, mask = np.zeros(4), np.zeros(4, bool)
-    r = eagle.until_done([plans["tick"]], limit=limit, terminated=mask, t=t).run(max_steps=-3)
+    with pytest.raises(ValueError, match=r"^eagle\.until_done: max_steps is a number of launches >= 0, got -3$"):
+        eagle.until_done([plans["tick"]], max_steps=-3, limit=limit, terminated=mask, t=t)
+    with pytest.raises(TypeError, match=r"^eagle\.until_done: max_steps is a number of launches \(an int >= 0\), got float$"):
+        eagle.until_done([plans["tick"]], max_steps=2.0, limit=limit, terminated=mask, t=t)
+    with pytest.raises(TypeError, match="got bool"):
+        eagle.loop.device_emulation([plans["tick"]], max_steps=True, limit=limit, terminated=mask, t=t)
+    runner = eagle.until_done([plans["tick"]], limit=limit, terminated=mask, t=t)
+    with pytest.raises(ValueError, match=r"^Runner\.run: max_steps is a number of launches >= 0, got -3$"):
+        runner.run(max_steps=-3)
+    with pytest.raises(TypeError, match=r"^Runner\.run: max_steps is a number of launches \(an int >= 0\), got float$"):
+        runner.run(max_steps=1.5)
+    assert runner.steps == 0 and (t == 0).all() and not mask.any()
+    r = runner.run(max_steps=0)
     assert r.steps == 0 and not r.done and (t == 0).all()
+    r = runner.run(max_steps=np.int64(2))
+    assert r.steps == 2 and (t == 2).all() and not r.done
 
 
 def test_core_loop_refuses_steps_that_are_neither_kernels_nor_callables():

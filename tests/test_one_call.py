@@ -319,6 +319,20 @@ def test_simulate_refusals(case):
     np.testing.assert_array_equal(kw["x"], x_before)  # nothing ran
 
 
+@pytest.mark.parametrize("max_steps, exc, text", [
+    (-1, ValueError, "eagle.simulate: max_steps is a number of launches >= 0, got -1"),
+    (10.0, TypeError, "eagle.simulate: max_steps is a number of launches (an int >= 0), got float"),
+    (True, TypeError, "eagle.simulate: max_steps is a number of launches (an int >= 0), got bool"),
+    (None, TypeError, "eagle.simulate: max_steps is a number of launches (an int >= 0), got NoneType"),
+])
+def test_simulate_refuses_a_budget_that_is_not_a_whole_number_of_launches(max_steps, exc, text):
+    x = np.ones(3)
+    with pytest.raises(exc) as err:
+        eagle.simulate(osc, dt=0.01, c=0.3, t_final=np.ones(3), x=x, v=np.zeros(3), t=np.zeros(3), max_steps=max_steps)
+    assert type(err.value) is exc and str(err.value) == text
+    assert (x == 1).all()  # nothing ran
+
+
 def test_events_refine_needs_the_kernels_time_and_events_is_checked():
     # events="refine" itself is tested in tests/test_events.py
     with pytest.raises(ValueError, match="events='refine' needs kernel 'fall' to declare its time plane and step"):

@@ -127,6 +127,19 @@ def loop_target(items: Sequence[Any]) -> str:
     return "cuda" if kinds["cuda"] else "host"
 
 
+def check_max_steps(max_steps: Any, where: str, optional: bool = True) -> int | None:
+    """``max_steps`` as an int (None where `optional` and not given): a number of launches,
+    0 or more. Raises TypeError for anything but an int (a bool, a float, None where it is
+    required) and ValueError for a negative one, naming `where` (the call the user made)."""
+    if max_steps is None and optional:
+        return None
+    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)):
+        raise TypeError(f"{where}: max_steps is a number of launches (an int >= 0), got {type(max_steps).__name__}")
+    if max_steps < 0:
+        raise ValueError(f"{where}: max_steps is a number of launches >= 0, got {int(max_steps)}")
+    return int(max_steps)
+
+
 class Runner:
     """A bound stepping loop; ``run()`` advances it. ``device`` is the loop on the device
     (``_core.CudaLoop``, or ``_core.HostDeviceLoop`` for ``device_emulation``), None on the
@@ -138,7 +151,7 @@ class Runner:
         self.fused = list(fused)  # the loop's one kernel with each of FUSED times its steps, or []
         self.mask = mask
         self.n = int(mask.size) if n is None else n
-        self.max_steps = max_steps
+        self.max_steps = check_max_steps(max_steps, "eagle.until_done")
         self.progress = progress
         self.device = device
         self.target = target  # 'host', 'cuda', or 'emulated' (device_emulation)
@@ -160,11 +173,10 @@ class Runner:
     def run(self, max_steps: int | None = None) -> Report:
         """Launches until every sample is done or ``max_steps`` more launches (default: the
         loop's own max_steps, counted from this call) have run."""
-        budget = max_steps if max_steps is not None else self.max_steps
+        budget = check_max_steps(max_steps, "Runner.run")
+        budget = budget if budget is not None else self.max_steps
         if budget is None:
             raise ValueError("eagle.until_done: give max_steps (to until_done or to run) so a loop that never finishes stops")
-        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)):
-            raise TypeError(f"eagle.until_done: max_steps is a number of launches, got {type(budget).__name__}")
         t0 = time.perf_counter()
         # Active sets are rebuilt from the mask at each run, so a mask changed between runs is
         # seen (within a run, launches keep them up to date; on a GPU there is none to rebuild).
@@ -172,7 +184,7 @@ class Runner:
             if b.kernel.guard.active_set:
                 b.reset_active()
         if self.device is not None:
-            done_steps, live = self._run_device(max(int(budget), 0), t0)
+            done_steps, live = self._run_device(budget, t0)
             self.steps += done_steps
             return report_of(done_steps, live, self.n, time.perf_counter() - t0)
         # The one stepping loop (cpp/runtime/loop.hpp) runs the launches, foreign nodes called
@@ -190,7 +202,7 @@ class Runner:
         fused = (dict(fused=[b._core for b in self.fused], fused_launches=list(FUSED), unit=self.items[0][1].kernel.steps,
                       fused_min=FUSED_MIN)
                  if self.fused else {})
-        done_steps, _, live = _core.run_loop(steps, host_runtime(), self.mask.ctypes.data, self.mask.size, max(int(budget), 0),
+        done_steps, _, live = _core.run_loop(steps, host_runtime(), self.mask.ctypes.data, self.mask.size, budget,
                                           chunk=chunk, on_chunk=on_chunk if chunk else None, **fused)
         self.steps += done_steps
         # run_loop's live count is exact at its end (counted at its start, kept from the
@@ -278,6 +290,7 @@ def until_done(items: Sequence[Any], max_steps: int | None = None, progress: boo
     ('host' or 'cuda'), when given, is checked against them. ``events="refine"`` (a loop of
     one kernel declaring ``time=``/``time_step=``) moves each sample that stops to the crossing
     of its stop rule inside the step: an ``eagle.events.EventRunner`` (eagle/events.py)."""
+    check_max_steps(max_steps, "eagle.until_done")  # before anything is bound
     if target is not None and target not in ("host", "cuda"):
         raise ValueError(f"eagle.until_done: target is 'host' or 'cuda', not {target!r}")
     if events not in ("step", "refine"):
@@ -358,6 +371,7 @@ def device_emulation(items: Sequence[Any], variant: str = "batched", max_steps: 
     plan of runtime/loop.hpp (``variant`` 'while' or 'batched') with the device's counting
     rule, the launches a GPU makes (``runner.device.launches_made``) and the Report made as on
     a GPU. For tests where no GPU is."""
+    check_max_steps(max_steps, "eagle.loop.device_emulation")
     if loop_target(items) != "host":
         raise ValueError("eagle.loop.device_emulation: runs host plans (on a GPU, call until_done)")
     named = _bind_items(items, bindings)

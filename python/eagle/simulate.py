@@ -37,7 +37,7 @@ import numpy as np
 from eagle.call import _match, _number, plan_for, resolve
 from eagle.events import EventModel, check_refine, event_runner, gather_and_refine, model_of, no_event_error, scatter, xp_of
 from eagle.graph import Graph
-from eagle.loop import Report, report_of, until_done
+from eagle.loop import Report, check_max_steps, report_of, until_done
 from eagle.plan import Plan
 from eagle.nodes import plane_key
 from eagle.record import Record
@@ -90,8 +90,7 @@ def simulate(model: Any, *args: Any, max_steps: int, until: Any = None, record: 
         raise ValueError(f"eagle.simulate: events is one of {_EVENTS}, not {events!r}")
     if on_no_event not in _ON_NO_EVENT:
         raise ValueError(f"eagle.simulate: on_no_event is one of {_ON_NO_EVENT}, not {on_no_event!r}")
-    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 0:
-        raise TypeError(f"eagle.simulate: max_steps is a number of launches >= 0, got {max_steps!r}")
+    max_steps = check_max_steps(max_steps, "eagle.simulate", optional=False)
     kernels_in = list(model) if isinstance(model, (list, tuple)) else [model]
     if until is not None:
         kernels_in.append(until)
