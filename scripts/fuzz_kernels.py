@@ -5,15 +5,16 @@ Generates random well-typed kernels (tests/kernelgen.py) and checks each: compil
 both dtypes against the reference interpreter (bitwise; sums within their reordering
 bound), its tangent against central differences, the adjoint identity, and (unless --no-xla)
 the JAX bridge's "xla" lowering against the interpreter and jax.jvp / jax.vjp through the
-bridge on both lowerings against the interpreter's tangent and adjoint kernels, and float32
-calls with their jax.jvp on "ffi" (the first --xla-count kernels: a few XLA compiles each;
-tests/kernelgen.py check_xla, check_jax_ad). Kernels are
+bridge on both lowerings against the interpreter's tangent and adjoint kernels, float32
+calls with their jax.jvp on "ffi", and jax.vmap over two input sets on both lowerings
+against the calls (the first --xla-count kernels: a few XLA compiles each; tests/kernelgen.py
+check_xla, check_jax_ad, check_jax_vmap). Kernels are
 compiled in batches (one translation unit per batch) by worker processes, each of which runs
 a bounded number of batches (loaded modules are never unloaded) in its own scratch cache.
 
     PYTHONPATH=build/dev/site .venv/bin/python scripts/fuzz_kernels.py --seconds 60
     ... --count 1000 --start 5000          # seeds 5000..5999
-    ... --seconds 600 --ir-only            # no C++ build: derivative checks on the IR, the "xla" lowering (no jvp/vjp checks)
+    ... --seconds 600 --ir-only            # no C++ build: derivative checks on the IR, the "xla" lowering (no jvp/vjp/vmap checks)
     ... --cxxflags=-O0                      # faster builds (RAPTOR_CXXFLAGS), same checks
     ... --jobs 1                            # one worker process at a time (default: one per CPU)
     ... --xla-count 500                     # the first 500 also through the JAX bridge checks (default 60)
@@ -50,8 +51,9 @@ def worker(start: int, count: int, batch: int, ir_only: bool, deadline: float, x
             seeds = range(seed, min(seed + batch, start + count))
             if seed < xla_until < seeds.stop:  # the batch straddles the last xla seed
                 seeds = range(seed, xla_until)
-            # (--ir-only builds no C++: not the bridge's "ffi" kernels either, so no check_jax_ad)
-            bridge = ("xla",) if ir_only else ("xla", "jax")
+            # (--ir-only builds no C++: not the bridge's "ffi" kernels either, so no check_jax_ad
+            # or check_jax_vmap)
+            bridge = ("xla",) if ir_only else ("xla", "jax", "vmap")
             checks = ("interp", "tangent", "adjoint") + (bridge if seed < xla_until else ())
             st = kernelgen.check_batch(seeds, cache, checks=checks, compiled=not ir_only)
             total.add(st)
@@ -79,7 +81,7 @@ def main() -> int:
     ap.add_argument("--ir-only", action="store_true", help="no C++ build: tangent and adjoint kernels run by the interpreter")
     ap.add_argument("--xla-count", type=int, default=60,
                     help="check the first this many kernels also through the JAX bridge: the 'xla' lowering against the "
-                         "interpreter, jax.jvp / jax.vjp on both lowerings, float32 calls (default 60: a few XLA compiles "
+                         "interpreter, jax.jvp / jax.vjp on both lowerings, float32 calls, jax.vmap (default 60: a few XLA compiles "
                          "and a bridge build each, ~5 s; -1: all)")
     ap.add_argument("--no-xla", action="store_true", help="no JAX bridge checks (--xla-count 0)")
     ap.add_argument("--cxxflags", default=None, help="RAPTOR_CXXFLAGS for the builds (e.g. -O0 for speed)")
@@ -153,7 +155,8 @@ def main() -> int:
           f"({totals.get('xla_int_compared', 0)} with integer planes, {totals.get('xla_unsupported', 0)} unsupported, {totals.get('xla_skipped', 0)} skipped, {totals.get('xla_table_errors', 0)} "
           f"table errors); {totals.get('jax_jvp_compared', 0)} jax.jvp and {totals.get('jax_vjp_compared', 0)} jax.vjp through the bridge "
           f"vs the derived kernels ({totals.get('jax_ad_skipped', 0)} skipped), {totals.get('jax_f32_compared', 0)} float32 calls with "
-          f"their jax.jvp; {totals.get('mismatches', 0)} mismatches", flush=True)
+          f"their jax.jvp, {totals.get('jax_vmap_compared', 0)} jax.vmap calls vs the calls ({totals.get('jax_vmap_skipped', 0)} skipped); "
+          f"{totals.get('mismatches', 0)} mismatches", flush=True)
     return 1 if totals.get("mismatches", 0) else 0
 
 

@@ -1688,7 +1688,7 @@ class Mismatch:
 
 COUNTS = ("seeds", "kernels", "stages", "runs_compared", "fd_elements", "fd_skipped", "adjoint_checked", "adjoint_skipped", "table_errors",
           "xla_compared", "xla_int_compared", "xla_unsupported", "xla_skipped", "xla_table_errors", "fd_stop_gradient", "adjoint_tables_refused",
-          "jax_jvp_compared", "jax_vjp_compared", "jax_ad_skipped", "jax_f32_compared")
+          "jax_jvp_compared", "jax_vjp_compared", "jax_ad_skipped", "jax_f32_compared", "jax_vmap_compared", "jax_vmap_skipped")
 
 
 @dataclass
@@ -1713,6 +1713,8 @@ class Stats:
     jax_vjp_compared: int = 0  # jax.vjp through the bridge (one per lowering) against the adjoint kernel
     jax_ad_skipped: int = 0  # lowerings whose derivatives were not compared: a mask or error flips when moved
     jax_f32_compared: int = 0  # float32 calls (JAX without x64) and their jax.jvp on "ffi", bit for bit
+    jax_vmap_compared: int = 0  # jax.vmap of the bridge over two input sets (one per lowering) against the calls
+    jax_vmap_skipped: int = 0  # of those not compared: an input set errors, or ("xla") the moved runs flip a mask
     mismatches: list[Mismatch] = field(default_factory=list)
 
     def add(self, other: "Stats") -> None:
@@ -1730,6 +1732,7 @@ class Stats:
                 f"({self.xla_unsupported} kernels unsupported, {self.xla_skipped} skipped, {self.xla_table_errors} table errors), "
                 f"{self.jax_jvp_compared} jax.jvp and {self.jax_vjp_compared} jax.vjp through the bridge "
                 f"({self.jax_ad_skipped} skipped), {self.jax_f32_compared} float32 calls with their jax.jvp, "
+                f"{self.jax_vmap_compared} jax.vmap calls ({self.jax_vmap_skipped} skipped), "
                 f"{len(self.mismatches)} mismatches")
 
 
@@ -2077,48 +2080,58 @@ def check_xla(g: GenKernel, k: Any, values: dict[str, Any], st: Stats) -> None:
     a table error, the xla path gives NaN for that sample's float outputs: agreed
     (xla_table_errors), but the erroring sample's float outputs must be NaN there (integer and
     bool outputs cannot be). The mask must agree exactly elsewhere."""
-    from eagle.frameworks import _jax_xla
-
-    try:
-        ok = _jax_xla.supported(_jax_xla.op_list(k._core))
-    except _jax_xla.UnsupportedOp:  # (what the lowering refuses by name)
-        ok = False
-    if not ok:
+    if not xla_supported(k):
         st.xla_unsupported += 1
         return
-    n, m = g.n, g.table_size
-    got = through_jax(k, values, "xla")
-    want = interpret(k, n, m, values, zero_finished=True)
-    moved = [interpret(k, n, m, values, perturb_ulps=u, zero_finished=True, perturb_products=True)
-             for u in (XLA_ULPS, -XLA_ULPS)]
-    if any((r.error is None) != (want.error is None) or not _same_mask(r.mask, want.mask) for r in moved):
+    verdict, why = _xla_vs_interpreter(k, g.n, g.table_size, values, through_jax(k, values, "xla"))
+    if verdict == "skipped":
         st.xla_skipped += 1
         return
     st.xla_compared += 1
     st.xla_int_compared += any(s.dtype in ("int32", "int64") for s in k.slots)
+    st.xla_table_errors += verdict == "table error"
+    if why:
+        st.mismatches.append(Mismatch(g.seed, "xla-vs-interpreter", why, g.report()))
+
+
+def xla_supported(k: Any) -> bool:
+    """Whether the "xla" lowering takes kernel `k` (it names what it refuses otherwise)."""
+    from eagle.frameworks import _jax_xla
+
+    try:
+        return _jax_xla.supported(_jax_xla.op_list(k._core))
+    except _jax_xla.UnsupportedOp:
+        return False
+
+
+def _xla_vs_interpreter(k: Any, n: int, m: int, values: dict[str, Any], got: dict[str, Any]) -> tuple[str, str | None]:
+    """check_xla's rule for one set of "xla" outputs `got` (by name) of `values`: ("skipped",
+    None) where the moved runs flip the mask or an error; ("table error", why) where the
+    interpreter reports one (why: None, or the erroring sample's float output that is not
+    NaN); else ("compared", None or what differs)."""
+    want = interpret(k, n, m, values, zero_finished=True)
+    moved = [interpret(k, n, m, values, perturb_ulps=u, zero_finished=True, perturb_products=True)
+             for u in (XLA_ULPS, -XLA_ULPS)]
+    if any((r.error is None) != (want.error is None) or not _same_mask(r.mask, want.mask) for r in moved):
+        return "skipped", None
     mask_name = next((s.name for s in k.slots if s.kind == "terminated"), None)
     if want.error is not None:
-        st.xla_table_errors += 1
         sample = want.error[2]
         for s in k.slots:
-            if s.kind == "mutable" and s.name in got and 0 <= sample < n and got[s.name].dtype.kind == "f":
-                col = got[s.name].reshape(-1, n)[:, sample]
+            if s.kind == "mutable" and s.name in got and 0 <= sample < n and np.asarray(got[s.name]).dtype.kind == "f":
+                col = np.asarray(got[s.name]).reshape(-1, n)[:, sample]
                 if not np.isnan(col).all():
-                    st.mismatches.append(Mismatch(g.seed, "xla-vs-interpreter",
-                                                  f"table error {want.error!r} in the interpreter, but xla's {s.name} at sample {sample} "
-                                                  f"is {col!r}, not NaN", g.report()))
-                    return
-        return
-    if mask_name is not None and not np.array_equal(got[mask_name].reshape(-1), want.mask):
-        st.mismatches.append(Mismatch(g.seed, "xla-vs-interpreter", f"mask: xla {got[mask_name].reshape(-1)}, interpreter {want.mask}", g.report()))
-        return
+                    return "table error", (f"table error {want.error!r} in the interpreter, but xla's {s.name} at sample {sample} "
+                                           f"is {col!r}, not NaN")
+        return "table error", None
+    if mask_name is not None and not np.array_equal(np.asarray(got[mask_name]).reshape(-1), want.mask):
+        return "compared", f"mask: xla {np.asarray(got[mask_name]).reshape(-1)}, interpreter {want.mask}"
     for s in k.slots:
-        if s.kind != "mutable":
-            continue
-        why = _outside_moved(s.name, got[s.name], want.outs[s.name], [r.outs[s.name] for r in moved])
-        if why:
-            st.mismatches.append(Mismatch(g.seed, "xla-vs-interpreter", why, g.report()))
-            return
+        if s.kind == "mutable":
+            why = _outside_moved(s.name, got[s.name], want.outs[s.name], [r.outs[s.name] for r in moved])
+            if why:
+                return "compared", why
+    return "compared", None
 
 
 def _outside_moved(name: str, got: Any, want: np.ndarray, moved: list[np.ndarray], sum_abs: Any = None, n: int = 0) -> str | None:
@@ -2197,7 +2210,6 @@ def check_jax_ad(g: GenKernel, k: Any, tk: Any, ak: Any, awrt: list[str], values
     interpreter by compare()'s rule: every output, the mask, the tangents."""
     import jax
 
-    from eagle.frameworks import _jax_xla
     from eagle.frameworks import jax as eagle_jax
 
     n, m = g.n, g.table_size
@@ -2212,10 +2224,7 @@ def check_jax_ad(g: GenKernel, k: Any, tk: Any, ak: Any, awrt: list[str], values
         return want, [interpret(kern, n, m, vals, perturb_ulps=u, zero_finished=True, perturb_products=contract)
                       for u in ((XLA_ULPS, -XLA_ULPS) if moved else ())]
 
-    try:
-        xla_ok = _jax_xla.supported(_jax_xla.op_list(k._core))
-    except _jax_xla.UnsupportedOp:
-        xla_ok = False
+    xla_ok = xla_supported(k)
     prev = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)
     try:
@@ -2326,6 +2335,76 @@ def _bridge_vs(kernel: Any, got: dict[str, Any], want: Run, n: int, dtype: Any) 
                    Run({name: want.outs[name] for name in got}, None, None, want.sum_abs), n, dtype)
 
 
+def check_jax_vmap(g: GenKernel, k: Any, st: Stats) -> None:
+    """``jax.vmap`` of ``eagle.frameworks.jax.function(k, lowering=...)`` (float64) over two
+    input sets, on both lowerings: each argument batched on its leading axis, on its last, or
+    not at all (then both entries take the first set's value), chosen by the seed (in half
+    the calls Params and Tables never), with at least one batched, the vmap jitted or not
+    (also by the seed). That reaches each of the
+    bridge's batching rules (_jax_rules._batch: JAX batching the "xla" operations, the batch
+    folded into the sample axis, one launch per entry for batched Params and Tables, sums
+    and draws). Entry i must be the call on set i: on "ffi" the bridge's own call on that set,
+    bit for bit (the same compiled kernel); on "xla" the interpreter by check_xla's rule.
+    Where the interpreter reports an error for a set (the call raises; under vmap it must too,
+    but which entry's is not compared) or, on "xla", the moved runs flip a mask, not compared
+    (jax_vmap_skipped)."""
+    import jax
+
+    from eagle.frameworks import jax as eagle_jax
+
+    n, m = g.n, g.table_size
+    first = make_values(k, n, m, np.random.default_rng(g.seed))
+    second = make_values(k, n, m, np.random.default_rng([g.seed, 1]))
+    pick = np.random.default_rng([g.seed, 2])
+    prev = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        for lowering in ("ffi", "xla") if xla_supported(k) else ("ffi",):
+            f = eagle_jax.function(k, lowering=lowering)
+            a = _bridge_args(f, k, first)
+            # half the time only per-sample inputs batched (the fold into the sample axis),
+            # else any input (a batched Param or Table: one launch per entry)
+            samples_only = bool(pick.integers(2))
+            axes: list[int | None] = [None if samples_only and k.slot(name).kind in ("param", "table")
+                                      else [None, 0, np.ndim(x)][int(pick.integers(3))] for name, x in zip(f.inputs, a)]
+            if all(ax is None for ax in axes):
+                axes[int(pick.integers(len(axes)))] = 0
+            sets = [first, {name: (second[name] if ax is not None else first[name]) for name, ax in zip(f.inputs, axes)}]
+            runs = [interpret(k, n, m, v, zero_finished=True) for v in sets]
+            if any(r.error is not None for r in runs):
+                st.jax_vmap_skipped += 1
+                continue
+            b = _bridge_args(f, k, sets[1])
+            stacked = [x if ax is None else np.stack([x, y], axis=ax) for x, y, ax in zip(a, b, axes)]
+            vf = jax.vmap(f, in_axes=tuple(axes))
+            res = (jax.jit(vf) if pick.integers(2) else vf)(*stacked)
+            res = res if isinstance(res, tuple) else (res,)
+            entries = [{name: np.asarray(r)[i] for name, r in zip(f.outputs, res)} for i in range(2)]
+            where = f"jax.vmap ({lowering}, in_axes={tuple(axes)})"
+            for i, (vals, got) in enumerate(zip(sets, entries)):
+                if lowering == "ffi":
+                    want = f(*(a if i == 0 else b))
+                    want = want if isinstance(want, tuple) else (want,)
+                    for name, w in zip(f.outputs, want):
+                        w = np.asarray(w)
+                        if got[name].shape != w.shape or got[name].dtype != w.dtype or not _same_bits(got[name], w).all():
+                            st.mismatches.append(Mismatch(g.seed, f"{where}-vs-calls",
+                                                          f"entry {i}, {name}: vmap {got[name]!r}, the call {w!r}", g.report()))
+                            return
+                    continue
+                verdict, why = _xla_vs_interpreter(k, n, m, vals, got)
+                if verdict == "skipped":
+                    st.jax_vmap_skipped += 1
+                    break
+                if why:
+                    st.mismatches.append(Mismatch(g.seed, f"{where}-vs-interpreter", f"entry {i}: {why}", g.report()))
+                    return
+            else:
+                st.jax_vmap_compared += 1
+    finally:
+        jax.config.update("jax_enable_x64", prev)
+
+
 def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks, awrt=None) -> None:
     if "xla" in checks:
         check_xla(g, k, make_values(k, g.n, g.table_size, np.random.default_rng(g.seed)), st)
@@ -2370,6 +2449,8 @@ def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks, awrt=None) ->
         return
     if "jax" in checks:
         check_jax_ad(g, k, tk, ak, wrt if awrt is None else awrt, values, t, ct, st)
+    if "vmap" in checks:
+        check_jax_vmap(g, k, st)
     tdot = {o: runs64["tangent"].outs[tn[o]] for o in outs}
     if tk.slots and any(r == "p" and s.kind == "mutable" for s, (r, _) in zip(tk.slots, tk._core.slot_roles())):
         for o in (s.name for s in k.slots if s.kind == "mutable" and s.name in runs64["tangent"].outs):

@@ -5,7 +5,7 @@ dtypes against the reference interpreter (bitwise, except where an inexact libra
 is involved: within how far its outputs move when those results are 2 ulp off; sums within
 their reordering bound), tangents against central differences, the adjoint identity to
 1e-10, and the JAX bridge (its "xla" lowering, jax.jvp / jax.vjp on both lowerings and float32
-calls) against the interpreter. Seeded and bounded (about 3 minutes on 2 cores, half of it
+calls, jax.vmap on both lowerings) against the interpreter. Seeded and bounded (about 3 minutes on 2 cores, half of it
 the bridge's builds); scripts/fuzz_kernels.py is the long run. A failure prints each mismatch with its seed and the kernel's source.
 
 Also here: the checks themselves catch wrong answers (so a pass means something), and the
@@ -356,6 +356,74 @@ def test_the_jax_derivative_check_catches_wrong_derivatives(wrong, monkeypatch, 
         want = f"jax.jvp ({wrong})-vs-tangent"
     st = kernelgen.check_batch(range(40, 44), None, compiled=False, checks=("jax",))
     assert len(st.mismatches) >= 3 and {m.check for m in st.mismatches} == {want}, _fail_text(st)
+
+
+VMAP_SEEDS = range(40, 52)  # ~40 s, most of it the "ffi" builds (shared with JAX_AD_SEEDS's where cached)
+
+
+@pytest.fixture
+def set_batcher():
+    """Sets the bridge primitive's batching rule (jax's batching registry, not a dict that
+    monkeypatch can restore) for one test, and restores the bridge's own after it."""
+    from eagle.frameworks import _jax_rules
+
+    registry, own = _jax_rules.batching.primitive_batchers, _jax_rules._batch
+
+    def put(rule) -> None:
+        registry[_jax_rules.kernel_p] = rule
+
+    yield put
+    registry[_jax_rules.kernel_p] = own
+
+
+def _counting_batch_paths(monkeypatch, set_batcher) -> dict[str, int]:
+    """Counts of the bridge's batching paths taken (_jax_rules._batch): "inline" (JAX batches
+    the "xla" operations), "entry" (one launch per batch entry), "fold" (into the sample axis)."""
+    from eagle.frameworks import _jax_rules
+
+    seen = {"all": 0, "inline": 0, "entry": 0}
+    batch, inline, entry = _jax_rules._batch, _jax_rules._batched_xla_function, _jax_rules._batch_by_entry
+
+    def counted(real, key):
+        def f(*a, **kw):
+            seen[key] += 1
+            return real(*a, **kw)
+        return f
+
+    set_batcher(counted(batch, "all"))
+    monkeypatch.setattr(_jax_rules, "_batched_xla_function", counted(inline, "inline"))
+    monkeypatch.setattr(_jax_rules, "_batch_by_entry", counted(entry, "entry"))
+    return seen
+
+
+def test_vmap_through_the_jax_bridge_matches_the_calls(monkeypatch, set_batcher, unrecorded):
+    """jax.vmap of eagle.frameworks.jax.function over two input sets, arguments batched on
+    random axes or not at all (kernelgen.check_jax_vmap): each entry is the "ffi" call on its
+    set bit for bit, and the interpreter on "xla" by check_xla's rule; every batching path of
+    the bridge is taken."""
+    seen = _counting_batch_paths(monkeypatch, set_batcher)
+    st = kernelgen.check_batch(VMAP_SEEDS, None, compiled=False, checks=("vmap",))
+    assert not st.mismatches, _fail_text(st)
+    assert st.jax_vmap_compared >= 1.5 * st.kernels  # both lowerings, most kernels
+    assert seen["inline"] >= 3 and seen["entry"] >= 3 and seen["all"] - seen["inline"] - seen["entry"] >= 3, seen
+
+
+@pytest.mark.parametrize("wrong", ["ffi", "xla"])
+def test_the_vmap_check_catches_a_wrong_batching_rule(wrong, set_batcher, unrecorded):
+    """With the bridge's batching rule answering 1 + 1e-9 times the right values on one
+    lowering, the vmap check reports the kernels there."""
+    from eagle.frameworks import _jax_rules
+
+    batch = _jax_rules._batch
+
+    def scaled(args, dims, *, call, lowering="ffi"):
+        outs, out_dims = batch(args, dims, call=call, lowering=lowering)
+        return ([_scaled(o) for o in outs] if lowering == wrong else outs), out_dims
+
+    set_batcher(scaled)
+    st = kernelgen.check_batch(range(40, 44), None, compiled=False, checks=("vmap",))
+    assert len(st.mismatches) >= 3, _fail_text(st)
+    assert all(m.check.startswith(f"jax.vmap ({wrong},") for m in st.mismatches), _fail_text(st)
 
 
 def test_moved_runs_move_products_apart():
