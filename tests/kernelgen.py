@@ -141,7 +141,7 @@ import linecache
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -2335,7 +2335,7 @@ def _bridge_vs(kernel: Any, got: dict[str, Any], want: Run, n: int, dtype: Any) 
                    Run({name: want.outs[name] for name in got}, None, None, want.sum_abs), n, dtype)
 
 
-def check_jax_vmap(g: GenKernel, k: Any, st: Stats) -> None:
+def check_jax_vmap(g: GenKernel, k: Any, st: Stats, awrt: list[str] | None = None) -> None:
     """``jax.vmap`` of ``eagle.frameworks.jax.function(k, lowering=...)`` (float64) over two
     input sets, on both lowerings: each argument batched on its leading axis, on its last, or
     not at all (then both entries take the first set's value), chosen by the seed (in half
@@ -2347,7 +2347,9 @@ def check_jax_vmap(g: GenKernel, k: Any, st: Stats) -> None:
     bit for bit (the same compiled kernel); on "xla" the interpreter by check_xla's rule.
     Where the interpreter reports an error for a set (the call raises; under vmap it must too,
     but which entry's is not compared) or, on "xla", the moved runs flip a mask, not compared
-    (jax_vmap_skipped)."""
+    (jax_vmap_skipped). Then, on "ffi" and with `awrt` (the float inputs an adjoint takes),
+    jax.vmap of jax.jvp and of jax.vjp the same way (_vmap_of_derivatives): each counted in
+    jax_vmap_compared too."""
     import jax
 
     from eagle.frameworks import jax as eagle_jax
@@ -2385,12 +2387,10 @@ def check_jax_vmap(g: GenKernel, k: Any, st: Stats) -> None:
                 if lowering == "ffi":
                     want = f(*(a if i == 0 else b))
                     want = want if isinstance(want, tuple) else (want,)
-                    for name, w in zip(f.outputs, want):
-                        w = np.asarray(w)
-                        if got[name].shape != w.shape or got[name].dtype != w.dtype or not _same_bits(got[name], w).all():
-                            st.mismatches.append(Mismatch(g.seed, f"{where}-vs-calls",
-                                                          f"entry {i}, {name}: vmap {got[name]!r}, the call {w!r}", g.report()))
-                            return
+                    why = _bits_differ(f.outputs, [got[name] for name in f.outputs], want)
+                    if why:
+                        st.mismatches.append(Mismatch(g.seed, f"{where}-vs-calls", f"entry {i}, {why}", g.report()))
+                        return
                     continue
                 verdict, why = _xla_vs_interpreter(k, n, m, vals, got)
                 if verdict == "skipped":
@@ -2401,8 +2401,93 @@ def check_jax_vmap(g: GenKernel, k: Any, st: Stats) -> None:
                     return
             else:
                 st.jax_vmap_compared += 1
+            if lowering == "ffi" and awrt is not None:
+                why = _vmap_of_derivatives(f, a, b, stacked, axes, [name in awrt for name in f.inputs], pick, st)
+                if why:
+                    st.mismatches.append(Mismatch(g.seed, f"{where} of jax.jvp / jax.vjp-vs-calls", why, g.report()))
+                    return
     finally:
         jax.config.update("jax_enable_x64", prev)
+
+
+def _bits_differ(names: Sequence[str], got: Sequence[Any], want: Sequence[Any]) -> str | None:
+    """None where each of `got` equals `want`'s array of the same place in shape, dtype and
+    bits; else the first that differs, by name."""
+    for name, x, w in zip(names, got, want):
+        x, w = np.asarray(x), np.asarray(w)
+        if x.shape != w.shape or x.dtype != w.dtype or not _same_bits(x, w).all():
+            return f"{name}: vmap {x!r}, the call {w!r}"
+    return None
+
+
+def _vmap_of_derivatives(f: Any, a: list[Any], b: list[Any], stacked: list[Any], axes: list[int | None], in_awrt: list[bool],
+                         pick: np.random.Generator, st: Stats) -> str | None:
+    """check_jax_vmap's derivatives on "ffi": jax.vmap of jax.jvp (tangents batched as their
+    primals) and of jax.vjp (with respect to the float inputs in `in_awrt`, the others closed
+    over; cotangents batched on their leading axis) over the two argument sets `a`, `b`
+    (`stacked` with `axes`), each entry against the same jvp / vjp of that set's call, bit for
+    bit (the same derived kernels, run per entry or over the folded samples). None, or what
+    differs."""
+    import jax
+
+    fl = [i for i, x in enumerate(a) if x.dtype.kind == "f"]
+    if not fl:
+        return None
+
+    def tangents(args: Sequence[Any], tfl: Sequence[Any]) -> tuple[Any, ...]:
+        ts = [np.zeros(np.shape(x), jax.dtypes.float0) for x in args]
+        for i, t in zip(fl, tfl):
+            ts[i] = t
+        return tuple(ts)
+
+    def jvp_of(args: Sequence[Any], tfl: Sequence[Any]) -> Any:
+        return jax.jvp(f, tuple(args), tangents(args, tfl))[1]
+
+    ta = [pick.standard_normal(np.shape(a[i])) for i in fl]
+    tb = [ta[j] if axes[i] is None else pick.standard_normal(np.shape(b[i])) for j, i in enumerate(fl)]
+    t_stacked = [x if axes[i] is None else np.stack([x, y], axis=axes[i]) for i, x, y in zip(fl, ta, tb)]
+    got = jax.vmap(jvp_of, in_axes=(axes, [axes[i] for i in fl]))(stacked, t_stacked)
+    got = got if isinstance(got, tuple) else (got,)
+    floats = [j for j, o in enumerate(got) if np.asarray(o).dtype.kind == "f"]
+    for e, (args, t) in enumerate(((a, ta), (b, tb))):
+        want = jvp_of(args, t)
+        want = want if isinstance(want, tuple) else (want,)
+        why = _bits_differ([f.outputs[j] for j in floats], [np.asarray(got[j])[e] for j in floats], [want[j] for j in floats])
+        if why:
+            return f"jvp, entry {e}, tangent of {why}"
+    st.jax_vmap_compared += 1
+
+    at = [i for i in fl if in_awrt[i]]
+    if not at:
+        return None
+    prim = f(*a)
+    prim = prim if isinstance(prim, tuple) else (prim,)
+    outs = [j for j, p in enumerate(prim) if np.asarray(p).dtype.kind == "f"]
+
+    def vjp_of(args: Sequence[Any], cfl: Sequence[Any]) -> Any:
+        def fa(*xs: Any) -> Any:
+            full = list(args)
+            for i, x in zip(at, xs):
+                full[i] = x
+            return f(*full)
+
+        out, back = jax.vjp(fa, *[args[i] for i in at])
+        out = out if isinstance(out, tuple) else (out,)
+        cts = [np.zeros(np.shape(o), jax.dtypes.float0) for o in out]
+        for j, c in zip(outs, cfl):
+            cts[j] = c
+        return back(tuple(cts) if len(out) > 1 else cts[0])
+
+    ca = [pick.standard_normal(np.shape(prim[j])) for j in outs]
+    cb = [pick.standard_normal(np.shape(prim[j])) for j in outs]
+    got = jax.vmap(vjp_of, in_axes=(axes, 0))(stacked, [np.stack([x, y]) for x, y in zip(ca, cb)])
+    for e, (args, c) in enumerate(((a, ca), (b, cb))):
+        want = vjp_of(args, c)
+        why = _bits_differ([f.inputs[i] for i in at], [np.asarray(x)[e] for x in got], want)
+        if why:
+            return f"vjp, entry {e}, cotangent of {why}"
+    st.jax_vmap_compared += 1
+    return None
 
 
 def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks, awrt=None) -> None:
@@ -2450,7 +2535,7 @@ def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks, awrt=None) ->
     if "jax" in checks:
         check_jax_ad(g, k, tk, ak, wrt if awrt is None else awrt, values, t, ct, st)
     if "vmap" in checks:
-        check_jax_vmap(g, k, st)
+        check_jax_vmap(g, k, st, wrt if awrt is None else awrt)
     tdot = {o: runs64["tangent"].outs[tn[o]] for o in outs}
     if tk.slots and any(r == "p" and s.kind == "mutable" for s, (r, _) in zip(tk.slots, tk._core.slot_roles())):
         for o in (s.name for s in k.slots if s.kind == "mutable" and s.name in runs64["tangent"].outs):

@@ -399,31 +399,43 @@ def _counting_batch_paths(monkeypatch, set_batcher) -> dict[str, int]:
 def test_vmap_through_the_jax_bridge_matches_the_calls(monkeypatch, set_batcher, unrecorded):
     """jax.vmap of eagle.frameworks.jax.function over two input sets, arguments batched on
     random axes or not at all (kernelgen.check_jax_vmap): each entry is the "ffi" call on its
-    set bit for bit, and the interpreter on "xla" by check_xla's rule; every batching path of
-    the bridge is taken."""
+    set bit for bit, and the interpreter on "xla" by check_xla's rule; vmap of jax.jvp and of
+    jax.vjp on "ffi" are each entry's jvp / vjp bit for bit; every batching path of the bridge
+    is taken."""
     seen = _counting_batch_paths(monkeypatch, set_batcher)
     st = kernelgen.check_batch(VMAP_SEEDS, None, compiled=False, checks=("vmap",))
     assert not st.mismatches, _fail_text(st)
-    assert st.jax_vmap_compared >= 1.5 * st.kernels  # both lowerings, most kernels
+    assert st.jax_vmap_compared >= 3 * st.kernels  # both lowerings, jvp and vjp on "ffi", most kernels
     assert seen["inline"] >= 3 and seen["entry"] >= 3 and seen["all"] - seen["inline"] - seen["entry"] >= 3, seen
 
 
-@pytest.mark.parametrize("wrong", ["ffi", "xla"])
+@pytest.mark.parametrize("wrong", ["ffi", "xla", "jvp", "vjp"])
 def test_the_vmap_check_catches_a_wrong_batching_rule(wrong, set_batcher, unrecorded):
     """With the bridge's batching rule answering 1 + 1e-9 times the right values on one
-    lowering, the vmap check reports the kernels there."""
+    lowering, or on "ffi" for the tangent kernels' calls only ("jvp": only vmap of jax.jvp is
+    wrong) or the adjoint kernels' ("vjp"), the vmap check reports the kernels there."""
     from eagle.frameworks import _jax_rules
 
     batch = _jax_rules._batch
 
+    def is_wrong(call, lowering) -> bool:
+        if wrong in ("jvp", "vjp"):
+            return lowering == "ffi" and any(role == ("t" if wrong == "jvp" else "c") for role, _ in call.roles)
+        return lowering == wrong
+
     def scaled(args, dims, *, call, lowering="ffi"):
         outs, out_dims = batch(args, dims, call=call, lowering=lowering)
-        return ([_scaled(o) for o in outs] if lowering == wrong else outs), out_dims
+        return ([_scaled(o) for o in outs] if is_wrong(call, lowering) else outs), out_dims
 
     set_batcher(scaled)
     st = kernelgen.check_batch(range(40, 44), None, compiled=False, checks=("vmap",))
     assert len(st.mismatches) >= 3, _fail_text(st)
-    assert all(m.check.startswith(f"jax.vmap ({wrong},") for m in st.mismatches), _fail_text(st)
+    if wrong in ("jvp", "vjp"):
+        assert all(m.check.startswith("jax.vmap (ffi,") and m.check.endswith("of jax.jvp / jax.vjp-vs-calls")
+                   and m.detail.startswith(f"{wrong}, entry ") for m in st.mismatches), _fail_text(st)
+    else:
+        assert all(m.check.startswith(f"jax.vmap ({wrong},") and m.check.endswith(("-vs-calls", "-vs-interpreter"))
+                   and "of jax.jvp" not in m.check for m in st.mismatches), _fail_text(st)
 
 
 def test_moved_runs_move_products_apart():
