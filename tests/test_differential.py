@@ -438,6 +438,17 @@ def test_the_vmap_check_catches_a_wrong_batching_rule(wrong, set_batcher, unreco
                    and "of jax.jvp" not in m.check for m in st.mismatches), _fail_text(st)
 
 
+def test_the_fuzzers_sample_index_kernel_is_numbered_per_entry_under_vmap(unrecorded):
+    """The kernel in tests/found_by_fuzzing/vmap_sample_index.py (it reads sample_index()):
+    under jax.vmap with only its per-sample planes batched (the in_axes its seed draws), each
+    entry equals its own call on both lowerings, and so do vmap of its jvp and vjp."""
+    path = Path(__file__).parent / "found_by_fuzzing" / "vmap_sample_index.py"
+    g = kernelgen.GenKernel(seed=43000203, name="fz_43000203", source=path.read_text(), table_size=3, n=1)
+    st = kernelgen.check_batch([g], None, compiled=False, checks=("vmap",))
+    assert not st.mismatches, _fail_text(st)
+    assert st.jax_vmap_compared == 4 and st.jax_vmap_skipped == 0, st.summary()
+
+
 def test_moved_runs_move_products_apart():
     """perturb_products (the "xla" checks' model of XLA:CPU contracting a * b + c into an FMA)
     moves two products that IEEE arithmetic rounds alike apart, so a branch on their

@@ -5,7 +5,8 @@ length, through every path:
   1. eagle plans in float64 and float32, on one thread and split over the pool (a launch large
      enough to be chunked), with an active set (the index is the sample's, not its position);
   2. the reference interpreter, including a shard (sample_base, n_total);
-  3. the JAX bridge on both lowerings, jax.grad through a kernel that scales by the index;
+  3. the JAX bridge on both lowerings, jax.grad through a kernel that scales by the index,
+     and under jax.vmap (each entry numbered on its own);
   4. a call sharded over 4 host devices equals the unsharded call (both lowerings);
   5. the CUDA emission compiles with NVRTC; the refusal of an argument is pinned.
 """
@@ -112,6 +113,28 @@ def test_jax_lowerings(lowering, dtype):
     # forward mode: the tangent kernel reads the index too
     _, t = jax.jvp(lambda x: g(x, dtype(1.5)), (xs,), (jnp.ones_like(xs),))
     np.testing.assert_allclose(np.asarray(t), 1.5 * i / n, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("lowering", ["ffi", "xla"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_vmap_numbers_each_entrys_samples(lowering, axis):
+    """Under jax.vmap each entry is a launch of its own: sample_index() counts 0 .. N-1 and
+    n_samples() is N in every entry (on "ffi" the batch is not folded into the sample axis
+    for such a kernel, as it is not for draws: folded, the second entry read N + i, found by
+    the differential fuzzer's vmap check); its jvp and grad too."""
+    f = eagle_jax.function(numbered, lowering=lowering)
+    g = eagle_jax.function(ramp, wrt=("x", "a"), lowering=lowering)
+    xs = np.linspace(0.5, 2.0, 2 * 5).reshape(2, 5)
+    batched = xs if axis == 0 else xs.T
+    got = np.asarray(jax.vmap(f, in_axes=axis)(jnp.asarray(batched)))
+    np.testing.assert_array_equal(got, np.stack([_want_numbered(x) for x in xs]))
+    got = np.asarray(jax.vmap(g, in_axes=(axis, None))(jnp.asarray(batched), 1.5))
+    np.testing.assert_array_equal(got, np.stack([np.asarray(g(jnp.asarray(x), 1.5)) for x in xs]))
+    _, t = jax.vmap(lambda x: jax.jvp(lambda u: g(u, 1.5), (x,), (jnp.ones_like(x),)), in_axes=axis)(jnp.asarray(batched))
+    i = np.arange(5.0)
+    np.testing.assert_allclose(np.asarray(t), np.stack([1.5 * i / 5] * 2), rtol=1e-14, atol=1e-14)
+    gx = jax.vmap(jax.grad(lambda x: jnp.sum(g(x, 1.5))), in_axes=axis)(jnp.asarray(batched))
+    np.testing.assert_allclose(np.asarray(gx), np.stack([1.5 * i / 5] * 2), rtol=1e-14, atol=1e-14)
 
 
 SHARD_SRC = '''

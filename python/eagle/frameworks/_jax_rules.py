@@ -18,8 +18,8 @@ The primitive is parameterized by a ``KernelCall`` (a kernel in one dtype). Its 
   operations under ``jax.vmap`` (JAX batches XLA's own operations best; ``_inline_batched``).
   Otherwise batched planes fold into the sample axis (free for a trailing batch axis, one
   transpose otherwise); a batched Param or Table, a kernel with sums over samples, or one
-  that draws random numbers (its sample numbering), runs one launch per batch entry
-  (``lax.map``).
+  that draws random numbers or reads hawk.math.sample_index() / n_samples() (its sample
+  numbering), runs one launch per batch entry (``lax.map``).
 """
 
 from __future__ import annotations
@@ -409,10 +409,12 @@ def _batch(args: Sequence[Any], dims: Sequence[Any], *, call: KernelCall, loweri
     size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
     uniform_batched = any(d is not None and s.kind in ("param", "table") for s, d in zip(call.inputs, dims))
     has_sums = any(s.kind in ("param_sum", "table_sum") for s in call.outputs)
-    # Draws use the sample index within the call: folding the batch into the sample axis
-    # would renumber the samples, so vmap of a kernel with a Random key runs per entry.
-    draws = any(s.kind == "random" for s in call.inputs)
-    if uniform_batched or has_sums or draws:
+    # Draws use the sample index within the call, and hawk.math.sample_index() / n_samples()
+    # are it and the call's N: folding the batch into the sample axis would renumber the
+    # samples (and multiply N), so vmap of a kernel with a Random key or that reads them runs
+    # per entry.
+    numbered = any(s.kind == "random" for s in call.inputs) or call.ops().numbered
+    if uniform_batched or has_sums or numbered:
         return _batch_by_entry(args, dims, call, size, lowering)
     folded = []
     for s, a, d in zip(call.inputs, args, dims):
