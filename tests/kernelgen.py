@@ -2189,6 +2189,21 @@ def bridge_tangents(f: Any, args: list[Any], t: dict[str, Any]) -> tuple[Any, ..
     return tuple(out)
 
 
+def bridge_vjp(f: Any, args: Sequence[Any], at: Sequence[int]) -> tuple[tuple[Any, ...], Any]:
+    """jax.vjp of the bridge's `f` with respect to its arguments at places `at`, the other
+    `args` closed over: (the outputs as a tuple, the pullback)."""
+    import jax
+
+    def fa(*xs: Any) -> Any:
+        full = list(args)
+        for i, x in zip(at, xs):
+            full[i] = x
+        return f(*full)
+
+    out, back = jax.vjp(fa, *[args[i] for i in at])
+    return (out if isinstance(out, tuple) else (out,)), back
+
+
 def check_jax_ad(g: GenKernel, k: Any, tk: Any, ak: Any, awrt: list[str], values: dict[str, Any], t: dict[str, Any],
                  ct: dict[str, Any], st: Stats) -> None:
     """``jax.jvp`` and ``jax.vjp`` of ``eagle.frameworks.jax.function(k, lowering=...)`` (float64)
@@ -2253,15 +2268,7 @@ def check_jax_ad(g: GenKernel, k: Any, tk: Any, ak: Any, awrt: list[str], values
                     st.mismatches.append(Mismatch(g.seed, f"jax.jvp ({lowering})-vs-tangent", why, g.report()))
                     return
             at = [i for i, name in enumerate(f.inputs) if name in awrt]
-
-            def fa(*xs: Any, _f: Any = f, _args: list = args, _at: list = at) -> Any:
-                full = list(_args)
-                for i, x in zip(_at, xs):
-                    full[i] = x
-                return _f(*full)
-
-            prim, vjp = jax.vjp(fa, *[args[i] for i in at])
-            prim = prim if isinstance(prim, tuple) else (prim,)
+            prim, vjp = bridge_vjp(f, args, at)
             cts = []
             for name, p in zip(f.outputs, prim):
                 if name in outs:
@@ -2465,14 +2472,7 @@ def _vmap_of_derivatives(f: Any, a: list[Any], b: list[Any], stacked: list[Any],
     outs = [j for j, p in enumerate(prim) if np.asarray(p).dtype.kind == "f"]
 
     def vjp_of(args: Sequence[Any], cfl: Sequence[Any]) -> Any:
-        def fa(*xs: Any) -> Any:
-            full = list(args)
-            for i, x in zip(at, xs):
-                full[i] = x
-            return f(*full)
-
-        out, back = jax.vjp(fa, *[args[i] for i in at])
-        out = out if isinstance(out, tuple) else (out,)
+        out, back = bridge_vjp(f, args, at)
         cts = [np.zeros(np.shape(o), jax.dtypes.float0) for o in out]
         for j, c in zip(outs, cfl):
             cts[j] = c
