@@ -334,9 +334,12 @@ def test_bind_and_launch_never_crash_and_name_what_is_wrong(plans, case):
 
 
 @settings(max_examples=400, **SETTINGS)
-@given(case=cases(("osc",)), budget=st.sampled_from([0, 1, 5, 400, -3, None]), path=st.sampled_from(["host", "while", "batched"]))
+@given(case=cases(("osc",)), budget=st.sampled_from([0, 1, 5, 400, -3, None, 2.5, True]),
+       path=st.sampled_from(["host", "while", "batched"]))
 def test_until_done_never_crashes_and_names_what_is_wrong(plans, case, budget, path):
-    """On the host, and on the device path run on the CPU (eagle.loop.device_emulation)."""
+    """On the host, and on the device path run on the CPU (eagle.loop.device_emulation). A
+    budget that is not a whole number of launches >= 0 is refused by run, which then runs
+    nothing."""
     name, values, n = case
     box: dict[str, Any] = {}
 
@@ -348,12 +351,19 @@ def test_until_done_never_crashes_and_names_what_is_wrong(plans, case, budget, p
     if try_call(lambda: box.setdefault("r", make()), name, values):
         runner = box["r"]
         event("loop bound")
+        if isinstance(budget, (float, bool)) or (budget is not None and budget < 0):
+            mask = runner.mask.copy()
+            with pytest.raises(TypeError if isinstance(budget, (float, bool)) else ValueError) as err:
+                runner.run(max_steps=budget)
+            assert str(err.value).startswith("Runner.run: max_steps is a number of launches")
+            assert runner.steps == 0 and np.array_equal(runner.mask, mask)
+            return
         try:
             report = runner.run(max_steps=budget)
         except ValueError as err:  # a budget of None with none given: not here (max_steps=400)
             pytest.fail(f"run({budget}) raised {err}")
         assert report.finished + report.live == runner.n
-        assert 0 <= report.steps <= (400 if budget is None else max(budget, 0))
+        assert 0 <= report.steps <= (400 if budget is None else budget)
 
 
 @pytest.fixture(scope="module")
