@@ -151,7 +151,7 @@ class Runner:
         self.fused = list(fused)  # the loop's one kernel with each of FUSED times its steps, or []
         self.mask = mask
         self.n = int(mask.size) if n is None else n
-        self.max_steps = check_max_steps(max_steps, "eagle.until_done")
+        self.max_steps = max_steps  # an int or None: checked by the caller (check_max_steps) before it bound
         self.progress = progress
         self.device = device
         self.target = target  # 'host', 'cuda', or 'emulated' (device_emulation)
@@ -290,7 +290,7 @@ def until_done(items: Sequence[Any], max_steps: int | None = None, progress: boo
     ('host' or 'cuda'), when given, is checked against them. ``events="refine"`` (a loop of
     one kernel declaring ``time=``/``time_step=``) moves each sample that stops to the crossing
     of its stop rule inside the step: an ``eagle.events.EventRunner`` (eagle/events.py)."""
-    check_max_steps(max_steps, "eagle.until_done")  # before anything is bound
+    max_steps = check_max_steps(max_steps, "eagle.until_done")  # before anything is bound
     if target is not None and target not in ("host", "cuda"):
         raise ValueError(f"eagle.until_done: target is 'host' or 'cuda', not {target!r}")
     if events not in ("step", "refine"):
@@ -371,7 +371,7 @@ def device_emulation(items: Sequence[Any], variant: str = "batched", max_steps: 
     plan of runtime/loop.hpp (``variant`` 'while' or 'batched') with the device's counting
     rule, the launches a GPU makes (``runner.device.launches_made``) and the Report made as on
     a GPU. For tests where no GPU is."""
-    check_max_steps(max_steps, "eagle.loop.device_emulation")
+    max_steps = check_max_steps(max_steps, "eagle.loop.device_emulation")
     if loop_target(items) != "host":
         raise ValueError("eagle.loop.device_emulation: runs host plans (on a GPU, call until_done)")
     named = _bind_items(items, bindings)

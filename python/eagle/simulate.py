@@ -126,12 +126,12 @@ def simulate(model: Any, *args: Any, max_steps: int, until: Any = None, record: 
     mask = r.values[masks[0]]
     model = model_of(kernels[0], rule, r.target, plans[0].cache_dir) if rule is not None else None
     if record:
-        report, rec = _run_recorded(plans, r.values, int(max_steps), model, on_no_event)
+        report, rec = _run_recorded(plans, r.values, max_steps, model, on_no_event)
     else:
         if model is not None:
-            runner = event_runner(plans, int(max_steps), progress, None, on_no_event, r.values, "eagle.simulate")
+            runner = event_runner(plans, max_steps, progress, None, on_no_event, r.values, "eagle.simulate")
         else:
-            runner = until_done(plans, max_steps=int(max_steps), progress=progress, **r.values)
+            runner = until_done(plans, max_steps=max_steps, progress=progress, **r.values)
         report = runner.run()
         rec = None
     t_stop = None
