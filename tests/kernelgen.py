@@ -1688,7 +1688,8 @@ class Mismatch:
 
 COUNTS = ("seeds", "kernels", "stages", "runs_compared", "fd_elements", "fd_skipped", "adjoint_checked", "adjoint_skipped", "table_errors",
           "xla_compared", "xla_int_compared", "xla_unsupported", "xla_skipped", "xla_table_errors", "fd_stop_gradient", "adjoint_tables_refused",
-          "jax_jvp_compared", "jax_vjp_compared", "jax_ad_skipped", "jax_f32_compared", "jax_vmap_compared", "jax_vmap_skipped")
+          "jax_jvp_compared", "jax_vjp_compared", "jax_ad_skipped", "jax_f32_compared", "jax_vmap_compared", "jax_vmap_skipped",
+          "jax_vmap_f32_compared")
 
 
 @dataclass
@@ -1715,6 +1716,7 @@ class Stats:
     jax_f32_compared: int = 0  # float32 calls (JAX without x64) and their jax.jvp on "ffi", bit for bit
     jax_vmap_compared: int = 0  # jax.vmap of the bridge over two input sets (one per lowering) against the calls
     jax_vmap_skipped: int = 0  # of those not compared: an input set errors, or ("xla") the moved runs flip a mask
+    jax_vmap_f32_compared: int = 0  # the "ffi" jax.vmap again in float32 (JAX without x64) against the calls
     mismatches: list[Mismatch] = field(default_factory=list)
 
     def add(self, other: "Stats") -> None:
@@ -1733,6 +1735,7 @@ class Stats:
                 f"{self.jax_jvp_compared} jax.jvp and {self.jax_vjp_compared} jax.vjp through the bridge "
                 f"({self.jax_ad_skipped} skipped), {self.jax_f32_compared} float32 calls with their jax.jvp, "
                 f"{self.jax_vmap_compared} jax.vmap calls ({self.jax_vmap_skipped} skipped), "
+                f"{self.jax_vmap_f32_compared} float32 jax.vmap calls, "
                 f"{len(self.mismatches)} mismatches")
 
 
@@ -2060,7 +2063,7 @@ def through_jax(k: Any, values: dict[str, Any], lowering: str) -> dict[str, np.n
         jax.config.update("jax_enable_x64", prev)
 
 
-def check_xla(g: GenKernel, k: Any, values: dict[str, Any], st: Stats) -> None:
+def check_xla(g: GenKernel, k: Any, values: dict[str, Any], st: Stats) -> tuple[Run, list[Run]] | None:
     """The kernel through ``eagle.frameworks.jax.function(k, lowering="xla")`` (float64,
     the bridge's layout: inputs in ``f.inputs`` order, outputs the Mutables then the mask)
     against the interpreter with ``zero_finished`` (a sample masked on entry is 0 in its pure
@@ -2079,19 +2082,24 @@ def check_xla(g: GenKernel, k: Any, values: dict[str, Any], st: Stats) -> None:
     run (a termination flips), the run is skipped (xla_skipped). Where the interpreter reports
     a table error, the xla path gives NaN for that sample's float outputs: agreed
     (xla_table_errors), but the erroring sample's float outputs must be NaN there (integer and
-    bool outputs cannot be). The mask must agree exactly elsewhere."""
+    bool outputs cannot be). The mask must agree exactly elsewhere.
+
+    Returns the interpreter runs it compared with (plain_and_moved), for check_jax_vmap's first
+    input set, which is the same; None for a kernel the lowering refuses."""
     if not xla_supported(k):
         st.xla_unsupported += 1
-        return
-    verdict, why = _xla_vs_interpreter(k, g.n, g.table_size, values, through_jax(k, values, "xla"))
+        return None
+    runs = plain_and_moved(k, g.n, g.table_size, values)
+    verdict, why = _xla_vs_interpreter(k, g.n, g.table_size, values, through_jax(k, values, "xla"), runs)
     if verdict == "skipped":
         st.xla_skipped += 1
-        return
+        return runs
     st.xla_compared += 1
     st.xla_int_compared += any(s.dtype in ("int32", "int64") for s in k.slots)
     st.xla_table_errors += verdict == "table error"
     if why:
         st.mismatches.append(Mismatch(g.seed, "xla-vs-interpreter", why, g.report()))
+    return runs
 
 
 def xla_supported(k: Any) -> bool:
@@ -2104,15 +2112,36 @@ def xla_supported(k: Any) -> bool:
         return False
 
 
-def _xla_vs_interpreter(k: Any, n: int, m: int, values: dict[str, Any], got: dict[str, Any]) -> tuple[str, str | None]:
-    """check_xla's rule for one set of "xla" outputs `got` (by name) of `values`: ("skipped",
-    None) where the moved runs flip the mask or an error; ("table error", why) where the
-    interpreter reports one (why: None, or the erroring sample's float output that is not
-    NaN); else ("compared", None or what differs)."""
-    want = interpret(k, n, m, values, zero_finished=True)
-    moved = [interpret(k, n, m, values, perturb_ulps=u, zero_finished=True, perturb_products=True)
-             for u in (XLA_ULPS, -XLA_ULPS)]
-    if any((r.error is None) != (want.error is None) or not _same_mask(r.mask, want.mask) for r in moved):
+def plain_and_moved(kern: Any, n: int, m: int, values: dict[str, Any], contract: bool = True,
+                    moved: bool = True) -> tuple[Run, list[Run]]:
+    """The interpreter runs the "xla" checks compare with, each with ``zero_finished`` (the
+    bridge's semantics): the plain run and (where `moved`) the two runs with every inexact
+    library result moved by +-XLA_ULPS ulps and, where `contract`, every product by 1 to 16
+    (``perturb_products``: XLA:CPU's FMA contraction)."""
+    return interpret(kern, n, m, values, zero_finished=True), _moved(kern, n, m, values, contract) if moved else []
+
+
+def _moved(kern: Any, n: int, m: int, values: dict[str, Any], contract: bool = True) -> list[Run]:
+    """plain_and_moved's two moved runs."""
+    return [interpret(kern, n, m, values, perturb_ulps=u, zero_finished=True, perturb_products=contract)
+            for u in (XLA_ULPS, -XLA_ULPS)]
+
+
+def _flips(want: Run, moved: list[Run]) -> bool:
+    """Whether a moved run's mask or error differs from the plain run's (then the runs bound
+    nothing: a termination or a branch flips within the tolerance; such a case is skipped)."""
+    return any((r.error is None) != (want.error is None) or not _same_mask(r.mask, want.mask) for r in moved)
+
+
+def _xla_vs_interpreter(k: Any, n: int, m: int, values: dict[str, Any], got: dict[str, Any],
+                        runs: tuple[Run, list[Run]] | None = None) -> tuple[str, str | None]:
+    """check_xla's rule for one set of "xla" outputs `got` (by name) of `values`, against
+    `runs` (plain_and_moved of `values`, made here where not given): ("skipped", None) where
+    the moved runs flip the mask or an error; ("table error", why) where the interpreter
+    reports one (why: None, or the erroring sample's float output that is not NaN); else
+    ("compared", None or what differs)."""
+    want, moved = runs if runs is not None else plain_and_moved(k, n, m, values)
+    if _flips(want, moved):
         return "skipped", None
     mask_name = next((s.name for s in k.slots if s.kind == "terminated"), None)
     if want.error is not None:
@@ -2233,12 +2262,6 @@ def check_jax_ad(g: GenKernel, k: Any, tk: Any, ak: Any, awrt: list[str], values
     avals = {**values, **{cn[o]: c for o, c in ct.items()}}
     outs = [o for o in outputs_of(k) if o in ct]
 
-    def runs(kern: Any, vals: dict[str, Any], contract: bool, moved: bool = True) -> tuple[Run, list[Run]]:
-        """The plain run and (where `moved`) the two moved runs check_xla's rule needs."""
-        want = interpret(kern, n, m, vals, zero_finished=True)
-        return want, [interpret(kern, n, m, vals, perturb_ulps=u, zero_finished=True, perturb_products=contract)
-                      for u in ((XLA_ULPS, -XLA_ULPS) if moved else ())]
-
     xla_ok = xla_supported(k)
     prev = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)
@@ -2246,10 +2269,11 @@ def check_jax_ad(g: GenKernel, k: Any, tk: Any, ak: Any, awrt: list[str], values
         for lowering in ("ffi", "xla") if xla_ok else ("ffi",):
             contract = lowering == "xla"
             # "ffi"'s tangents go by compare()'s rule, which needs no moved runs
-            (tw, tmoved), (aw, amoved) = runs(tk, tvals, contract, moved=contract), runs(ak, avals, contract)
+            tw, tmoved = plain_and_moved(tk, n, m, tvals, contract, moved=contract)
+            aw, amoved = plain_and_moved(ak, n, m, avals, contract)
             if any(r.error is not None for r in (tw, aw)):
                 return  # the primal reports an error there: the bridge's NaNs are check_xla's matter
-            if any((r.error is not None) or not _same_mask(r.mask, w.mask) for w, rs in ((tw, tmoved), (aw, amoved)) for r in rs):
+            if _flips(tw, tmoved) or _flips(aw, amoved):
                 st.jax_ad_skipped += 1
                 continue
             f = eagle_jax.function(k, lowering=lowering)
@@ -2342,21 +2366,27 @@ def _bridge_vs(kernel: Any, got: dict[str, Any], want: Run, n: int, dtype: Any) 
                    Run({name: want.outs[name] for name in got}, None, None, want.sum_abs), n, dtype)
 
 
-def check_jax_vmap(g: GenKernel, k: Any, st: Stats, awrt: list[str] | None = None) -> None:
+def check_jax_vmap(g: GenKernel, k: Any, st: Stats, awrt: list[str] | None = None, tk: Any = None, ak: Any = None,
+                   first_runs: tuple[Run, list[Run]] | None = None) -> None:
     """``jax.vmap`` of ``eagle.frameworks.jax.function(k, lowering=...)`` (float64) over two
     input sets, on both lowerings: each argument batched on its leading axis, on its last, or
     not at all (then both entries take the first set's value), chosen by the seed (in half
     the calls Params and Tables never), with at least one batched, the vmap jitted or not
-    (also by the seed). That reaches each of the
-    bridge's batching rules (_jax_rules._batch: JAX batching the "xla" operations, the batch
-    folded into the sample axis, one launch per entry for batched Params and Tables, sums
-    and draws). Entry i must be the call on set i: on "ffi" the bridge's own call on that set,
-    bit for bit (the same compiled kernel); on "xla" the interpreter by check_xla's rule.
-    Where the interpreter reports an error for a set (the call raises; under vmap it must too,
-    but which entry's is not compared) or, on "xla", the moved runs flip a mask, not compared
-    (jax_vmap_skipped). Then, on "ffi" and with `awrt` (the float inputs an adjoint takes),
-    jax.vmap of jax.jvp and of jax.vjp the same way (_vmap_of_derivatives): each counted in
-    jax_vmap_compared too."""
+    (also by the seed). That reaches each of the bridge's batching rules (_jax_rules._batch:
+    JAX batching the "xla" operations, the batch folded into the sample axis, one launch per
+    entry for batched Params and Tables, sums and draws). Entry i must be the call on set i:
+    on "ffi" the bridge's own call on that set, bit for bit (the same compiled kernel); on
+    "xla" the interpreter by check_xla's rule (`first_runs`: check_xla's runs of the first
+    set, which is its input set, where it made them). Where the interpreter reports an error
+    for a set (the call raises; under vmap it must too, but which entry's is not compared)
+    or, on "xla", the moved runs flip a mask, not compared (jax_vmap_skipped).
+
+    Then, with `awrt` (the float inputs an adjoint takes), jax.vmap of jax.jvp and of jax.vjp
+    the same way (_vmap_of_derivatives): on "ffi" each entry against that set's own jvp / vjp
+    bit for bit; on "xla", given the tangent and adjoint kernels `tk` and `ak`, against the
+    interpreter's runs of those by check_xla's rule (as check_jax_ad on one set). Each counted
+    in jax_vmap_compared too. Last, for kernels without int64 slots, the "ffi" vmap again in
+    float32 (JAX without x64), each entry the float32 call bit for bit (jax_vmap_f32_compared)."""
     import jax
 
     from eagle.frameworks import jax as eagle_jax
@@ -2365,6 +2395,22 @@ def check_jax_vmap(g: GenKernel, k: Any, st: Stats, awrt: list[str] | None = Non
     first = make_values(k, n, m, np.random.default_rng(g.seed))
     second = make_values(k, n, m, np.random.default_rng([g.seed, 1]))
     pick = np.random.default_rng([g.seed, 2])
+    # The interpreter's runs of each input set, keyed by the inputs it takes from the second
+    # set: the plain run, and the moved runs once "xla" needs them.
+    memo: dict[frozenset[str], tuple[Run, list[Run] | None]] = {}
+    if first_runs is not None:
+        memo[frozenset()] = first_runs
+
+    def runs_of(vals: dict[str, Any], which: frozenset[str], moved: bool) -> tuple[Run, list[Run] | None]:
+        plain, moved_runs = memo.get(which, (None, None))
+        if plain is None:
+            plain = interpret(k, n, m, vals, zero_finished=True)
+        if moved and moved_runs is None:
+            moved_runs = _moved(k, n, m, vals)
+        memo[which] = (plain, moved_runs)
+        return plain, moved_runs
+
+    ffi_case = None  # (a, b, axes) of the "ffi" vmap compared, for its float32 repeat
     prev = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)
     try:
@@ -2378,13 +2424,14 @@ def check_jax_vmap(g: GenKernel, k: Any, st: Stats, awrt: list[str] | None = Non
                                       else [None, 0, np.ndim(x)][int(pick.integers(3))] for name, x in zip(f.inputs, a)]
             if all(ax is None for ax in axes):
                 axes[int(pick.integers(len(axes)))] = 0
-            sets = [first, {name: (second[name] if ax is not None else first[name]) for name, ax in zip(f.inputs, axes)}]
-            runs = [interpret(k, n, m, v, zero_finished=True) for v in sets]
-            if any(r.error is not None for r in runs):
+            which = [frozenset(), frozenset(name for name, ax in zip(f.inputs, axes) if ax is not None)]
+            sets = [first, {name: (second[name] if name in which[1] else first[name]) for name in f.inputs}]
+            runs = [runs_of(v, w, moved=lowering == "xla") for v, w in zip(sets, which)]
+            if any(plain.error is not None for plain, _ in runs):
                 st.jax_vmap_skipped += 1
                 continue
             b = _bridge_args(f, k, sets[1])
-            stacked = [x if ax is None else np.stack([x, y], axis=ax) for x, y, ax in zip(a, b, axes)]
+            stacked = _stack(a, b, axes)
             vf = jax.vmap(f, in_axes=tuple(axes))
             res = (jax.jit(vf) if pick.integers(2) else vf)(*stacked)
             res = res if isinstance(res, tuple) else (res,)
@@ -2399,7 +2446,7 @@ def check_jax_vmap(g: GenKernel, k: Any, st: Stats, awrt: list[str] | None = Non
                         st.mismatches.append(Mismatch(g.seed, f"{where}-vs-calls", f"entry {i}, {why}", g.report()))
                         return
                     continue
-                verdict, why = _xla_vs_interpreter(k, n, m, vals, got)
+                verdict, why = _xla_vs_interpreter(k, n, m, vals, got, runs[i])
                 if verdict == "skipped":
                     st.jax_vmap_skipped += 1
                     break
@@ -2408,13 +2455,57 @@ def check_jax_vmap(g: GenKernel, k: Any, st: Stats, awrt: list[str] | None = Non
                     return
             else:
                 st.jax_vmap_compared += 1
-            if lowering == "ffi" and awrt is not None:
-                why = _vmap_of_derivatives(f, a, b, stacked, axes, [name in awrt for name in f.inputs], pick, st)
-                if why:
-                    st.mismatches.append(Mismatch(g.seed, f"{where} of jax.jvp / jax.vjp-vs-calls", why, g.report()))
-                    return
+                if lowering == "ffi":
+                    ffi_case = (a, b, axes)
+            if awrt is None or (lowering == "xla" and (tk is None or ak is None)):
+                continue
+            against = None if lowering == "ffi" else _AgainstInterpreter(g, k, tk, ak, sets)
+            why = _vmap_of_derivatives(f, a, b, stacked, axes, [name in awrt for name in f.inputs], pick, st, against)
+            if why:
+                vs = "calls" if against is None else "interpreter"
+                st.mismatches.append(Mismatch(g.seed, f"{where} of jax.jvp / jax.vjp-vs-{vs}", why, g.report()))
+                return
+        if ffi_case is not None and not any(s.dtype == "int64" for s in k.slots):
+            jax.config.update("jax_enable_x64", False)
+            why = _vmap_f32(k, n, m, first, second, *ffi_case, st)
+            if why:
+                st.mismatches.append(Mismatch(g.seed, f"jax.vmap (ffi, float32, in_axes={tuple(ffi_case[2])})-vs-calls",
+                                              why, g.report()))
     finally:
         jax.config.update("jax_enable_x64", prev)
+
+
+def _stack(a: Sequence[Any], b: Sequence[Any], axes: Sequence[int | None]) -> list[Any]:
+    """The arguments of two entries `a` and `b` as jax.vmap takes them with `axes`: stacked on
+    the argument's axis, or `a`'s alone where it is None (not batched)."""
+    return [x if ax is None else np.stack([x, y], axis=ax) for x, y, ax in zip(a, b, axes)]
+
+
+def _vmap_f32(k: Any, n: int, m: int, first: dict[str, Any], second: dict[str, Any], a: list[Any], b: list[Any],
+              axes: list[int | None], st: Stats) -> str | None:
+    """check_jax_vmap's float32 repeat on "ffi" (x64 already off): the float64 case's
+    arguments `a`, `b` in float32, batched on the same `axes`; each entry the float32 call on
+    its set bit for bit. A set the float32 interpreter reports an error for is skipped."""
+    import jax
+
+    from eagle.frameworks import jax as eagle_jax
+
+    f = eagle_jax.function(k, lowering="ffi")
+    sets = [first, {name: (second[name] if ax is not None else first[name]) for name, ax in zip(f.inputs, axes)}]
+    if any(interpret(k, n, m, v, float32=True).error is not None for v in sets):
+        st.jax_vmap_skipped += 1
+        return None
+    a32, b32 = ([x.astype(np.float32) if x.dtype == np.float64 else x for x in xs] for xs in (a, b))
+    res = jax.vmap(f, in_axes=tuple(axes))(*_stack(a32, b32, axes))
+    res = res if isinstance(res, tuple) else (res,)
+    for e, xs in enumerate((a32, b32)):
+        want = f(*xs)
+        want = want if isinstance(want, tuple) else (want,)
+        why = _bits_differ(f.outputs, [np.asarray(r)[e] for r in res], want)
+        if why:
+            return f"entry {e}, {why}"
+    st.jax_vmap_f32_compared += 1
+    return None
 
 
 def _bits_differ(names: Sequence[str], got: Sequence[Any], want: Sequence[Any]) -> str | None:
@@ -2427,14 +2518,77 @@ def _bits_differ(names: Sequence[str], got: Sequence[Any], want: Sequence[Any]) 
     return None
 
 
+_SKIP = object()  # _AgainstInterpreter's answer where the moved runs flip a mask or an error
+
+
+class _AgainstInterpreter:
+    """_vmap_of_derivatives's reference on "xla": an entry's jvp / vjp against the
+    interpreter's tangent kernel `tk` / adjoint kernel `ak` on that entry's input set (of
+    `sets`) by check_xla's rule, as check_jax_ad compares one set. The kernels take tangents
+    of their wrt inputs and cotangents of the float outputs only: others must be zero."""
+
+    def __init__(self, g: GenKernel, k: Any, tk: Any, ak: Any, sets: list[dict[str, Any]]) -> None:
+        self.g, self.k, self.tk, self.ak, self.sets = g, k, tk, ak, sets
+        self.tn, self.cn = roles(tk, "t"), roles(ak, "c")
+        self.outs = set(outputs_of(k))
+
+    def has_tangent(self, name: str) -> bool:
+        return name in self.tn
+
+    def has_cotangent(self, name: str) -> bool:
+        return name in self.cn
+
+    def _shaped(self, e: int, name: str, x: Any) -> Any:
+        """A bridge-shaped tangent or cotangent of `name` in the interpreter's shape."""
+        s = self.k.slot(name)
+        vals = self.sets[e]
+        shape = () if s.kind == "param_sum" else np.shape(vals[name]) if name in vals else _shape(s, self.g.n, self.g.table_size)
+        x = np.asarray(x, np.float64).reshape(shape)
+        return float(x) if x.ndim == 0 else x
+
+    def _runs(self, e: int, kern: Any, names: dict[str, str], given: dict[str, Any]) -> tuple[Run, list[Run]] | None:
+        n, m, vals = self.g.n, self.g.table_size, self.sets[e]
+        vals = {**vals, **winners(self.k, n, m, vals), **{names[x]: self._shaped(e, x, v) for x, v in given.items() if x in names}}
+        want, moved = plain_and_moved(kern, n, m, vals)
+        return None if want.error is not None or _flips(want, moved) else (want, moved)
+
+    def jvp(self, e: int, t: dict[str, Any], got: dict[str, Any]) -> Any:
+        """None, what differs, or _SKIP: entry `e`'s tangents `got` (by output) of tangents `t` (by input)."""
+        runs = self._runs(e, self.tk, self.tn, t)
+        if runs is None:
+            return _SKIP
+        want, moved = runs
+        for name, dot in got.items():
+            if name in self.outs and name in self.tn:
+                tname = self.tn[name]
+                why = _outside_moved(name, dot, want.outs[tname], [r.outs[tname] for r in moved], want.sum_abs.get(tname), self.g.n)
+                if why:
+                    return why
+        return None
+
+    def vjp(self, e: int, c: dict[str, Any], got: dict[str, Any]) -> Any:
+        """None, what differs, or _SKIP: entry `e`'s cotangents `got` (by input) of cotangents `c` (by output)."""
+        runs = self._runs(e, self.ak, self.cn, c)
+        if runs is None:
+            return _SKIP
+        want, moved = runs
+        for name, bar in got.items():
+            cname = self.cn[name]
+            why = _outside_moved(name, bar, want.outs[cname], [r.outs[cname] for r in moved], want.sum_abs.get(cname), self.g.n)
+            if why:
+                return why
+        return None
+
+
 def _vmap_of_derivatives(f: Any, a: list[Any], b: list[Any], stacked: list[Any], axes: list[int | None], in_awrt: list[bool],
-                         pick: np.random.Generator, st: Stats) -> str | None:
-    """check_jax_vmap's derivatives on "ffi": jax.vmap of jax.jvp (tangents batched as their
-    primals) and of jax.vjp (with respect to the float inputs in `in_awrt`, the others closed
-    over; cotangents batched on their leading axis) over the two argument sets `a`, `b`
-    (`stacked` with `axes`), each entry against the same jvp / vjp of that set's call, bit for
-    bit (the same derived kernels, run per entry or over the folded samples). None, or what
-    differs."""
+                         pick: np.random.Generator, st: Stats, against: _AgainstInterpreter | None = None) -> str | None:
+    """check_jax_vmap's derivatives: jax.vmap of jax.jvp (tangents batched as their primals)
+    and of jax.vjp (with respect to the float inputs in `in_awrt`, the others closed over;
+    cotangents batched on their leading axis) over the two argument sets `a`, `b` (`stacked`
+    with `axes`). Each entry against the same jvp / vjp of that set's call, bit for bit (the
+    same derived kernels, run per entry or over the folded samples), or where `against` is
+    given ("xla"), against the interpreter's derived kernels (an entry whose moved runs flip
+    a mask is skipped: jax_vmap_skipped). None, or what differs."""
     import jax
 
     fl = [i for i, x in enumerate(a) if x.dtype.kind == "f"]
@@ -2450,19 +2604,34 @@ def _vmap_of_derivatives(f: Any, a: list[Any], b: list[Any], stacked: list[Any],
     def jvp_of(args: Sequence[Any], tfl: Sequence[Any]) -> Any:
         return jax.jvp(f, tuple(args), tangents(args, tfl))[1]
 
-    ta = [pick.standard_normal(np.shape(a[i])) for i in fl]
-    tb = [ta[j] if axes[i] is None else pick.standard_normal(np.shape(b[i])) for j, i in enumerate(fl)]
+    def given(names: Sequence[str], xs: list[Any], takes: str) -> list[Any]:
+        """`xs`, zero where `against`'s kernels take none (its `takes` method says)."""
+        if against is None:
+            return xs
+        return [x if getattr(against, takes)(name) else np.zeros_like(x) for name, x in zip(names, xs)]
+
+    fnames = [f.inputs[i] for i in fl]
+    ta = given(fnames, [pick.standard_normal(np.shape(a[i])) for i in fl], "has_tangent")
+    tb = given(fnames, [ta[j] if axes[i] is None else pick.standard_normal(np.shape(b[i])) for j, i in enumerate(fl)], "has_tangent")
     t_stacked = [x if axes[i] is None else np.stack([x, y], axis=axes[i]) for i, x, y in zip(fl, ta, tb)]
     got = jax.vmap(jvp_of, in_axes=(axes, [axes[i] for i in fl]))(stacked, t_stacked)
     got = got if isinstance(got, tuple) else (got,)
     floats = [j for j, o in enumerate(got) if np.asarray(o).dtype.kind == "f"]
     for e, (args, t) in enumerate(((a, ta), (b, tb))):
-        want = jvp_of(args, t)
-        want = want if isinstance(want, tuple) else (want,)
-        why = _bits_differ([f.outputs[j] for j in floats], [np.asarray(got[j])[e] for j in floats], [want[j] for j in floats])
+        mine = [np.asarray(got[j])[e] for j in floats]
+        if against is None:
+            want = jvp_of(args, t)
+            want = want if isinstance(want, tuple) else (want,)
+            why = _bits_differ([f.outputs[j] for j in floats], mine, [want[j] for j in floats])
+        else:
+            why = against.jvp(e, {f.inputs[i]: x for i, x in zip(fl, t)}, {f.outputs[j]: x for j, x in zip(floats, mine)})
+        if why is _SKIP:
+            st.jax_vmap_skipped += 1
+            break
         if why:
             return f"jvp, entry {e}, tangent of {why}"
-    st.jax_vmap_compared += 1
+    else:
+        st.jax_vmap_compared += 1
 
     at = [i for i in fl if in_awrt[i]]
     if not at:
@@ -2478,12 +2647,19 @@ def _vmap_of_derivatives(f: Any, a: list[Any], b: list[Any], stacked: list[Any],
             cts[j] = c
         return back(tuple(cts) if len(out) > 1 else cts[0])
 
-    ca = [pick.standard_normal(np.shape(prim[j])) for j in outs]
-    cb = [pick.standard_normal(np.shape(prim[j])) for j in outs]
+    onames = [f.outputs[j] for j in outs]
+    ca = given(onames, [pick.standard_normal(np.shape(prim[j])) for j in outs], "has_cotangent")
+    cb = given(onames, [pick.standard_normal(np.shape(prim[j])) for j in outs], "has_cotangent")
     got = jax.vmap(vjp_of, in_axes=(axes, 0))(stacked, [np.stack([x, y]) for x, y in zip(ca, cb)])
     for e, (args, c) in enumerate(((a, ca), (b, cb))):
-        want = vjp_of(args, c)
-        why = _bits_differ([f.inputs[i] for i in at], [np.asarray(x)[e] for x in got], want)
+        mine = [np.asarray(x)[e] for x in got]
+        if against is None:
+            why = _bits_differ([f.inputs[i] for i in at], mine, vjp_of(args, c))
+        else:
+            why = against.vjp(e, dict(zip(onames, c)), {f.inputs[i]: x for i, x in zip(at, mine)})
+        if why is _SKIP:
+            st.jax_vmap_skipped += 1
+            return None
         if why:
             return f"vjp, entry {e}, cotangent of {why}"
     st.jax_vmap_compared += 1
@@ -2491,8 +2667,9 @@ def _vmap_of_derivatives(f: Any, a: list[Any], b: list[Any], stacked: list[Any],
 
 
 def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks, awrt=None) -> None:
+    xla_runs = None  # check_xla's interpreter runs of its input set, check_jax_vmap's first set
     if "xla" in checks:
-        check_xla(g, k, make_values(k, g.n, g.table_size, np.random.default_rng(g.seed)), st)
+        xla_runs = check_xla(g, k, make_values(k, g.n, g.table_size, np.random.default_rng(g.seed)), st)
     n, m = g.n, g.table_size
     rng = np.random.default_rng(g.seed)
     values = make_values(k, n, m, rng)
@@ -2535,7 +2712,7 @@ def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks, awrt=None) ->
     if "jax" in checks:
         check_jax_ad(g, k, tk, ak, wrt if awrt is None else awrt, values, t, ct, st)
     if "vmap" in checks:
-        check_jax_vmap(g, k, st, wrt if awrt is None else awrt)
+        check_jax_vmap(g, k, st, wrt if awrt is None else awrt, tk, ak, xla_runs)
     tdot = {o: runs64["tangent"].outs[tn[o]] for o in outs}
     if tk.slots and any(r == "p" and s.kind == "mutable" for s, (r, _) in zip(tk.slots, tk._core.slot_roles())):
         for o in (s.name for s in k.slots if s.kind == "mutable" and s.name in runs64["tangent"].outs):

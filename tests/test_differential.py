@@ -313,10 +313,13 @@ def test_derivatives_through_the_jax_bridge_match_the_derived_kernels(unrecorded
 
 
 def _scaled(x):
-    """`x` scaled by 1 + 1e-9 where it is a float array (a wrong answer the checks must see)."""
+    """`x` scaled by 1 + 1e-9 where it is a float array (a wrong answer the checks must see);
+    a float32 array by 1 + 8 ulps (1 + 1e-9 rounds to 1 there)."""
     import jax.numpy as jnp
 
-    return x * (1 + 1e-9) if jnp.issubdtype(x.dtype, jnp.floating) else x
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return x
+    return x * (1 + max(1e-9, 8 * float(jnp.finfo(x.dtype).eps)))
 
 
 @pytest.mark.parametrize("wrong", ["ffi", "xla", "vjp"])
@@ -400,27 +403,34 @@ def test_vmap_through_the_jax_bridge_matches_the_calls(monkeypatch, set_batcher,
     """jax.vmap of eagle.frameworks.jax.function over two input sets, arguments batched on
     random axes or not at all (kernelgen.check_jax_vmap): each entry is the "ffi" call on its
     set bit for bit, and the interpreter on "xla" by check_xla's rule; vmap of jax.jvp and of
-    jax.vjp on "ffi" are each entry's jvp / vjp bit for bit; every batching path of the bridge
-    is taken."""
+    jax.vjp are each entry's jvp / vjp bit for bit on "ffi", the interpreter's tangent and
+    adjoint kernels on "xla"; the "ffi" vmap in float32 is each entry's float32 call bit for
+    bit; every batching path of the bridge is taken."""
     seen = _counting_batch_paths(monkeypatch, set_batcher)
     st = kernelgen.check_batch(VMAP_SEEDS, None, compiled=False, checks=("vmap",))
     assert not st.mismatches, _fail_text(st)
-    assert st.jax_vmap_compared >= 3 * st.kernels  # both lowerings, jvp and vjp on "ffi", most kernels
+    assert st.jax_vmap_compared >= 5 * st.kernels  # both lowerings, with jvp and vjp, most kernels
+    assert st.jax_vmap_f32_compared >= st.kernels // 2  # "ffi" again in float32: kernels without int64
     assert seen["inline"] >= 3 and seen["entry"] >= 3 and seen["all"] - seen["inline"] - seen["entry"] >= 3, seen
 
 
-@pytest.mark.parametrize("wrong", ["ffi", "xla", "jvp", "vjp"])
+@pytest.mark.parametrize("wrong", ["ffi", "xla", "jvp", "vjp", "xla-jvp", "xla-vjp", "float32"])
 def test_the_vmap_check_catches_a_wrong_batching_rule(wrong, set_batcher, unrecorded):
     """With the bridge's batching rule answering 1 + 1e-9 times the right values on one
-    lowering, or on "ffi" for the tangent kernels' calls only ("jvp": only vmap of jax.jvp is
-    wrong) or the adjoint kernels' ("vjp"), the vmap check reports the kernels there."""
+    lowering, or for the tangent kernels' calls only ("jvp": only vmap of jax.jvp is wrong)
+    or the adjoint kernels' ("vjp") on "ffi" or on "xla" ("xla-jvp", "xla-vjp": there the
+    entries are compared with the interpreter's derived kernels), or for float32 calls only
+    (on "ffi"), the vmap check reports the kernels there."""
     from eagle.frameworks import _jax_rules
 
     batch = _jax_rules._batch
+    on, derived = wrong.split("-") if "-" in wrong else ("ffi", wrong) if wrong in ("jvp", "vjp") else (wrong, None)
 
     def is_wrong(call, lowering) -> bool:
-        if wrong in ("jvp", "vjp"):
-            return lowering == "ffi" and any(role == ("t" if wrong == "jvp" else "c") for role, _ in call.roles)
+        if wrong == "float32":
+            return call.dtype == np.float32
+        if derived is not None:
+            return lowering == on and any(role == ("t" if derived == "jvp" else "c") for role, _ in call.roles)
         return lowering == wrong
 
     def scaled(args, dims, *, call, lowering="ffi"):
@@ -429,10 +439,15 @@ def test_the_vmap_check_catches_a_wrong_batching_rule(wrong, set_batcher, unreco
 
     set_batcher(scaled)
     st = kernelgen.check_batch(range(40, 44), None, compiled=False, checks=("vmap",))
-    assert len(st.mismatches) >= 3, _fail_text(st)
-    if wrong in ("jvp", "vjp"):
-        assert all(m.check.startswith("jax.vmap (ffi,") and m.check.endswith("of jax.jvp / jax.vjp-vs-calls")
-                   and m.detail.startswith(f"{wrong}, entry ") for m in st.mismatches), _fail_text(st)
+    # (float32: seeds 40-43 hold two kernels without int64 slots, and each must be reported)
+    assert len(st.mismatches) >= (2 if wrong == "float32" else 3), _fail_text(st)
+    if derived is not None:
+        vs = "calls" if on == "ffi" else "interpreter"
+        assert all(m.check.startswith(f"jax.vmap ({on},") and m.check.endswith(f"of jax.jvp / jax.vjp-vs-{vs}")
+                   and m.detail.startswith(f"{derived}, entry ") for m in st.mismatches), _fail_text(st)
+    elif wrong == "float32":
+        assert all(m.check.startswith("jax.vmap (ffi, float32,") and m.check.endswith("-vs-calls")
+                   for m in st.mismatches) and st.jax_vmap_f32_compared == 0, _fail_text(st)
     else:
         assert all(m.check.startswith(f"jax.vmap ({wrong},") and m.check.endswith(("-vs-calls", "-vs-interpreter"))
                    and "of jax.jvp" not in m.check for m in st.mismatches), _fail_text(st)
@@ -446,7 +461,7 @@ def test_the_fuzzers_sample_index_kernel_is_numbered_per_entry_under_vmap(unreco
     g = kernelgen.GenKernel(seed=43000203, name="fz_43000203", source=path.read_text(), table_size=3, n=1)
     st = kernelgen.check_batch([g], None, compiled=False, checks=("vmap",))
     assert not st.mismatches, _fail_text(st)
-    assert st.jax_vmap_compared == 4 and st.jax_vmap_skipped == 0, st.summary()
+    assert st.jax_vmap_compared == 6 and st.jax_vmap_skipped == 0, st.summary()
 
 
 def test_moved_runs_move_products_apart():
