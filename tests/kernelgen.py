@@ -1670,6 +1670,58 @@ def check_staged(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
                 return
 
 
+def check_jax_staged(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
+    """A staged kernel through ``eagle.frameworks.jax.function(k, lowering="ffi")`` (its
+    stages' functions composed, each link's sum handed on as a 0-d array) against the launch
+    of its `plan` (eagle/stages.py: the stages bound together on eagle's launcher), bit for
+    bit in float64 and, for kernels without int64 slots, in float32 (JAX without x64): the
+    same compiled stages, and a sum never depends on the thread count or the chunking
+    (docs/runtime.md), so the call on XLA's thread equals the launch. Then jax.vmap of it
+    over two input sets (every argument batched on its leading axis), each entry the call
+    on its set, bit for bit. A set whose launch reports an error is not compared
+    (jax_staged_skipped); each dtype compared counts once in jax_staged_compared."""
+    import jax
+
+    from eagle.frameworks import jax as eagle_jax
+
+    n, m = g.n, g.table_size
+    sets = [make_values(k, n, m, np.random.default_rng(g.seed + 3)), make_values(k, n, m, np.random.default_rng([g.seed, 3]))]
+    prev = jax.config.jax_enable_x64
+    try:
+        for dtype in (np.float64, np.float32):
+            if dtype is np.float32 and any(s.dtype == "int64" for s in k.slots):
+                break
+            jax.config.update("jax_enable_x64", dtype is np.float64)
+            launched = [_launched(plan, n, m, v, dtype) for v in sets]
+            if any(run.error is not None for run, _ in launched):
+                st.jax_staged_skipped += 1
+                continue
+            f = eagle_jax.function(k, lowering="ffi")
+            args = [[x.astype(dtype) if x.dtype.kind == "f" else x for x in _bridge_args(f, k, v)] for v in sets]
+            calls = []
+            for (run, arrays), a in zip(launched, args):
+                got = f(*a)
+                got = got if isinstance(got, tuple) else (got,)
+                calls.append(got)
+                want = [np.asarray(arrays[name]).reshape(np.shape(x)) for name, x in zip(f.outputs, got)]
+                why = _bits_differ(f.outputs, got, want)
+                if why:
+                    st.mismatches.append(Mismatch(g.seed, f"staged through jax ({np.dtype(dtype).name})-vs-launch",
+                                                  why.replace("vmap", "the bridge").replace("the call", "the launch"), g.report()))
+                    return
+            res = jax.vmap(f)(*[np.stack(xs) for xs in zip(*args)])
+            res = res if isinstance(res, tuple) else (res,)
+            for e, want in enumerate(calls):
+                why = _bits_differ(f.outputs, [np.asarray(r)[e] for r in res], want)
+                if why:
+                    st.mismatches.append(Mismatch(g.seed, f"staged through jax.vmap ({np.dtype(dtype).name})-vs-calls",
+                                                  f"entry {e}, {why}", g.report()))
+                    return
+            st.jax_staged_compared += 1
+    finally:
+        jax.config.update("jax_enable_x64", prev)
+
+
 # ---------------------------------------------------------------- the checks
 
 
@@ -1689,7 +1741,7 @@ class Mismatch:
 COUNTS = ("seeds", "kernels", "stages", "runs_compared", "fd_elements", "fd_skipped", "adjoint_checked", "adjoint_skipped", "table_errors",
           "xla_compared", "xla_int_compared", "xla_unsupported", "xla_skipped", "xla_table_errors", "fd_stop_gradient", "adjoint_tables_refused",
           "jax_jvp_compared", "jax_vjp_compared", "jax_ad_skipped", "jax_f32_compared", "jax_vmap_compared", "jax_vmap_skipped",
-          "jax_vmap_f32_compared")
+          "jax_vmap_f32_compared", "jax_staged_compared", "jax_staged_skipped")
 
 
 @dataclass
@@ -1717,6 +1769,8 @@ class Stats:
     jax_vmap_compared: int = 0  # jax.vmap of the bridge over two input sets (one per lowering) against the calls
     jax_vmap_skipped: int = 0  # of those not compared: an input set errors, or ("xla") the moved runs flip a mask
     jax_vmap_f32_compared: int = 0  # the "ffi" jax.vmap again in float32 (JAX without x64) against the calls
+    jax_staged_compared: int = 0  # staged kernels through the bridge ("ffi") against their launch, per dtype
+    jax_staged_skipped: int = 0  # of those not compared: a launch reports an error
     mismatches: list[Mismatch] = field(default_factory=list)
 
     def add(self, other: "Stats") -> None:
@@ -1736,6 +1790,7 @@ class Stats:
                 f"({self.jax_ad_skipped} skipped), {self.jax_f32_compared} float32 calls with their jax.jvp, "
                 f"{self.jax_vmap_compared} jax.vmap calls ({self.jax_vmap_skipped} skipped), "
                 f"{self.jax_vmap_f32_compared} float32 jax.vmap calls, "
+                f"{self.jax_staged_compared} staged kernels' calls through the bridge ({self.jax_staged_skipped} skipped), "
                 f"{len(self.mismatches)} mismatches")
 
 
@@ -2021,12 +2076,15 @@ def check_batch(seeds: Iterable[int | GenKernel], cache_dir: str | None, checks:
     plans: list[Any] = [None] * len(kernels)
     if compiled and kernels:
         plans = eagle.plan.auto(kernels + [k for _, k in staged], cache_dir=cache_dir)
-        if "interp" in checks:
-            for (g, k), plan in zip(staged, plans[len(kernels):]):
+        for (g, k), plan in zip(staged, plans[len(kernels):]):
+            for check, run in (("interp", check_staged), ("jax", check_jax_staged)):
+                if check not in checks:
+                    continue
                 try:
-                    check_staged(g, k, plan, st)
+                    run(g, k, plan, st)
                 except Exception as err:  # a crash of the harness or of a launch is reported
-                    st.mismatches.append(Mismatch(g.seed, "staged", f"{type(err).__name__}: {err}", g.report()))
+                    st.mismatches.append(Mismatch(g.seed, "staged" if check == "interp" else "staged through jax",
+                                                  f"{type(err).__name__}: {err}", g.report()))
     for j, (g, k, tk, ak, wrt, awrt) in enumerate(items):
         st.kernels += 1
         pk, ptk, pak = plans[3 * j: 3 * j + 3]

@@ -464,6 +464,65 @@ def test_the_fuzzers_sample_index_kernel_is_numbered_per_entry_under_vmap(unreco
     assert st.jax_vmap_compared == 6 and st.jax_vmap_skipped == 0, st.summary()
 
 
+STAGED_SEEDS = (45, 57, 60, 96, 97)  # the first staged kernels from seed 40 (11 stages); ~25 s to build
+
+
+@pytest.fixture(scope="module")
+def staged_plans(tmp_path_factory):
+    """(GenKernel, staged kernel, its plan) for STAGED_SEEDS, built once for the module."""
+    import eagle.plan
+
+    gs = [kernelgen.generate(seed) for seed in STAGED_SEEDS]
+    ks = [g.build() for g in gs]
+    assert all(k.staged for k in ks)
+    return list(zip(gs, ks, eagle.plan.auto(ks, cache_dir=str(tmp_path_factory.mktemp("staged")))))
+
+
+def _check_staged_through_jax(staged_plans) -> kernelgen.Stats:
+    st = kernelgen.Stats()
+    for g, k, plan in staged_plans:
+        kernelgen.check_jax_staged(g, k, plan, st)
+    return st
+
+
+def test_staged_kernels_through_the_jax_bridge_equal_their_launch(staged_plans, unrecorded):
+    """A staged kernel as one JAX function (its stages' calls composed, the links' sums handed
+    on) equals eagle's launch of its plan bit for bit, in float64 and float32, and under
+    jax.vmap each entry equals its call (kernelgen.check_jax_staged)."""
+    st = _check_staged_through_jax(staged_plans)
+    assert not st.mismatches, _fail_text(st)
+    assert st.jax_staged_compared >= len(STAGED_SEEDS) + 2 and st.jax_staged_skipped == 0, st.summary()
+
+
+@pytest.mark.parametrize("wrong", ["call", "vmap"])
+def test_the_staged_bridge_check_catches_wrong_values(wrong, staged_plans, monkeypatch, set_batcher, unrecorded):
+    """With a staged kernel's JAX function answering 1 + 1e-9 times the right values (float32:
+    8 ulps more) in every call ("call"), or only under jax.vmap (the bridge's batching rule
+    scaled: "vmap"), check_jax_staged reports every kernel, there."""
+    from eagle.frameworks import _jax_rules, _jax_stages
+
+    if wrong == "call":
+        call = _jax_stages.StagedKernelFunction.__call__
+
+        def scaled_call(self, *args, **kwargs):
+            out = call(self, *args, **kwargs)
+            return tuple(_scaled(o) for o in out) if isinstance(out, tuple) else _scaled(out)
+
+        monkeypatch.setattr(_jax_stages.StagedKernelFunction, "__call__", scaled_call)
+    else:
+        batch = _jax_rules._batch
+
+        def scaled_batch(args, dims, *, call, lowering="ffi"):
+            outs, out_dims = batch(args, dims, call=call, lowering=lowering)
+            return [_scaled(o) for o in outs], out_dims
+
+        set_batcher(scaled_batch)
+    st = _check_staged_through_jax(staged_plans)
+    assert len(st.mismatches) == len(STAGED_SEEDS) and st.jax_staged_compared == 0, _fail_text(st)
+    where = "staged through jax (float64)-vs-launch" if wrong == "call" else "staged through jax.vmap (float64)-vs-calls"
+    assert all(m.check == where for m in st.mismatches), _fail_text(st)
+
+
 def test_moved_runs_move_products_apart():
     """perturb_products (the "xla" checks' model of XLA:CPU contracting a * b + c into an FMA)
     moves two products that IEEE arithmetic rounds alike apart, so a branch on their
