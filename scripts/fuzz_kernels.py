@@ -7,10 +7,10 @@ bound), its tangent against central differences, the adjoint identity, and (unle
 the JAX bridge's "xla" lowering against the interpreter and jax.jvp / jax.vjp through the
 bridge on both lowerings against the interpreter's tangent and adjoint kernels, float32
 calls with their jax.jvp on "ffi", and jax.vmap over two input sets on both lowerings
-against the calls, with vmap of jax.jvp and jax.vjp and the "ffi" vmap in float32, and
-staged kernels through the bridge against their launch (the first --xla-count kernels: a
-few XLA compiles each; tests/kernelgen.py check_xla, check_jax_ad, check_jax_vmap,
-check_jax_staged). Kernels are
+against the calls, with vmap of jax.jvp and jax.vjp, vmap of vmap and the "ffi" vmap in
+float32, and staged kernels through the bridge against their launch (the first
+--xla-count kernels: a few XLA compiles each; tests/kernelgen.py check_xla, check_jax_ad,
+check_jax_vmap, check_jax_staged). Kernels are
 compiled in batches (one translation unit per batch) by worker processes, each of which runs
 a bounded number of batches (loaded modules are never unloaded) in its own scratch cache.
 
@@ -158,7 +158,8 @@ def main() -> int:
           f"table errors); {totals.get('jax_jvp_compared', 0)} jax.jvp and {totals.get('jax_vjp_compared', 0)} jax.vjp through the bridge "
           f"vs the derived kernels ({totals.get('jax_ad_skipped', 0)} skipped), {totals.get('jax_f32_compared', 0)} float32 calls with "
           f"their jax.jvp, {totals.get('jax_vmap_compared', 0)} jax.vmap calls vs the calls ({totals.get('jax_vmap_skipped', 0)} skipped) "
-          f"and {totals.get('jax_vmap_f32_compared', 0)} in float32; {totals.get('jax_staged_compared', 0)} staged kernels' "
+          f"and {totals.get('jax_vmap_f32_compared', 0)} in float32, {totals.get('jax_vmap_nested_compared', 0)} jax.vmap of jax.vmap; "
+          f"{totals.get('jax_staged_compared', 0)} staged kernels' "
           f"calls through the bridge vs their launch ({totals.get('jax_staged_skipped', 0)} skipped); "
           f"{totals.get('mismatches', 0)} mismatches", flush=True)
     return 1 if totals.get("mismatches", 0) else 0

@@ -1741,7 +1741,7 @@ class Mismatch:
 COUNTS = ("seeds", "kernels", "stages", "runs_compared", "fd_elements", "fd_skipped", "adjoint_checked", "adjoint_skipped", "table_errors",
           "xla_compared", "xla_int_compared", "xla_unsupported", "xla_skipped", "xla_table_errors", "fd_stop_gradient", "adjoint_tables_refused",
           "jax_jvp_compared", "jax_vjp_compared", "jax_ad_skipped", "jax_f32_compared", "jax_vmap_compared", "jax_vmap_skipped",
-          "jax_vmap_f32_compared", "jax_staged_compared", "jax_staged_skipped")
+          "jax_vmap_f32_compared", "jax_vmap_nested_compared", "jax_staged_compared", "jax_staged_skipped")
 
 
 @dataclass
@@ -1769,6 +1769,7 @@ class Stats:
     jax_vmap_compared: int = 0  # jax.vmap of the bridge over two input sets (one per lowering) against the calls
     jax_vmap_skipped: int = 0  # of those not compared: an input set errors, or ("xla") the moved runs flip a mask
     jax_vmap_f32_compared: int = 0  # the "ffi" jax.vmap again in float32 (JAX without x64) against the calls
+    jax_vmap_nested_compared: int = 0  # jax.vmap of jax.vmap on "ffi" over a 2 x 2 grid of sets against the calls
     jax_staged_compared: int = 0  # staged kernels through the bridge ("ffi") against their launch, per dtype
     jax_staged_skipped: int = 0  # of those not compared: a launch reports an error
     mismatches: list[Mismatch] = field(default_factory=list)
@@ -1789,7 +1790,7 @@ class Stats:
                 f"{self.jax_jvp_compared} jax.jvp and {self.jax_vjp_compared} jax.vjp through the bridge "
                 f"({self.jax_ad_skipped} skipped), {self.jax_f32_compared} float32 calls with their jax.jvp, "
                 f"{self.jax_vmap_compared} jax.vmap calls ({self.jax_vmap_skipped} skipped), "
-                f"{self.jax_vmap_f32_compared} float32 jax.vmap calls, "
+                f"{self.jax_vmap_f32_compared} float32 jax.vmap calls, {self.jax_vmap_nested_compared} jax.vmap of jax.vmap, "
                 f"{self.jax_staged_compared} staged kernels' calls through the bridge ({self.jax_staged_skipped} skipped), "
                 f"{len(self.mismatches)} mismatches")
 
@@ -2443,8 +2444,10 @@ def check_jax_vmap(g: GenKernel, k: Any, st: Stats, awrt: list[str] | None = Non
     the same way (_vmap_of_derivatives): on "ffi" each entry against that set's own jvp / vjp
     bit for bit; on "xla", given the tangent and adjoint kernels `tk` and `ak`, against the
     interpreter's runs of those by check_xla's rule (as check_jax_ad on one set). Each counted
-    in jax_vmap_compared too. Last, for kernels without int64 slots, the "ffi" vmap again in
-    float32 (JAX without x64), each entry the float32 call bit for bit (jax_vmap_f32_compared)."""
+    in jax_vmap_compared too. Then on "ffi" jax.vmap of jax.vmap over a 2 x 2 grid of input
+    sets (_vmap_of_vmap: jax_vmap_nested_compared). Last, for kernels without int64 slots, the
+    "ffi" vmap again in float32 (JAX without x64), each entry the float32 call bit for bit
+    (jax_vmap_f32_compared)."""
     import jax
 
     from eagle.frameworks import jax as eagle_jax
@@ -2523,6 +2526,12 @@ def check_jax_vmap(g: GenKernel, k: Any, st: Stats, awrt: list[str] | None = Non
                 vs = "calls" if against is None else "interpreter"
                 st.mismatches.append(Mismatch(g.seed, f"{where} of jax.jvp / jax.vjp-vs-{vs}", why, g.report()))
                 return
+        if ffi_case is not None:
+            why = _vmap_of_vmap(k, n, m, g.seed, ffi_case[2], pick, st)
+            if why:
+                st.mismatches.append(Mismatch(g.seed, f"jax.vmap of jax.vmap (ffi, inner in_axes={tuple(ffi_case[2])})-vs-calls",
+                                              why, g.report()))
+                return
         if ffi_case is not None and not any(s.dtype == "int64" for s in k.slots):
             jax.config.update("jax_enable_x64", False)
             why = _vmap_f32(k, n, m, first, second, *ffi_case, st)
@@ -2563,6 +2572,47 @@ def _vmap_f32(k: Any, n: int, m: int, first: dict[str, Any], second: dict[str, A
         if why:
             return f"entry {e}, {why}"
     st.jax_vmap_f32_compared += 1
+    return None
+
+
+def _vmap_of_vmap(k: Any, n: int, m: int, seed: int, inner: list[int | None], pick: np.random.Generator,
+                  st: Stats) -> str | None:
+    """check_jax_vmap's nested case on "ffi" (float64, x64 on): jax.vmap of jax.vmap over a
+    2 x 2 grid of input sets, the inner in_axes `inner` (the one-level case's), the outer
+    batching each argument on its leading axis or not (drawn from `pick`; at least one). An
+    argument batched by neither takes one value, by one level only the values along that
+    level. Entry (i, j) must be the call on its set bit for bit: the bridge's batching rule
+    applied to what it made itself (a fold of a fold, a fold inside one launch per entry, ...).
+    A grid with a set the interpreter reports an error for is skipped. None, or what differs."""
+    import jax
+
+    from eagle.frameworks import jax as eagle_jax
+
+    f = eagle_jax.function(k, lowering="ffi")
+    outer: list[int | None] = [None if pick.integers(2) else 0 for _ in f.inputs]
+    if all(o is None for o in outer):
+        outer[int(pick.integers(len(outer)))] = 0
+    grid = [[make_values(k, n, m, np.random.default_rng([seed, 10 + 2 * i + j])) for j in range(2)] for i in range(2)]
+    sets = [[{name: grid[i if o is not None else 0][j if ax is not None else 0][name] for name, o, ax in zip(f.inputs, outer, inner)}
+             for j in range(2)] for i in range(2)]
+    if any(interpret(k, n, m, v, zero_finished=True).error is not None for row in sets for v in row):
+        st.jax_vmap_skipped += 1
+        return None
+    args = [[_bridge_args(f, k, v) for v in row] for row in sets]
+    stacked = []
+    for p, (o, ax) in enumerate(zip(outer, inner)):
+        rows = [args[i][0][p] if ax is None else np.stack([args[i][0][p], args[i][1][p]], axis=ax) for i in range(2)]
+        stacked.append(rows[0] if o is None else np.stack(rows))
+    res = jax.vmap(jax.vmap(f, in_axes=tuple(inner)), in_axes=tuple(outer))(*stacked)
+    res = res if isinstance(res, tuple) else (res,)
+    for i in range(2):
+        for j in range(2):
+            want = f(*args[i][j])
+            want = want if isinstance(want, tuple) else (want,)
+            why = _bits_differ(f.outputs, [np.asarray(r)[i, j] for r in res], want)
+            if why:
+                return f"outer in_axes={tuple(outer)}, entry ({i}, {j}), {why}"
+    st.jax_vmap_nested_compared += 1
     return None
 
 

@@ -404,13 +404,14 @@ def test_vmap_through_the_jax_bridge_matches_the_calls(monkeypatch, set_batcher,
     random axes or not at all (kernelgen.check_jax_vmap): each entry is the "ffi" call on its
     set bit for bit, and the interpreter on "xla" by check_xla's rule; vmap of jax.jvp and of
     jax.vjp are each entry's jvp / vjp bit for bit on "ffi", the interpreter's tangent and
-    adjoint kernels on "xla"; the "ffi" vmap in float32 is each entry's float32 call bit for
-    bit; every batching path of the bridge is taken."""
+    adjoint kernels on "xla"; vmap of vmap on "ffi" and the "ffi" vmap in float32 are each
+    entry's call bit for bit; every batching path of the bridge is taken."""
     seen = _counting_batch_paths(monkeypatch, set_batcher)
     st = kernelgen.check_batch(VMAP_SEEDS, None, compiled=False, checks=("vmap",))
     assert not st.mismatches, _fail_text(st)
     assert st.jax_vmap_compared >= 5 * st.kernels  # both lowerings, with jvp and vjp, most kernels
     assert st.jax_vmap_f32_compared >= st.kernels // 2  # "ffi" again in float32: kernels without int64
+    assert st.jax_vmap_nested_compared >= st.kernels - 2  # vmap of vmap on "ffi"
     assert seen["inline"] >= 3 and seen["entry"] >= 3 and seen["all"] - seen["inline"] - seen["entry"] >= 3, seen
 
 
@@ -453,6 +454,30 @@ def test_the_vmap_check_catches_a_wrong_batching_rule(wrong, set_batcher, unreco
                    and "of jax.jvp" not in m.check for m in st.mismatches), _fail_text(st)
 
 
+def test_the_vmap_check_catches_a_wrong_nested_batching_rule(set_batcher, unrecorded):
+    """With the bridge's batching rule answering 1 + 1e-9 times the right values only where
+    it runs inside itself (an outer vmap batching what the inner one made), only the vmap of
+    vmap check reports, for each kernel."""
+    from eagle.frameworks import _jax_rules
+
+    batch = _jax_rules._batch
+    depth = [0]
+
+    def scaled(args, dims, *, call, lowering="ffi"):
+        inner = depth[0] > 0
+        depth[0] += 1
+        try:
+            outs, out_dims = batch(args, dims, call=call, lowering=lowering)
+        finally:
+            depth[0] -= 1
+        return ([_scaled(o) for o in outs] if inner else outs), out_dims
+
+    set_batcher(scaled)
+    st = kernelgen.check_batch(range(40, 44), None, compiled=False, checks=("vmap",))
+    assert len(st.mismatches) >= 3 and st.jax_vmap_nested_compared == 0, _fail_text(st)
+    assert all(m.check.startswith("jax.vmap of jax.vmap (ffi,") for m in st.mismatches), _fail_text(st)
+
+
 def test_the_fuzzers_sample_index_kernel_is_numbered_per_entry_under_vmap(unrecorded):
     """The kernel in tests/found_by_fuzzing/vmap_sample_index.py (it reads sample_index()):
     under jax.vmap with only its per-sample planes batched (the in_axes its seed draws), each
@@ -461,7 +486,7 @@ def test_the_fuzzers_sample_index_kernel_is_numbered_per_entry_under_vmap(unreco
     g = kernelgen.GenKernel(seed=43000203, name="fz_43000203", source=path.read_text(), table_size=3, n=1)
     st = kernelgen.check_batch([g], None, compiled=False, checks=("vmap",))
     assert not st.mismatches, _fail_text(st)
-    assert st.jax_vmap_compared == 6 and st.jax_vmap_skipped == 0, st.summary()
+    assert st.jax_vmap_compared == 6 and st.jax_vmap_nested_compared == 1 and st.jax_vmap_skipped == 0, st.summary()
 
 
 STAGED_SEEDS = (45, 57, 60, 96, 97)  # the first staged kernels from seed 40 (11 stages); ~25 s to build
