@@ -2654,35 +2654,26 @@ class _AgainstInterpreter:
         x = np.asarray(x, np.float64).reshape(shape)
         return float(x) if x.ndim == 0 else x
 
-    def _runs(self, e: int, kern: Any, names: dict[str, str], given: dict[str, Any]) -> tuple[Run, list[Run]] | None:
-        n, m, vals = self.g.n, self.g.table_size, self.sets[e]
-        vals = {**vals, **winners(self.k, n, m, vals), **{names[x]: self._shaped(e, x, v) for x, v in given.items() if x in names}}
-        want, moved = plain_and_moved(kern, n, m, vals)
-        return None if want.error is not None or _flips(want, moved) else (want, moved)
-
     def jvp(self, e: int, t: dict[str, Any], got: dict[str, Any]) -> Any:
         """None, what differs, or _SKIP: entry `e`'s tangents `got` (by output) of tangents `t` (by input)."""
-        runs = self._runs(e, self.tk, self.tn, t)
-        if runs is None:
-            return _SKIP
-        want, moved = runs
-        for name, dot in got.items():
-            if name in self.outs and name in self.tn:
-                tname = self.tn[name]
-                why = _outside_moved(name, dot, want.outs[tname], [r.outs[tname] for r in moved], want.sum_abs.get(tname), self.g.n)
-                if why:
-                    return why
-        return None
+        return self._judge(e, self.tk, self.tn, t, {x: v for x, v in got.items() if x in self.outs and x in self.tn})
 
     def vjp(self, e: int, c: dict[str, Any], got: dict[str, Any]) -> Any:
         """None, what differs, or _SKIP: entry `e`'s cotangents `got` (by input) of cotangents `c` (by output)."""
-        runs = self._runs(e, self.ak, self.cn, c)
-        if runs is None:
+        return self._judge(e, self.ak, self.cn, c, got)
+
+    def _judge(self, e: int, kern: Any, names: dict[str, str], given: dict[str, Any], got: dict[str, Any]) -> Any:
+        """The derived kernel `kern` (its slots by primal name: `names`) on entry `e`'s set
+        with `given` (tangents or cotangents by primal name) against `got` (by primal name),
+        by check_xla's rule: None, what differs, or _SKIP."""
+        n, m, vals = self.g.n, self.g.table_size, self.sets[e]
+        vals = {**vals, **winners(self.k, n, m, vals), **{names[x]: self._shaped(e, x, v) for x, v in given.items() if x in names}}
+        want, moved = plain_and_moved(kern, n, m, vals)
+        if want.error is not None or _flips(want, moved):
             return _SKIP
-        want, moved = runs
-        for name, bar in got.items():
-            cname = self.cn[name]
-            why = _outside_moved(name, bar, want.outs[cname], [r.outs[cname] for r in moved], want.sum_abs.get(cname), self.g.n)
+        for name, x in got.items():
+            slot = names[name]
+            why = _outside_moved(name, x, want.outs[slot], [r.outs[slot] for r in moved], want.sum_abs.get(slot), n)
             if why:
                 return why
         return None
