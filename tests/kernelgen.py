@@ -2471,7 +2471,7 @@ def check_jax_vmap(g: GenKernel, k: Any, st: Stats, awrt: list[str] | None = Non
         memo[which] = (plain, moved_runs)
         return plain, moved_runs
 
-    ffi_case = None  # (a, b, axes) of the "ffi" vmap compared, for its float32 repeat
+    ffi_case = None  # (a, b, axes) of the "ffi" vmap compared: the nested case and the float32 repeat build on it
     prev = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)
     try:
