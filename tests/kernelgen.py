@@ -1704,10 +1704,9 @@ def check_jax_staged(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
                 got = got if isinstance(got, tuple) else (got,)
                 calls.append(got)
                 want = [np.asarray(arrays[name]).reshape(np.shape(x)) for name, x in zip(f.outputs, got)]
-                why = _bits_differ(f.outputs, got, want)
+                why = _bits_differ(f.outputs, got, want, labels=("the bridge", "the launch"))
                 if why:
-                    st.mismatches.append(Mismatch(g.seed, f"staged through jax ({np.dtype(dtype).name})-vs-launch",
-                                                  why.replace("vmap", "the bridge").replace("the call", "the launch"), g.report()))
+                    st.mismatches.append(Mismatch(g.seed, f"staged through jax ({np.dtype(dtype).name})-vs-launch", why, g.report()))
                     return
             res = jax.vmap(f)(*[np.stack(xs) for xs in zip(*args)])
             res = res if isinstance(res, tuple) else (res,)
@@ -2471,7 +2470,7 @@ def check_jax_vmap(g: GenKernel, k: Any, st: Stats, awrt: list[str] | None = Non
         memo[which] = (plain, moved_runs)
         return plain, moved_runs
 
-    ffi_case = None  # (a, b, axes) of the "ffi" vmap compared: the nested case and the float32 repeat build on it
+    ffi_case = None  # (a, b, axes, sets) of the "ffi" vmap compared: the nested case and the float32 repeat build on it
     prev = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)
     try:
@@ -2517,7 +2516,7 @@ def check_jax_vmap(g: GenKernel, k: Any, st: Stats, awrt: list[str] | None = Non
             else:
                 st.jax_vmap_compared += 1
                 if lowering == "ffi":
-                    ffi_case = (a, b, axes)
+                    ffi_case = (a, b, axes, sets)
             if awrt is None or (lowering == "xla" and (tk is None or ak is None)):
                 continue
             against = None if lowering == "ffi" else _AgainstInterpreter(g, k, tk, ak, sets)
@@ -2534,7 +2533,7 @@ def check_jax_vmap(g: GenKernel, k: Any, st: Stats, awrt: list[str] | None = Non
                 return
         if ffi_case is not None and not any(s.dtype == "int64" for s in k.slots):
             jax.config.update("jax_enable_x64", False)
-            why = _vmap_f32(k, n, m, first, second, *ffi_case, st)
+            why = _vmap_f32(k, n, m, *ffi_case, st)
             if why:
                 st.mismatches.append(Mismatch(g.seed, f"jax.vmap (ffi, float32, in_axes={tuple(ffi_case[2])})-vs-calls",
                                               why, g.report()))
@@ -2548,17 +2547,17 @@ def _stack(a: Sequence[Any], b: Sequence[Any], axes: Sequence[int | None]) -> li
     return [x if ax is None else np.stack([x, y], axis=ax) for x, y, ax in zip(a, b, axes)]
 
 
-def _vmap_f32(k: Any, n: int, m: int, first: dict[str, Any], second: dict[str, Any], a: list[Any], b: list[Any],
-              axes: list[int | None], st: Stats) -> str | None:
+def _vmap_f32(k: Any, n: int, m: int, a: list[Any], b: list[Any], axes: list[int | None], sets: list[dict[str, Any]],
+              st: Stats) -> str | None:
     """check_jax_vmap's float32 repeat on "ffi" (x64 already off): the float64 case's
-    arguments `a`, `b` in float32, batched on the same `axes`; each entry the float32 call on
-    its set bit for bit. A set the float32 interpreter reports an error for is skipped."""
+    arguments `a`, `b` (of input `sets`) in float32, batched on the same `axes`; each entry the
+    float32 call on its set bit for bit. A set the float32 interpreter reports an error for is
+    skipped."""
     import jax
 
     from eagle.frameworks import jax as eagle_jax
 
     f = eagle_jax.function(k, lowering="ffi")
-    sets = [first, {name: (second[name] if ax is not None else first[name]) for name, ax in zip(f.inputs, axes)}]
     if any(interpret(k, n, m, v, float32=True).error is not None for v in sets):
         st.jax_vmap_skipped += 1
         return None
@@ -2616,13 +2615,14 @@ def _vmap_of_vmap(k: Any, n: int, m: int, seed: int, inner: list[int | None], pi
     return None
 
 
-def _bits_differ(names: Sequence[str], got: Sequence[Any], want: Sequence[Any]) -> str | None:
+def _bits_differ(names: Sequence[str], got: Sequence[Any], want: Sequence[Any],
+                 labels: tuple[str, str] = ("vmap", "the call")) -> str | None:
     """None where each of `got` equals `want`'s array of the same place in shape, dtype and
-    bits; else the first that differs, by name."""
+    bits; else the first that differs, by name, the two sides called by `labels`."""
     for name, x, w in zip(names, got, want):
         x, w = np.asarray(x), np.asarray(w)
         if x.shape != w.shape or x.dtype != w.dtype or not _same_bits(x, w).all():
-            return f"{name}: vmap {x!r}, the call {w!r}"
+            return f"{name}: {labels[0]} {x!r}, {labels[1]} {w!r}"
     return None
 
 
@@ -2639,6 +2639,8 @@ class _AgainstInterpreter:
         self.g, self.k, self.tk, self.ak, self.sets = g, k, tk, ak, sets
         self.tn, self.cn = roles(tk, "t"), roles(ak, "c")
         self.outs = set(outputs_of(k))
+        # each set's "<s>_win" Params (hawk.min / hawk.max outputs), for both derived kernels
+        self.wins = [winners(k, g.n, g.table_size, v) for v in sets]
 
     def has_tangent(self, name: str) -> bool:
         return name in self.tn
@@ -2667,7 +2669,7 @@ class _AgainstInterpreter:
         with `given` (tangents or cotangents by primal name) against `got` (by primal name),
         by check_xla's rule: None, what differs, or _SKIP."""
         n, m, vals = self.g.n, self.g.table_size, self.sets[e]
-        vals = {**vals, **winners(self.k, n, m, vals), **{names[x]: self._shaped(e, x, v) for x, v in given.items() if x in names}}
+        vals = {**vals, **self.wins[e], **{names[x]: self._shaped(e, x, v) for x, v in given.items() if x in names}}
         want, moved = plain_and_moved(kern, n, m, vals)
         if want.error is not None or _flips(want, moved):
             return _SKIP
