@@ -5,7 +5,8 @@ The loop's launch counts against a count computed here from each sample's own fi
 launches' worth of steps per pass) and the same loop with a foreign node (plain launches)
 agree with it and with each other, for stepping kernels too; runs in pieces, progress between
 chunks, foreign nodes that change the mask or raise, kernel errors, a second mask that is not
-the loop's, and active sets. The page tests of loops are in tests/test_graphs.py.
+the loop's, and active sets. A kernel with sums over samples steps one launch at a time, each
+sum over that launch's live samples, as NumPy's plain loop has them. The page tests of loops are in tests/test_graphs.py.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import eagle
 import eagle.loop
 import hawk
 from eagle.graph import opaque
-from hawk import Guard, Mutable, Scalar, Table, Terminated
+from eagle.errors import ModeError
+from hawk import Guard, Mutable, Param, Scalar, Table, Terminated
 from raptor_core import _core
 
 from conftest import plan_kernels
@@ -53,9 +55,19 @@ def look(i: Scalar, w: Table[Scalar], terminated: Terminated, y: Mutable[Scalar]
     terminated = y > 100.0
 
 
+@hawk.kernel(steps=1)
+def tally(limit: Scalar, terminated: Terminated, t: Mutable[Scalar], total: Mutable[Param], top: Mutable[Param],
+          hist: Mutable[Table[Scalar]]):
+    t = t + 1.0
+    total = hawk.sum(t * 0.5)
+    top = hawk.max(limit - t)
+    hawk.scatter(hist)[t - 1.0] += 1.0
+    terminated = t >= limit
+
+
 @pytest.fixture(scope="module")
 def plans(module_cache_dir):
-    return plan_kernels([tick, tick3, tick_active, tock, look], module_cache_dir)
+    return plan_kernels([tick, tick3, tick_active, tock, look, tally], module_cache_dir)
 
 
 def limits(n: int, seed: int, most: int = 400) -> np.ndarray:
@@ -396,3 +408,41 @@ def test_until_done_over_cuda_plans_drives_the_device_loop(plans, monkeypatch):
     np.testing.assert_array_equal(t, want_t)
     with pytest.raises(ValueError, match="runs on the host each launch"):
         eagle.until_done([NoOp(), gpu], max_steps=5, limit=limit, terminated=mask, t=t)
+
+
+def test_kernels_with_sums_over_samples_run_one_launch_at_a_time(plans):
+    """A launch's hawk.sum / hawk.max is over that launch's live samples and a scatter adds once
+    per launch: a pass of many steps has neither, so until_done does not fuse such a kernel
+    (it ran 1024-step passes that summed every step's samples, 20x the plain loop's sum), and
+    Kernel.with_steps refuses it as @hawk.kernel(steps=...) does. Whole runs and runs in
+    pieces against NumPy's plain loop, bit for bit (every value an integer or a half)."""
+    rng = np.random.default_rng(21)
+    limit = rng.integers(1, 61, 300).astype(np.float64)
+    done0 = rng.random(300) < 0.2
+    for pieces in ((37,), (9, 20, 1000), (1000,)):
+        t, total, top, hist = np.zeros(300), np.zeros(1), np.zeros(1), np.zeros(60)
+        mask = done0.copy()
+        runner = eagle.until_done([plans["tally"]], limit=limit, terminated=mask, t=t, total=total, top=top, hist=hist)
+        assert not runner.fused
+        steps = sum(runner.run(max_steps=b).steps for b in pieces)
+        want = dict(t=np.zeros(300), total=np.zeros(1), top=np.zeros(1), hist=np.zeros(60))
+        want_mask, launches = done0.copy(), 0
+        while launches < sum(pieces) and not want_mask.all():
+            live = ~want_mask
+            want["t"][live] += 1.0
+            want["total"][0] = (want["t"][live] * 0.5).sum()
+            want["top"][0] = (limit - want["t"])[live].max()
+            np.add.at(want["hist"], (want["t"][live] - 1.0).astype(int), 1.0)
+            want_mask |= live & (want["t"] >= limit)
+            launches += 1
+        assert steps == launches and launches == (37 if pieces == (37,) else 60)
+        np.testing.assert_array_equal(mask, want_mask)
+        for name, got in dict(t=t, total=total, top=top, hist=hist).items():
+            np.testing.assert_array_equal(got, want[name], err_msg=f"{name} after {pieces}")
+    with pytest.raises(ModeError) as err:
+        tally.with_steps(1024)
+    assert str(err.value) == (
+        "Kernel.with_steps: kernel 'tally' has sums over samples ('total', 'top', 'hist': hawk.sum / mean / min / max "
+        "outputs or scatter targets), which a kernel of more than one step cannot have (each launch sums over its own "
+        "live samples); run it one step per launch")
+    assert tally.sums_over_samples() == ["total", "top", "hist"] and tick.sums_over_samples() == []

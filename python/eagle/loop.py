@@ -7,7 +7,7 @@ of the Terminated mask is set or the step budget is spent, and can be called aga
 on. The loop is the one stepping loop of ``cpp/runtime/loop.hpp`` (its planner decides what
 runs and counts launches): a loop of kernels alone runs entirely in C++ (no Python per step);
 foreign nodes are called back from it between launches on the host. A loop of one stepping
-kernel runs up to ``FUSED`` launches' worth of steps in one pass over memory: the kernel
+kernel (one that draws no random numbers and has no sums over samples) runs up to ``FUSED`` launches' worth of steps in one pass over memory: the kernel
 recompiled with 1024 times its steps, told at each pass how many steps the budget has left
 (at most 7 single launches, when fewer than ``FUSED_MIN`` are left). Its plans are built
 once per process (``fused_plans_of``), so a warm ``until_done`` costs its binds. In such a kernel each of 64 lanes steps one
@@ -319,8 +319,11 @@ def until_done(items: Sequence[Any], max_steps: int | None = None, progress: boo
     fused: list[Bound] = []
     plans = [item for item in items if isinstance(item, Plan)]
     # A kernel drawing random numbers is not fused: launch n draws with fold_in(key, n), which a
-    # launch of FUSED times the steps would not (docs/language.md, "Random numbers").
-    if len(named) == 1 and len(plans) == 1 and not any(s.kind == "random" for s in plans[0].kernel.slots):
+    # launch of FUSED times the steps would not (docs/language.md, "Random numbers"). Nor is a
+    # kernel with sums over samples (hawk.sum / mean / min / max outputs, scatter targets): a
+    # launch's sum is over that launch's live samples, which a pass of many steps does not have.
+    if len(named) == 1 and len(plans) == 1 and not plans[0].kernel.sums_over_samples() and not any(
+            s.kind == "random" for s in plans[0].kernel.slots):
         plan = plans[0]
         bound = named[0][1]
         fused_plans = fused_plans_of(plan)

@@ -201,10 +201,25 @@ class Kernel:
 
     def with_steps(self, steps: int) -> "Kernel":
         """The same kernel running ``steps`` steps per launch (a sample still stops as soon as
-        it is terminated). eagle's stepping loops use it to run many steps per pass over memory."""
+        it is terminated). eagle's stepping loops use it to run many steps per pass over memory. Refused (ModeError)
+        for a staged kernel and for one with sums over samples (``sums_over_samples``), as
+        ``@hawk.kernel(steps=...)`` refuses them: a sum is over one launch's live samples."""
         self.refuse_staged("Kernel.with_steps", "run it one step per launch")
+        sums = self.sums_over_samples()
+        if sums:
+            from eagle.errors import ModeError
+
+            raise ModeError(f"Kernel.with_steps: kernel '{self.name}' has sums over samples ({', '.join(repr(s) for s in sums)}: "
+                            "hawk.sum / mean / min / max outputs or scatter targets), which a kernel of more than one step "
+                            "cannot have (each launch sums over its own live samples); run it one step per launch")
         return Kernel(self._core.with_steps(int(steps)), self.guard, f"{self.name} with steps={steps}", self._spec,
                       self.time, self.time_step)
+
+    def sums_over_samples(self) -> list[str]:
+        """The parameters that sum (or fold) over the samples of a launch: ``Mutable[Param]``
+        outputs of ``hawk.sum`` / ``mean`` / ``min`` / ``max``, scatter targets, and a derived
+        kernel's Param and Table cotangents. A kernel with any runs one step per launch."""
+        return [s.name for s in self.slots if s.kind in ("param_sum", "table_sum")]
 
     # --- stage boundaries
     @property
