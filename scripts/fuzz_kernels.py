@@ -10,7 +10,9 @@ calls with their jax.jvp on "ffi", and jax.vmap over two input sets on both lowe
 against the calls, with vmap of jax.jvp and jax.vjp, vmap of vmap and the "ffi" vmap in
 float32, and staged kernels through the bridge against their launch (the first
 --xla-count kernels: a few XLA compiles each; tests/kernelgen.py check_xla, check_jax_ad,
-check_jax_vmap, check_jax_staged). Kernels are
+check_jax_vmap, check_jax_staged); unless --ir-only, every kernel with a Terminated mask
+stepped by eagle.until_done and by the device loop's plan on the CPU against its plain loop
+of launches (check_loop). Kernels are
 compiled in batches (one translation unit per batch) by worker processes, each of which runs
 a bounded number of batches (loaded modules are never unloaded) in its own scratch cache.
 
@@ -56,7 +58,7 @@ def worker(start: int, count: int, batch: int, ir_only: bool, deadline: float, x
             # (--ir-only builds no C++: not the bridge's "ffi" kernels either, so no check_jax_ad
             # or check_jax_vmap)
             bridge = ("xla",) if ir_only else ("xla", "jax", "vmap")
-            checks = ("interp", "tangent", "adjoint") + (bridge if seed < xla_until else ())
+            checks = ("interp", "tangent", "adjoint") + (() if ir_only else ("loop",)) + (bridge if seed < xla_until else ())
             st = kernelgen.check_batch(seeds, cache, checks=checks, compiled=not ir_only)
             total.add(st)
             for m in st.mismatches:
@@ -74,6 +76,8 @@ def worker(start: int, count: int, batch: int, ir_only: bool, deadline: float, x
 
 
 def main() -> int:
+    import kernelgen  # (the workers import it themselves)
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=None, help="stop starting new batches after this long")
     ap.add_argument("--count", type=int, default=None, help="kernels to check (default: unbounded with --seconds)")
@@ -148,20 +152,9 @@ def main() -> int:
     k = totals.get("kernels", 0)
     mode = "IR only (interpreter)" if args.ir_only else f"compiled (RAPTOR_CXXFLAGS={os.environ.get('RAPTOR_CXXFLAGS', 'default')}) and interpreter"
     gaps = "" if not unchecked else f" (not reached before the deadline: {', '.join(f'{lo}..{hi - 1}' for lo, hi in unchecked)})"
-    print(f"[fuzz] done: {k} kernels ({totals.get('seeds', 0)} generated, {totals.get('stages', 0)} of the kernels stages of "
-          f"staged ones; {mode}), seeds {args.start}..{seed - 1}{gaps} with {jobs} workers, {el:.0f} s, {k / max(el, 1e-9):.2f} kernels/s; "
-          f"{totals.get('runs_compared', 0)} compiled runs vs the interpreter, {totals.get('fd_elements', 0)} tangent elements "
-          f"({totals.get('fd_skipped', 0)} skipped near kinks; {totals.get('fd_stop_gradient', 0)} kernels with stop_gradient not "
-          f"compared with differences), {totals.get('adjoint_checked', 0)} adjoint identities, "
-          f"{totals.get('table_errors', 0)} table errors agreed, {totals.get('xla_compared', 0)} xla-lowering runs vs the interpreter "
-          f"({totals.get('xla_int_compared', 0)} with integer planes, {totals.get('xla_unsupported', 0)} unsupported, {totals.get('xla_skipped', 0)} skipped, {totals.get('xla_table_errors', 0)} "
-          f"table errors); {totals.get('jax_jvp_compared', 0)} jax.jvp and {totals.get('jax_vjp_compared', 0)} jax.vjp through the bridge "
-          f"vs the derived kernels ({totals.get('jax_ad_skipped', 0)} skipped), {totals.get('jax_f32_compared', 0)} float32 calls with "
-          f"their jax.jvp, {totals.get('jax_vmap_compared', 0)} jax.vmap calls vs the calls ({totals.get('jax_vmap_skipped', 0)} skipped) "
-          f"and {totals.get('jax_vmap_f32_compared', 0)} in float32, {totals.get('jax_vmap_nested_compared', 0)} jax.vmap of jax.vmap; "
-          f"{totals.get('jax_staged_compared', 0)} staged kernels' "
-          f"calls through the bridge vs their launch ({totals.get('jax_staged_skipped', 0)} skipped); "
-          f"{totals.get('mismatches', 0)} mismatches", flush=True)
+    counts = kernelgen.Stats(**{f: totals.get(f, 0) for f in kernelgen.COUNTS})
+    print(f"[fuzz] done: {mode}, seeds {args.start}..{seed - 1}{gaps} with {jobs} workers, {el:.0f} s, "
+          f"{k / max(el, 1e-9):.2f} kernels/s: {counts.summary(totals.get('mismatches', 0))}", flush=True)
     return 1 if totals.get("mismatches", 0) else 0
 
 

@@ -1604,15 +1604,9 @@ def interpret(kernel: Any, n: int, m: int, values: dict[str, Any], float32: bool
                error, {k: np.asarray(v, np.float64) for k, v in sum_abs.items()})
 
 
-def launch(plan: Any, n: int, m: int, values: dict[str, Any], dtype: Any) -> Run:
-    """The compiled plan over copies of `values` in `dtype` (outputs and sums zeroed; a scatter
-    target not in `values` too)."""
-    return _launched(plan, n, m, values, dtype)[0]
-
-
-def _launched(plan: Any, n: int, m: int, values: dict[str, Any], dtype: Any) -> tuple[Run, dict[str, Any]]:
-    """``launch``, and every array the launch bound (a staged plan's hidden sums included)."""
-    k = plan.kernel
+def _bound_copies(k: Any, n: int, m: int, values: dict[str, Any], dtype: Any) -> dict[str, Any]:
+    """Fresh arrays (and Param values) for binding `k` to `values` in `dtype`, as ``launch``
+    binds them: outputs, sums and a scatter target not in `values` zeroed."""
     arrays: dict[str, Any] = {}
     for s in k.slots:
         if s.kind == "param":
@@ -1625,6 +1619,19 @@ def _launched(plan: Any, n: int, m: int, values: dict[str, Any], dtype: Any) -> 
             arrays[s.name] = np.array(values[s.name], _np_dtype(s, dtype))
         else:
             arrays[s.name] = np.zeros(_shape(s, n, m), _np_dtype(s, dtype))
+    return arrays
+
+
+def launch(plan: Any, n: int, m: int, values: dict[str, Any], dtype: Any) -> Run:
+    """The compiled plan over copies of `values` in `dtype` (outputs and sums zeroed; a scatter
+    target not in `values` too)."""
+    return _launched(plan, n, m, values, dtype)[0]
+
+
+def _launched(plan: Any, n: int, m: int, values: dict[str, Any], dtype: Any) -> tuple[Run, dict[str, Any]]:
+    """``launch``, and every array the launch bound (a staged plan's hidden sums included)."""
+    k = plan.kernel
+    arrays = _bound_copies(k, n, m, values, dtype)
     error = None
     bound = plan.bind(**arrays)
     try:
@@ -1668,6 +1675,74 @@ def check_staged(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
             if why:
                 st.mismatches.append(Mismatch(g.seed, f"staged (stage {j + 1})", why, g.report()))
                 return
+
+
+# Budgets of the stepping loop check (check_loop), each a run or runs in pieces: under
+# FUSED_MIN launches (single launches), one pass, passes cut at odd places, two passes of 1024
+# and 76 launches.
+LOOP_PIECES = ((3,), (37,), (9, 1, 30), (1100,))
+
+
+def check_loop(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
+    """A kernel with a Terminated mask stepped by ``eagle.until_done([plan])`` against its plain
+    loop (``bound.launch()`` until no sample is live or the budget is spent; docs/runtime.md
+    "Stepping loops": a run's ``steps`` is that loop's launches), bit for bit in both dtypes:
+    every bound array (planes, the mask, sums, scatter targets) and the launch count, for
+    each budget of LOOP_PIECES (runs in pieces go on where the last stopped). A loop of one
+    kernel without draws or sums over samples runs fused 1024-step passes of lanes refilled
+    as samples finish (codegen/host_driver.cpp, refill_body), a different program from the
+    plain launch; the others run single launches in the C++ loop. Then the device loop's plan
+    on the CPU (``eagle.loop.device_emulation``, both variants) over the same budgets. Where
+    the plain loop reports a kernel error the loop must report the same message (the arrays
+    are not compared: loop_errors)."""
+    import eagle.loop
+
+    if not any(s.kind == "terminated" for s in k.slots):
+        return
+    n, m = g.n, g.table_size
+    values = make_values(k, n, m, np.random.default_rng([g.seed, 5]))
+    mask = next(s.name for s in k.slots if s.kind == "terminated")
+    for dtype in (np.float64, np.float32):
+        for pieces in LOOP_PIECES:
+            plain = _bound_copies(k, n, m, values, dtype)
+            bound = plan.bind(**plain)
+            launches, error = 0, None
+            try:
+                while launches < sum(pieces) and not plain[mask].all():
+                    bound.launch()
+                    launches += 1
+            except RuntimeError as err:
+                error = str(err)
+            runs = [("until_done", lambda a: eagle.loop.until_done([plan], **a))]
+            runs += [(f"device_emulation ({v})", lambda a, v=v: eagle.loop.device_emulation([plan], variant=v, **a))
+                     for v in ("while", "batched")]
+            for what, make in runs:
+                looped = _bound_copies(k, n, m, values, dtype)
+                runner = make(looped)
+                if what == "until_done" and runner.fused:
+                    st.loop_fused += 1
+                steps, why = 0, None
+                try:
+                    for b in pieces:
+                        steps += runner.run(max_steps=b).steps
+                except RuntimeError as err:
+                    why = None if error == str(err) else f"the loop raised {err}, the plain loop {error or 'nothing'}"
+                else:
+                    if error is not None:
+                        why = f"the plain loop raised {error}, the loop nothing"
+                    elif steps != launches:
+                        why = f"{steps} steps, the plain loop {launches} launches"
+                    else:
+                        names = [nm for nm, x in plain.items() if isinstance(x, np.ndarray)]
+                        why = _bits_differ(names, [looped[nm] for nm in names], [plain[nm] for nm in names],
+                                           labels=("the loop", "the plain loop"))
+                if why:
+                    st.mismatches.append(Mismatch(g.seed, f"{what} ({np.dtype(dtype).name}, runs of {pieces})-vs-plain loop", why,
+                                                  g.report()))
+                    return
+                if error is not None:
+                    st.loop_errors += 1
+                st.loop_compared += 1
 
 
 def check_jax_staged(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
@@ -1740,7 +1815,8 @@ class Mismatch:
 COUNTS = ("seeds", "kernels", "stages", "runs_compared", "fd_elements", "fd_skipped", "adjoint_checked", "adjoint_skipped", "table_errors",
           "xla_compared", "xla_int_compared", "xla_unsupported", "xla_skipped", "xla_table_errors", "fd_stop_gradient", "adjoint_tables_refused",
           "jax_jvp_compared", "jax_vjp_compared", "jax_ad_skipped", "jax_f32_compared", "jax_vmap_compared", "jax_vmap_skipped",
-          "jax_vmap_f32_compared", "jax_vmap_nested_compared", "jax_staged_compared", "jax_staged_skipped")
+          "jax_vmap_f32_compared", "jax_vmap_nested_compared", "jax_staged_compared", "jax_staged_skipped", "loop_compared",
+          "loop_fused", "loop_errors")
 
 
 @dataclass
@@ -1771,6 +1847,9 @@ class Stats:
     jax_vmap_nested_compared: int = 0  # jax.vmap of jax.vmap on "ffi" over a 2 x 2 grid of sets against the calls
     jax_staged_compared: int = 0  # staged kernels through the bridge ("ffi") against their launch, per dtype
     jax_staged_skipped: int = 0  # of those not compared: a launch reports an error
+    loop_compared: int = 0  # stepping loops (until_done, the device plan on the CPU) against the plain loop, per budget and dtype
+    loop_fused: int = 0  # of the until_done runs, those that ran fused passes of refilled lanes
+    loop_errors: int = 0  # of the loops compared, those where both reported the same kernel error
     mismatches: list[Mismatch] = field(default_factory=list)
 
     def add(self, other: "Stats") -> None:
@@ -1778,7 +1857,10 @@ class Stats:
             setattr(self, f, getattr(self, f) + getattr(other, f))
         self.mismatches += other.mismatches
 
-    def summary(self) -> str:
+    def summary(self, mismatches: int | None = None) -> str:
+        """Every count in words (scripts/fuzz_kernels.py prints it for all its workers, whose
+        mismatches it has printed already: ``mismatches`` is their number)."""
+        mismatches = len(self.mismatches) if mismatches is None else mismatches
         return (f"{self.kernels} kernels ({self.seeds} generated, {self.stages} of them stages), {self.runs_compared} compiled runs compared with the interpreter, "
                 f"{self.fd_elements} tangent elements against differences ({self.fd_skipped} skipped near kinks), "
                 f"{self.fd_stop_gradient} kernels with stop_gradient not compared with differences, {self.adjoint_checked} adjoint identities ({self.adjoint_skipped} not finite, "
@@ -1791,7 +1873,8 @@ class Stats:
                 f"{self.jax_vmap_compared} jax.vmap calls ({self.jax_vmap_skipped} skipped), "
                 f"{self.jax_vmap_f32_compared} float32 jax.vmap calls, {self.jax_vmap_nested_compared} jax.vmap of jax.vmap, "
                 f"{self.jax_staged_compared} staged kernels' calls through the bridge ({self.jax_staged_skipped} skipped), "
-                f"{len(self.mismatches)} mismatches")
+                f"{self.loop_compared} stepping loops against the plain loop ({self.loop_fused} fused, {self.loop_errors} with an error), "
+                f"{mismatches} mismatches")
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -2808,6 +2891,8 @@ def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks, awrt=None) ->
             if why:
                 st.mismatches.append(Mismatch(g.seed, f"compiled-vs-interpreter ({what})", why, g.report()))
                 return
+    if "loop" in checks and pk is not None:
+        check_loop(g, k, pk, st)
     if runs64["kernel"].error is not None or runs64["tangent"].error is not None or runs64["adjoint"].error is not None:
         return
     if "jax" in checks:

@@ -259,6 +259,71 @@ def _runs(st: kernelgen.Stats) -> int:
     return 6 * st.kernels + 2 * st.stages
 
 
+# Generated kernels with a Terminated mask (from seeds 47000000..47000039): four fused ones
+# (steps of 2 or 3, a long loop, matrices, n of 7 to 70); not fused, three with sums over
+# samples (a hawk.max and a scatter whose samples never finish nor add, a scatter, a sum
+# beside integers and a long loop) and one drawing numbers.
+# The two whose sums a fused pass gets wrong are kept in tests/found_by_fuzzing/ (the loop
+# check found the bug on them).
+LOOP_SUMS = {47000017: ("loop_fused_scatter.py", 3, 37), 47000035: ("loop_fused_sum.py", 5, 70)}
+LOOP_FUSED = 4
+
+
+def _loop_kernels() -> list[int | kernelgen.GenKernel]:
+    kept = [kernelgen.GenKernel(seed, f"fz_{seed}", (Path(__file__).parent / "found_by_fuzzing" / fn).read_text(), m, n)
+            for seed, (fn, m, n) in LOOP_SUMS.items()]
+    return [47000006, 47000012, 47000014, 47000015, 47000023, 47000007] + kept
+
+
+@pytest.fixture(scope="module")
+def loop_cache(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("loops"))
+
+
+def test_stepping_loops_equal_their_plain_loop(loop_cache, unrecorded):
+    """Generated stepping kernels through eagle.until_done (fused passes of refilled lanes
+    where the kernel allows) and through the device loop's plan on the CPU, each against
+    its plain loop of launches, bit for bit: every bound array and the launch count, both
+    dtypes, budgets under FUSED_MIN, one pass, runs in pieces, two passes
+    (kernelgen.check_loop)."""
+    st = kernelgen.check_batch(_loop_kernels(), loop_cache, checks=("loop",))
+    assert not st.mismatches, _fail_text(st)
+    assert st.loop_compared == 8 * 2 * len(kernelgen.LOOP_PIECES) * 3
+    assert st.loop_fused == LOOP_FUSED * 2 * len(kernelgen.LOOP_PIECES), st.summary()
+
+
+def test_the_loop_check_catches_fused_sums_and_a_wrong_device_count(loop_cache, monkeypatch, unrecorded):
+    """What the loop check was written for: until_done fused kernels with sums over samples
+    (hawk.Kernel.sums_over_samples as before it existed: none), summing every step's samples
+    in a pass; the two whose sums that changes are reported (47000015's samples never finish
+and its sums are the same every step), for until_done and no other loop. Then a device
+    loop that runs one launch more than asked: every kernel whose samples outlive a budget
+    is reported for device_emulation."""
+    import eagle.loop
+    from raptor_core import _core
+
+    eagle.loop.clear_fused_plans()
+    with monkeypatch.context() as mp:
+        mp.setattr(hawk.Kernel, "sums_over_samples", lambda self: [])
+        st = kernelgen.check_batch(_loop_kernels(), loop_cache, checks=("loop",))
+    eagle.loop.clear_fused_plans()
+    assert {m.seed for m in st.mismatches} == set(LOOP_SUMS), _fail_text(st)
+    assert all(m.check.startswith("until_done (float64") for m in st.mismatches), _fail_text(st)
+
+    class Over:
+        def __init__(self, *args, **kwargs):
+            self.inner = real(*args, **kwargs)
+
+        def run(self, k, stream):
+            return self.inner.run(k + 1 if k else 0, stream)
+
+    real = _core.HostDeviceLoop
+    monkeypatch.setattr(_core, "HostDeviceLoop", Over)
+    st = kernelgen.check_batch(_loop_kernels(), loop_cache, checks=("loop",))
+    assert st.mismatches and all(m.check.startswith("device_emulation (while") for m in st.mismatches), _fail_text(st)
+    assert any("steps, the plain loop" in m.detail for m in st.mismatches), _fail_text(st)
+
+
 def test_derivatives_on_the_ir_of_many_kernels(unrecorded):
     st = kernelgen.check_batch(IR_SEEDS, None, compiled=False)
     assert not st.mismatches, _fail_text(st)
