@@ -178,7 +178,8 @@ step_pytest() {
 # lowering's forward check for the first 60), then random kernels compiled and checked
 # against the interpreter (20, a translation unit per core; with tests/test_differential.py's
 # 20 the compiled checks of one CI run are 40 kernels), each also through the JAX bridge
-# (jax.jvp, jax.vjp, float32 calls, jax.vmap). Fixed
+# (jax.jvp, jax.vjp, float32 calls, jax.vmap) and, with a mask, through the stepping loops
+# (until_done, the device plan on the CPU) against its plain loop. Fixed
 # seed ranges that the long runs found clean, so a red run is a regression, not a new seed's
 # luck; the open findings are in the closing notes and tests/test_differential.py (strict
 # xfail).

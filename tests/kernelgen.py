@@ -43,6 +43,11 @@ kernel's source text (a small module: imports, ``@hawk.func`` helpers, the kerne
    and bool outputs are compared as the interpreter holds them (doubles); what the lowering
    refuses by name (a kernel that can fail with no float output to show it) is counted in
    xla_unsupported.
+5. "loop" (when in ``checks``, compiled only): a kernel with a Terminated mask stepped by
+   ``eagle.until_done`` (fused passes of lanes refilled as samples finish, where the kernel
+   draws nothing and sums over no samples) and by the device loop's plan on the CPU
+   (``eagle.loop.device_emulation``), each against its plain loop of ``bound.launch()``
+   calls, bit for bit in both dtypes, over the budgets of LOOP_PIECES (``check_loop``).
 
 Derivatives (checks 2 and 3) are taken with respect to the float inputs only
 (``float_inputs``: not integer planes, integer Params or in-out integer Mutables, nor the

@@ -5,7 +5,8 @@ dtypes against the reference interpreter (bitwise, except where an inexact libra
 is involved: within how far its outputs move when those results are 2 ulp off; sums within
 their reordering bound), tangents against central differences, the adjoint identity to
 1e-10, and the JAX bridge (its "xla" lowering, jax.jvp / jax.vjp on both lowerings and float32
-calls, jax.vmap on both lowerings) against the interpreter. Seeded and bounded (about 3 minutes on 2 cores, half of it
+calls, jax.vmap on both lowerings) against the interpreter, and stepping loops against
+their plain loop of launches. Seeded and bounded (about 3 minutes on 2 cores, half of it
 the bridge's builds); scripts/fuzz_kernels.py is the long run. A failure prints each mismatch with its seed and the kernel's source.
 
 Also here: the checks themselves catch wrong answers (so a pass means something), and the
