@@ -53,6 +53,31 @@ def fall(g: Param, dt: Param, terminated: Terminated, z: Mutable[Scalar], w: Mut
     terminated = z < 0.0
 
 
+@hawk.kernel(steps=1)
+def tally(limit: Scalar, terminated: Terminated, t: Mutable[Scalar], total: Mutable[Param], top: Mutable[Param],
+          hist: Mutable[Table[Scalar]]):
+    t = t + 1.0
+    total = hawk.sum(t * 0.5)
+    top = hawk.max(limit - t)
+    hawk.scatter(hist)[t - 1.0] += 1.0
+    terminated = t >= limit
+
+
+def np_tally(limit, launches_at_most):
+    """tally's plain loop in NumPy from every sample live: t, total, top, hist, mask, launches."""
+    t, total, top, hist = np.zeros(limit.size), np.zeros(1), np.zeros(1), np.zeros(int(limit.max()))
+    done, launches = np.zeros(limit.size, bool), 0
+    while launches < launches_at_most and not done.all():
+        live = ~done
+        t[live] += 1.0
+        total[0] = (t[live] * 0.5).sum()
+        top[0] = (limit - t)[live].max()
+        np.add.at(hist, (t[live] - 1.0).astype(int), 1.0)
+        done |= live & (t >= limit)
+        launches += 1
+    return t, total, top, hist, done, launches
+
+
 def np_drag(v, cd, dt, g):
     a = np.array([0.0, 0.0, -g])[:, None] - cd * np.linalg.norm(v, axis=0) * v
     return v + dt * a
@@ -240,6 +265,40 @@ def test_simulate_equals_until_done_and_numpy(dtype):
     np.testing.assert_allclose(res.x, x, rtol=rtol, atol=rtol)
     np.testing.assert_allclose(res.v, v, rtol=rtol, atol=rtol)
     assert res.x.dtype == dtype
+
+
+@pytest.mark.parametrize("record", [False, True])
+@pytest.mark.parametrize("given", [False, True])
+def test_simulate_returns_sums_over_samples_as_the_last_launch_wrote_them(record, given):
+    """hawk.sum / hawk.max outputs and a scatter target of a stepping model: allocated when
+    left out (a launch overwrites them) or written into the arrays given, and in the result
+    beside the state, as NumPy's plain loop has them after the last launch (simulate of such
+    a model raised 'missing value(s) for ['total', 'top']' whether they were given or not)."""
+    limit = np.random.default_rng(4).integers(1, 41, 250).astype(np.float64)
+    hist = np.zeros(40)
+    sums = dict(total=np.zeros(1), top=np.zeros(1)) if given else {}
+    res = eagle.simulate(tally, limit=limit, t=0.0, hist=hist, max_steps=30, record=record, **sums)
+    t, total, top, want_hist, done, launches = np_tally(limit, 30)
+    assert res.steps == launches == 30 and res.status == "max_steps" and list(res.state) == ["t", "total", "top", "hist"]
+    np.testing.assert_array_equal(res.finished, done)
+    for name, want in dict(t=t, total=total, top=top, hist=want_hist).items():
+        np.testing.assert_array_equal(getattr(res, name), want, err_msg=name)
+    assert res.hist is hist and all(res.state[k] is v for k, v in sums.items())
+
+
+def test_a_call_writes_a_sum_into_the_array_given():
+    """A sum output given to a direct call is written, as a Mutable's array is (it was refused
+    as missing); left out, it is allocated and returned."""
+    x = np.arange(5.0)
+    total, top = np.full(1, 7.0), np.zeros(1)
+    hist = np.zeros(8)
+    out = tally(limit=x + 2.0, t=x.copy(), total=total, top=top, hist=hist)
+    assert out[1] is total and out[2] is top and out[3] is hist
+    np.testing.assert_array_equal(total, [((x + 1.0) * 0.5).sum()])
+    np.testing.assert_array_equal(top, [1.0])
+    np.testing.assert_array_equal(hist, np.bincount(x.astype(int), minlength=8).astype(float))
+    alloc = tally(limit=x + 2.0, t=x.copy(), hist=np.zeros(8))
+    np.testing.assert_array_equal(alloc[1], total)
 
 
 def test_simulate_binds_positionally_updates_arrays_and_stops_at_max_steps():

@@ -167,8 +167,10 @@ def resolve(kernels: Sequence[Kernel], given: Mapping[str, Any], who: str, *, ma
             break
     values: dict[str, Any] = {}
     allocated: set[str] = set()
+    sums = []
     for name, s in slots.items():
         if not s.is_input and s.kind in ("param_sum", "table_sum"):
+            sums.append(s)  # after the Tables, which size a Table's sum
             continue
         if s.kind == "terminated" and mask == "refuse" and name in given:
             raise TypeError(f"{who}: '{name}' is the Terminated mask: every sample starts live and the loop drives it "
@@ -191,7 +193,27 @@ def resolve(kernels: Sequence[Kernel], given: Mapping[str, Any], who: str, *, ma
             allocated.add(name)
         else:
             values[name] = value
+    # Sums over samples (hawk.sum / mean / min / max into a Mutable[Param], derived kernels'
+    # Param and Table cotangents): the array given is written, as a Mutable's is; one left out
+    # is allocated (zeros: a launch overwrites it).
+    for s in sums:
+        if s.name in given:
+            values[s.name] = given[s.name]
+            continue
+        if s.kind == "param_sum":
+            shape: tuple[int, ...] = (s.width,)
+        else:
+            m = int(getattr(values.get(_table_of(kernels, s)), "shape", (0,))[0])
+            shape = (m,) if not s.is_vector else (m, s.width)
+        values[s.name] = xp.zeros(shape, dtype)
+        allocated.add(s.name)
     return Resolved(values, n, one_sample, dtype, target, allocated)
+
+
+def _table_of(kernels: Sequence[Kernel], s: SlotInfo) -> str:
+    """The name of the Table whose sum (cotangent) ``s`` is, in the kernel that has ``s``."""
+    k = next(k for k in kernels if any(t is s for t in k.slots))  # (resolve's slots are the kernels' own)
+    return k.slots[s.table_of].name
 
 
 def _broadcast(s: SlotInfo, value: Any, n: int, dtype: np.dtype, xp: ArrayModule, who: str) -> Any:
@@ -247,17 +269,6 @@ def call(kernel: Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
     plan = plan_for(kernel, r.target)
     values = dict(r.values)
     xp = for_target(r.target)
-    # Sums over samples (derived kernels' Param and Table cotangents): allocated when left out.
-    for s in kernel.slots:
-        if s.kind in ("param_sum", "table_sum") and not s.is_input and s.name not in given:
-            if s.kind == "param_sum":
-                shape: tuple[int, ...] = (s.width,)
-            else:
-                table = kernel.slots[s.table_of].name
-                m = int(getattr(values[table], "shape", (0,))[0])
-                shape = (m,) if not s.is_vector else (m, s.width)
-            values[s.name] = xp.zeros(shape, r.dtype)
-            r.allocated.add(s.name)
     # A kernel that can fail while it runs writes into copies, copied back once it succeeded.
     copies: dict[str, Any] = {}
     if _may_fail(kernel):

@@ -11,7 +11,9 @@ Start at ``simulate``. It is ``eagle.until_done`` with the set-up done for you:
   it is written (zeros). The Terminated mask is never passed: every sample starts live, and
   the result's ``finished`` is it. Numbers alone are a batch of one, and the state comes
   back as numbers.
-- It returns a ``SimResult``: each state plane as an attribute, ``finished``, ``done``,
+- It returns a ``SimResult``: each state plane as an attribute (and each sum over samples: a
+  ``hawk.sum`` / ``mean`` / ``min`` / ``max`` output, allocated when left out, as its last
+  launch wrote it, and a scatter target), ``finished``, ``done``,
   ``status`` ("finished" or "max_steps"), ``steps`` (launches of the model, exact: the count
   ``until_done`` reports, not fused batches), ``n``, ``wall_s``, ``report``, ``t_stop`` (with
   ``events="refine"``; else None) and, with ``record=True``, ``record`` for
@@ -140,11 +142,12 @@ def simulate(model: Any, *args: Any, max_steps: int, until: Any = None, record: 
         xp = xp_of(mask)
         t_stop = xp.where(mask, t, xp.asarray(np.nan, dtype=t.dtype))
         t_stop = _number(t_stop) if r.one_sample else t_stop
-    state_slots = [s for k in kernels for s in k.slots if s.kind == "mutable"]
+    # The Mutable planes, then the sums over samples (each its last launch's) and scatter targets
+    state_slots = [s for k in kernels for s in k.slots if s.kind in ("mutable", "param_sum", "table_sum")]
     state: dict[str, Any] = {}
     for s in state_slots:
         arr = r.values[s.name]
-        state.setdefault(s.name, _number(arr) if r.one_sample else arr)
+        state.setdefault(s.name, _number(arr) if r.one_sample and s.kind == "mutable" else arr)
     finished = _number(mask) if r.one_sample else mask
     return SimResult(status="finished" if report.done else "max_steps", n=r.n, steps=report.steps, done=report.done,
                      finished=finished if not r.one_sample else bool(finished), wall_s=time.perf_counter() - t0,
