@@ -47,7 +47,8 @@ kernel's source text (a small module: imports, ``@hawk.func`` helpers, the kerne
    ``eagle.until_done`` (fused passes of lanes refilled as samples finish, where the kernel
    draws nothing and sums over no samples) and by the device loop's plan on the CPU
    (``eagle.loop.device_emulation``), each against its plain loop of ``bound.launch()``
-   calls, bit for bit in both dtypes, over the budgets of LOOP_PIECES (``check_loop``).
+   calls, bit for bit in both dtypes, over the budgets of LOOP_PIECES; and by
+   ``eagle.simulate`` (recorded and not) from every sample live (``check_loop``).
 
 Derivatives (checks 2 and 3) are taken with respect to the float inputs only
 (``float_inputs``: not integer planes, integer Params or in-out integer Mutables, nor the
@@ -1688,6 +1689,35 @@ def check_staged(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
 LOOP_PIECES = ((3,), (37,), (9, 1, 30), (1100,))
 
 
+def _plain_loop(plan: Any, arrays: dict[str, Any], mask: str, budget: int) -> tuple[int, str | None]:
+    """``bound.launch()`` over `arrays` until no sample of `mask` is live or `budget` launches
+    ran (docs/runtime.md "Stepping loops"): the launches made and the error message, if one
+    launch raised."""
+    bound = plan.bind(**arrays)
+    launches = 0
+    try:
+        while launches < budget and not arrays[mask].all():
+            bound.launch()
+            launches += 1
+    except RuntimeError as err:
+        return launches, str(err)
+    return launches, None
+
+
+def _simulated(plan: Any, mask: str, record: bool) -> Any:
+    """A runner of check_loop's for ``eagle.simulate(plan, ..., record=record)``, which takes
+    no mask (every sample starts live) and writes the arrays it is given: the launches it
+    made, with its result's mask copied into ``arrays[mask]``."""
+    import eagle
+
+    def run(arrays: dict[str, Any], pieces: tuple[int, ...]) -> int:
+        res = eagle.simulate(plan, max_steps=sum(pieces), record=record, **{k: v for k, v in arrays.items() if k != mask})
+        arrays[mask][...] = res.finished
+        return res.steps
+
+    return run
+
+
 def check_loop(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
     """A kernel with a Terminated mask stepped by ``eagle.until_done([plan])`` against its plain
     loop (``bound.launch()`` until no sample is live or the budget is spent; docs/runtime.md
@@ -1697,9 +1727,10 @@ def check_loop(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
     kernel without draws or sums over samples runs fused 1024-step passes of lanes refilled
     as samples finish (codegen/host_driver.cpp, refill_body), a different program from the
     plain launch; the others run single launches in the C++ loop. Then the device loop's plan
-    on the CPU (``eagle.loop.device_emulation``, both variants) over the same budgets. Where
-    the plain loop reports a kernel error the loop must report the same message (the arrays
-    are not compared: loop_errors)."""
+    on the CPU (``eagle.loop.device_emulation``, both variants) over the same budgets, and
+    ``eagle.simulate`` (through until_done, and recorded: a recorded graph launched one step
+    at a time) over one pass from every sample live. Where the plain loop reports a kernel
+    error the loop must report the same message (the arrays are not compared: loop_errors)."""
     import eagle.loop
 
     if not any(s.kind == "terminated" for s in k.slots):
@@ -1707,47 +1738,50 @@ def check_loop(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
     n, m = g.n, g.table_size
     values = make_values(k, n, m, np.random.default_rng([g.seed, 5]))
     mask = next(s.name for s in k.slots if s.kind == "terminated")
+    live = {**values, mask: np.zeros(n, bool)}
+
+    def stepped(make: Any) -> Any:
+        def run(arrays: dict[str, Any], pieces: tuple[int, ...]) -> int:
+            runner = make(arrays)
+            if make is loops[0][1] and runner.fused:
+                st.loop_fused += 1
+            return sum(runner.run(max_steps=b).steps for b in pieces)
+        return run
+
+    loops = [("until_done", lambda a: eagle.loop.until_done([plan], **a))]
+    loops += [(f"device_emulation ({v})", lambda a, v=v: eagle.loop.device_emulation([plan], variant=v, **a)) for v in ("while", "batched")]
+    cases = [(what, pieces, values, stepped(make)) for pieces in LOOP_PIECES for what, make in loops]
+    cases += [(f"simulate (record={r})", (37,), live, _simulated(plan, mask, r)) for r in (False, True)]
     for dtype in (np.float64, np.float32):
-        for pieces in LOOP_PIECES:
-            plain = _bound_copies(k, n, m, values, dtype)
-            bound = plan.bind(**plain)
-            launches, error = 0, None
+        plain_runs: dict[tuple[int, int], tuple[dict[str, Any], int, str | None]] = {}
+        for what, pieces, start, run in cases:
+            key = (id(start), sum(pieces))
+            if key not in plain_runs:
+                plain = _bound_copies(k, n, m, start, dtype)
+                plain_runs[key] = (plain, *_plain_loop(plan, plain, mask, sum(pieces)))
+            plain, launches, error = plain_runs[key]
+            looped = _bound_copies(k, n, m, start, dtype)
+            why = None
             try:
-                while launches < sum(pieces) and not plain[mask].all():
-                    bound.launch()
-                    launches += 1
+                steps = run(looped, pieces)
             except RuntimeError as err:
-                error = str(err)
-            runs = [("until_done", lambda a: eagle.loop.until_done([plan], **a))]
-            runs += [(f"device_emulation ({v})", lambda a, v=v: eagle.loop.device_emulation([plan], variant=v, **a))
-                     for v in ("while", "batched")]
-            for what, make in runs:
-                looped = _bound_copies(k, n, m, values, dtype)
-                runner = make(looped)
-                if what == "until_done" and runner.fused:
-                    st.loop_fused += 1
-                steps, why = 0, None
-                try:
-                    for b in pieces:
-                        steps += runner.run(max_steps=b).steps
-                except RuntimeError as err:
-                    why = None if error == str(err) else f"the loop raised {err}, the plain loop {error or 'nothing'}"
-                else:
-                    if error is not None:
-                        why = f"the plain loop raised {error}, the loop nothing"
-                    elif steps != launches:
-                        why = f"{steps} steps, the plain loop {launches} launches"
-                    else:
-                        names = [nm for nm, x in plain.items() if isinstance(x, np.ndarray)]
-                        why = _bits_differ(names, [looped[nm] for nm in names], [plain[nm] for nm in names],
-                                           labels=("the loop", "the plain loop"))
-                if why:
-                    st.mismatches.append(Mismatch(g.seed, f"{what} ({np.dtype(dtype).name}, runs of {pieces})-vs-plain loop", why,
-                                                  g.report()))
-                    return
+                why = None if error == str(err) else f"the loop raised {err}, the plain loop {error or 'nothing'}"
+            else:
                 if error is not None:
-                    st.loop_errors += 1
-                st.loop_compared += 1
+                    why = f"the plain loop raised {error}, the loop nothing"
+                elif steps != launches:
+                    why = f"{steps} steps, the plain loop {launches} launches"
+                else:
+                    names = [nm for nm, x in plain.items() if isinstance(x, np.ndarray)]
+                    why = _bits_differ(names, [looped[nm] for nm in names], [plain[nm] for nm in names],
+                                       labels=("the loop", "the plain loop"))
+            if why:
+                st.mismatches.append(Mismatch(g.seed, f"{what} ({np.dtype(dtype).name}, runs of {pieces})-vs-plain loop", why,
+                                              g.report()))
+                return
+            if error is not None:
+                st.loop_errors += 1
+            st.loop_compared += 1
 
 
 def check_jax_staged(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
@@ -1852,7 +1886,7 @@ class Stats:
     jax_vmap_nested_compared: int = 0  # jax.vmap of jax.vmap on "ffi" over a 2 x 2 grid of sets against the calls
     jax_staged_compared: int = 0  # staged kernels through the bridge ("ffi") against their launch, per dtype
     jax_staged_skipped: int = 0  # of those not compared: a launch reports an error
-    loop_compared: int = 0  # stepping loops (until_done, the device plan on the CPU) against the plain loop, per budget and dtype
+    loop_compared: int = 0  # stepping loops (until_done, the device plan on the CPU, simulate) against the plain loop, per budget and dtype
     loop_fused: int = 0  # of the until_done runs, those that ran fused passes of refilled lanes
     loop_errors: int = 0  # of the loops compared, those where both reported the same kernel error
     mismatches: list[Mismatch] = field(default_factory=list)

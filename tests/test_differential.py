@@ -285,11 +285,11 @@ def test_stepping_loops_equal_their_plain_loop(loop_cache, unrecorded):
     """Generated stepping kernels through eagle.until_done (fused passes of refilled lanes
     where the kernel allows) and through the device loop's plan on the CPU, each against
     its plain loop of launches, bit for bit: every bound array and the launch count, both
-    dtypes, budgets under FUSED_MIN, one pass, runs in pieces, two passes
-    (kernelgen.check_loop)."""
+    dtypes, budgets under FUSED_MIN, one pass, runs in pieces, two passes; and through
+    eagle.simulate, recorded and not, from every sample live (kernelgen.check_loop)."""
     st = kernelgen.check_batch(_loop_kernels(), loop_cache, checks=("loop",))
     assert not st.mismatches, _fail_text(st)
-    assert st.loop_compared == 8 * 2 * len(kernelgen.LOOP_PIECES) * 3
+    assert st.loop_compared == 8 * 2 * (len(kernelgen.LOOP_PIECES) * 3 + 2)  # + simulate, recorded or not
     assert st.loop_fused == LOOP_FUSED * 2 * len(kernelgen.LOOP_PIECES), st.summary()
 
 
