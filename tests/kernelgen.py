@@ -48,7 +48,8 @@ kernel's source text (a small module: imports, ``@hawk.func`` helpers, the kerne
    draws nothing and sums over no samples) and by the device loop's plan on the CPU
    (``eagle.loop.device_emulation``), each against its plain loop of ``bound.launch()``
    calls, bit for bit in both dtypes, over the budgets of LOOP_PIECES; and by
-   ``eagle.simulate`` (recorded and not) from every sample live (``check_loop``).
+   ``eagle.simulate`` (recorded and not) from every sample live (``check_loop``); the tangent
+   kernel likewise.
 
 Derivatives (checks 2 and 3) are taken with respect to the float inputs only
 (``float_inputs``: not integer planes, integer Params or in-out integer Mutables, nor the
@@ -1718,7 +1719,7 @@ def _simulated(plan: Any, mask: str, record: bool) -> Any:
     return run
 
 
-def check_loop(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
+def check_loop(g: GenKernel, k: Any, plan: Any, st: Stats, role: str = "") -> None:
     """A kernel with a Terminated mask stepped by ``eagle.until_done([plan])`` against its plain
     loop (``bound.launch()`` until no sample is live or the budget is spent; docs/runtime.md
     "Stepping loops": a run's ``steps`` is that loop's launches), bit for bit in both dtypes:
@@ -1730,7 +1731,9 @@ def check_loop(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
     on the CPU (``eagle.loop.device_emulation``, both variants) over the same budgets, and
     ``eagle.simulate`` (through until_done, and recorded: a recorded graph launched one step
     at a time) over one pass from every sample live. Where the plain loop reports a kernel
-    error the loop must report the same message (the arrays are not compared: loop_errors)."""
+    error the loop must report the same message (the arrays are not compared: loop_errors).
+    `role` names a derived kernel in the report ("tangent": _check_one steps the tangent
+    kernel too, as a loop of forward sensitivities would)."""
     import eagle.loop
 
     if not any(s.kind == "terminated" for s in k.slots):
@@ -1776,7 +1779,8 @@ def check_loop(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
                     why = _bits_differ(names, [looped[nm] for nm in names], [plain[nm] for nm in names],
                                        labels=("the loop", "the plain loop"))
             if why:
-                st.mismatches.append(Mismatch(g.seed, f"{what} ({np.dtype(dtype).name}, runs of {pieces})-vs-plain loop", why,
+                of = f" of the {role}" if role else ""
+                st.mismatches.append(Mismatch(g.seed, f"{what}{of} ({np.dtype(dtype).name}, runs of {pieces})-vs-plain loop", why,
                                               g.report()))
                 return
             if error is not None:
@@ -2932,6 +2936,7 @@ def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks, awrt=None) ->
                 return
     if "loop" in checks and pk is not None:
         check_loop(g, k, pk, st)
+        check_loop(g, tk, ptk, st, "tangent")  # (its mask is the kernel's; with_primal or not)
     if runs64["kernel"].error is not None or runs64["tangent"].error is not None or runs64["adjoint"].error is not None:
         return
     if "jax" in checks:

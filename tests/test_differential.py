@@ -289,15 +289,16 @@ def test_stepping_loops_equal_their_plain_loop(loop_cache, unrecorded):
     eagle.simulate, recorded and not, from every sample live (kernelgen.check_loop)."""
     st = kernelgen.check_batch(_loop_kernels(), loop_cache, checks=("loop",))
     assert not st.mismatches, _fail_text(st)
-    assert st.loop_compared == 8 * 2 * (len(kernelgen.LOOP_PIECES) * 3 + 2)  # + simulate, recorded or not
-    assert st.loop_fused == LOOP_FUSED * 2 * len(kernelgen.LOOP_PIECES), st.summary()
+    assert st.loop_compared == 8 * 2 * 2 * (len(kernelgen.LOOP_PIECES) * 3 + 2)  # kernels and tangents; + simulate
+    assert st.loop_fused == LOOP_FUSED * 2 * 2 * len(kernelgen.LOOP_PIECES), st.summary()  # (their tangents too)
 
 
 def test_the_loop_check_catches_fused_sums_and_a_wrong_device_count(loop_cache, monkeypatch, unrecorded):
     """What the loop check was written for: until_done fused kernels with sums over samples
     (hawk.Kernel.sums_over_samples as before it existed: none), summing every step's samples
     in a pass; the two whose sums that changes are reported (47000015's samples never finish
-and its sums are the same every step), for until_done and no other loop. Then a device
+and its sums are the same every step), with their tangent kernels (which sum the tangents),
+for until_done and no other loop. Then a device
     loop that runs one launch more than asked: every kernel whose samples outlive a budget
     is reported for device_emulation."""
     import eagle.loop
@@ -309,7 +310,8 @@ and its sums are the same every step), for until_done and no other loop. Then a 
         st = kernelgen.check_batch(_loop_kernels(), loop_cache, checks=("loop",))
     eagle.loop.clear_fused_plans()
     assert {m.seed for m in st.mismatches} == set(LOOP_SUMS), _fail_text(st)
-    assert all(m.check.startswith("until_done (float64") for m in st.mismatches), _fail_text(st)
+    assert {m.check for m in st.mismatches} == {f"until_done{of} (float64, runs of (37,))-vs-plain loop"
+                                                for of in ("", " of the tangent")}, _fail_text(st)
 
     class Over:
         def __init__(self, *args, **kwargs):

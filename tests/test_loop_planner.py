@@ -6,7 +6,8 @@ launches' worth of steps per pass) and the same loop with a foreign node (plain 
 agree with it and with each other, for stepping kernels too; runs in pieces, progress between
 chunks, foreign nodes that change the mask or raise, kernel errors, a second mask that is not
 the loop's, and active sets. A kernel with sums over samples steps one launch at a time, each
-sum over that launch's live samples, as NumPy's plain loop has them. The page tests of loops are in tests/test_graphs.py.
+sum over that launch's live samples, as NumPy's plain loop has them; a tangent kernel (forward
+sensitivities) steps fused as its plain loop does. The page tests of loops are in tests/test_graphs.py.
 """
 
 from __future__ import annotations
@@ -56,6 +57,18 @@ def look(i: Scalar, w: Table[Scalar], terminated: Terminated, y: Mutable[Scalar]
 
 
 @hawk.kernel(steps=1)
+def swing(dt: Param, tf: Scalar, terminated: Terminated, x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
+    vn = v - dt * x
+    x = x + dt * v
+    v = vn
+    t = t + dt
+    terminated = t >= tf
+
+
+swing_tangent = swing.tangent(["x", "v"])
+
+
+@hawk.kernel(steps=1)
 def tally(limit: Scalar, terminated: Terminated, t: Mutable[Scalar], total: Mutable[Param], top: Mutable[Param],
           hist: Mutable[Table[Scalar]]):
     t = t + 1.0
@@ -67,7 +80,7 @@ def tally(limit: Scalar, terminated: Terminated, t: Mutable[Scalar], total: Muta
 
 @pytest.fixture(scope="module")
 def plans(module_cache_dir):
-    return plan_kernels([tick, tick3, tick_active, tock, look, tally], module_cache_dir)
+    return plan_kernels([tick, tick3, tick_active, tock, look, tally, swing_tangent], module_cache_dir)
 
 
 def limits(n: int, seed: int, most: int = 400) -> np.ndarray:
@@ -446,3 +459,35 @@ def test_kernels_with_sums_over_samples_run_one_launch_at_a_time(plans):
         "outputs or scatter targets), which a kernel of more than one step cannot have (each launch sums over its own "
         "live samples); run it one step per launch")
     assert tally.sums_over_samples() == ["total", "top", "hist"] and tick.sums_over_samples() == []
+
+
+def test_a_tangent_kernel_steps_fused_as_its_plain_loop(plans):
+    """Forward sensitivities along a trajectory: swing's tangent kernel (with its primal)
+    stepped by until_done in fused passes, against NumPy's loop of the same operations, bit
+    for bit. A derived kernel reads its in-out state with load_plane (ad/unroll.hpp), which a
+    pass of many steps read as the launch's first value at every step: t never advanced, no
+    sample finished and x_dot was off by 0.46 (passes/steps.hpp now makes those reads the
+    step's state)."""
+    rng = np.random.default_rng(8)
+    n, dt = 300, 0.01
+    x0, tf = rng.uniform(-1.0, 1.0, n), rng.uniform(0.05, 2.0, n)
+    for pieces in ((500,), (9, 40, 451)):
+        a = dict(x=x0.copy(), v=np.zeros(n), t=np.zeros(n), x_dot=np.ones(n), v_dot=np.zeros(n), t_dot=np.zeros(n),
+                 terminated=np.zeros(n, bool))
+        runner = eagle.until_done([plans["swing_tangent"]], dt=dt, tf=tf, **a)
+        assert runner.fused
+        steps = sum(runner.run(max_steps=b).steps for b in pieces)
+        x, v, t, xd, vd = x0.copy(), np.zeros(n), np.zeros(n), np.ones(n), np.zeros(n)
+        done, launches = np.zeros(n, bool), 0
+        while launches < 500 and not done.all():
+            live = ~done
+            vn, vdn = v - dt * x, vd - dt * xd
+            x, xd = np.where(live, x + dt * v, x), np.where(live, xd + dt * vd, xd)
+            v, vd = np.where(live, vn, v), np.where(live, vdn, vd)
+            t = np.where(live, t + dt, t)
+            done |= live & (t >= tf)
+            launches += 1
+        assert steps == launches and a["terminated"].all()
+        for name, want in dict(x=x, v=v, t=t, x_dot=xd, v_dot=vd).items():
+            np.testing.assert_array_equal(a[name], want, err_msg=f"{name} after runs of {pieces}")
+        np.testing.assert_allclose(a["x_dot"], np.cos(a["t"]), atol=0.01)  # d x(t) / d x0 of x'' = -x

@@ -21,6 +21,7 @@
 #include "ir/lower.hpp"
 #include "passes/optimize.hpp"
 #include "passes/stages.hpp"
+#include "passes/steps.hpp"
 #include "passes/trim.hpp"
 #include "runtime/build.hpp"
 #include "runtime/nvrtc.hpp"
@@ -438,11 +439,10 @@ void bind_compiler(nb::module_& m) {
           "with_steps",
           [](const KernelHandle& h, int steps) {
             if (steps < 1) throw nb::value_error("steps must be >= 1");
-            ir::Kernel k = *h.kernel;
-            k.steps = steps;
-            return KernelHandle{std::make_shared<const ir::Kernel>(std::move(k))};
+            return KernelHandle{
+                std::make_shared<const ir::Kernel>(passes::with_steps(*h.kernel, steps))};
           },
-          "The same kernel running `steps` steps per launch.")
+          "The same kernel running `steps` steps per launch (passes/steps.hpp).")
       .def("tangent",
            [](const KernelHandle& h, const std::vector<std::string>& wrt, bool with_primal) {
              return derived(ad::tangent(*h.kernel, wrt, with_primal));

@@ -28,6 +28,7 @@
 #include "ir/interp.hpp"
 #include "ir/ir.hpp"
 #include "passes/optimize.hpp"
+#include "passes/steps.hpp"
 #include "runtime/abi.h"
 #include "test_util_ir.hpp"
 
@@ -618,6 +619,35 @@ TEST(AD, UnrollMatchesTheStepLoop) {
   EXPECT_EQ(r.finished, ru.finished);
   EXPECT_EQ(r.finished, 4u);
   EXPECT_EQ(r.mask, (std::vector<uint8_t>{1, 1, 1, 0, 1, 1}));
+}
+
+// eagle's fused stepping passes run a kernel with more steps per launch (passes/steps.hpp).
+// A derived kernel reads its in-out Mutables with LoadPlane (unroll made it one step): with
+// more steps each step must read the state the last one left, as the next launch would.
+TEST(AD, WithStepsOfAnUnrolledKernelStepsLikeTheKernel) {
+  Harness h = osc_harness();
+  const Kernel u = unroll(osc_kernel(1));
+  ASSERT_GT(count_ops(u, Op::LoadPlane), 0);
+  const Kernel w = passes::with_steps(u, 3);
+  EXPECT_EQ(w.steps, 3);
+  for (const ir::Value& v : w.values) {
+    if (v.op == Op::LoadPlane) {
+      EXPECT_NE(w.slots[v.slot].kind, SlotKind::Mutable) << v.name;
+    }
+  }
+  EXPECT_GT(count_ops(w, Op::LoadState), 0);
+  const Data in = h.inputs(osc_kernel(3));
+  const auto want = h.run(osc_kernel(3), in);
+  const auto got = h.run(w, in);
+  for (const char* m : {"x", "v", "t"}) EXPECT_EQ(got.out.at(m), want.out.at(m)) << m;
+  EXPECT_EQ(got.mask, want.mask);
+  EXPECT_EQ(got.finished, want.finished);
+  EXPECT_EQ(got.finished, 4u);
+  // osc_kernel accumulates its pure output `energy` over a launch's steps (LoadState of a
+  // Mutable that is not in-out starts each launch at 0): more steps per launch would carry
+  // it across launches, so with_steps refuses it (the front end never makes such a read)
+  EXPECT_THROW(passes::with_steps(osc_kernel(1), 3), std::invalid_argument);
+  EXPECT_THROW(passes::with_steps(u, 0), std::invalid_argument);
 }
 
 TEST_P(ADChecks, StepsWithTerminationAtDifferentSteps) {

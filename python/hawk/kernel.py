@@ -203,7 +203,9 @@ class Kernel:
         """The same kernel running ``steps`` steps per launch (a sample still stops as soon as
         it is terminated). eagle's stepping loops use it to run many steps per pass over memory. Refused (ModeError)
         for a staged kernel and for one with sums over samples (``sums_over_samples``), as
-        ``@hawk.kernel(steps=...)`` refuses them: a sum is over one launch's live samples."""
+        ``@hawk.kernel(steps=...)`` refuses them: a sum is over one launch's live samples. Each
+        step is what one launch of this kernel does, derived kernels included
+        (cpp/passes/steps.hpp)."""
         self.refuse_staged("Kernel.with_steps", "run it one step per launch")
         sums = self.sums_over_samples()
         if sums:
