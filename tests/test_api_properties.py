@@ -43,6 +43,7 @@ from hawk import Mutable, Param, Scalar, Table, Terminated, Vector  # noqa: E402
 from hawk.math import norm, vec  # noqa: E402
 
 from conftest import plan_kernels  # noqa: E402
+from stepping_kernels import osc  # noqa: E402
 
 NAMED = (TypeError, ValueError, ModeError, hawk.KernelError)
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow], derandomize=True)
@@ -52,15 +53,6 @@ SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scope
 def drag3(v: Vector[3], cd: Param, dt: Param, v_next: Mutable[Vector[3]]):
     a = vec(0.0, 0.0, -9.81) - cd * norm(v) * v
     v_next = v + dt * a
-
-
-@hawk.kernel(steps=1)
-def osc(dt: Param, t_final: Scalar, terminated: Terminated, x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
-    vn = v - dt * x
-    x = x + dt * v
-    v = vn
-    t = t + dt
-    terminated = t >= t_final
 
 
 @hawk.kernel

@@ -20,10 +20,11 @@ import eagle.loop
 import hawk
 from eagle.graph import opaque
 from eagle.errors import ModeError
-from hawk import Guard, Mutable, Param, Scalar, Table, Terminated
+from hawk import Guard, Mutable, Scalar, Table, Terminated
 from raptor_core import _core
 
 from conftest import plan_kernels
+from stepping_kernels import np_tally, osc, tally
 
 
 @hawk.kernel(steps=1)
@@ -56,31 +57,12 @@ def look(i: Scalar, w: Table[Scalar], terminated: Terminated, y: Mutable[Scalar]
     terminated = y > 100.0
 
 
-@hawk.kernel(steps=1)
-def swing(dt: Param, tf: Scalar, terminated: Terminated, x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
-    vn = v - dt * x
-    x = x + dt * v
-    v = vn
-    t = t + dt
-    terminated = t >= tf
-
-
-swing_tangent = swing.tangent(["x", "v"])
-
-
-@hawk.kernel(steps=1)
-def tally(limit: Scalar, terminated: Terminated, t: Mutable[Scalar], total: Mutable[Param], top: Mutable[Param],
-          hist: Mutable[Table[Scalar]]):
-    t = t + 1.0
-    total = hawk.sum(t * 0.5)
-    top = hawk.max(limit - t)
-    hawk.scatter(hist)[t - 1.0] += 1.0
-    terminated = t >= limit
+osc_tangent = osc.tangent(["x", "v"])
 
 
 @pytest.fixture(scope="module")
 def plans(module_cache_dir):
-    return plan_kernels([tick, tick3, tick_active, tock, look, tally, swing_tangent], module_cache_dir)
+    return plan_kernels([tick, tick3, tick_active, tock, look, tally, osc_tangent], module_cache_dir)
 
 
 def limits(n: int, seed: int, most: int = 400) -> np.ndarray:
@@ -438,16 +420,7 @@ def test_kernels_with_sums_over_samples_run_one_launch_at_a_time(plans):
         runner = eagle.until_done([plans["tally"]], limit=limit, terminated=mask, t=t, total=total, top=top, hist=hist)
         assert not runner.fused
         steps = sum(runner.run(max_steps=b).steps for b in pieces)
-        want = dict(t=np.zeros(300), total=np.zeros(1), top=np.zeros(1), hist=np.zeros(60))
-        want_mask, launches = done0.copy(), 0
-        while launches < sum(pieces) and not want_mask.all():
-            live = ~want_mask
-            want["t"][live] += 1.0
-            want["total"][0] = (want["t"][live] * 0.5).sum()
-            want["top"][0] = (limit - want["t"])[live].max()
-            np.add.at(want["hist"], (want["t"][live] - 1.0).astype(int), 1.0)
-            want_mask |= live & (want["t"] >= limit)
-            launches += 1
+        want, want_mask, launches = np_tally(limit, sum(pieces), done0, 60)
         assert steps == launches and launches == (37 if pieces == (37,) else 60)
         np.testing.assert_array_equal(mask, want_mask)
         for name, got in dict(t=t, total=total, top=top, hist=hist).items():
@@ -462,19 +435,19 @@ def test_kernels_with_sums_over_samples_run_one_launch_at_a_time(plans):
 
 
 def test_a_tangent_kernel_steps_fused_as_its_plain_loop(plans):
-    """Forward sensitivities along a trajectory: swing's tangent kernel (with its primal)
+    """Forward sensitivities along a trajectory: osc's tangent kernel (with its primal)
     stepped by until_done in fused passes, against NumPy's loop of the same operations, bit
     for bit. A derived kernel reads its in-out state with load_plane (ad/unroll.hpp), which a
     pass of many steps read as the launch's first value at every step: t never advanced, no
-    sample finished and x_dot was off by 0.46 (passes/steps.hpp now makes those reads the
-    step's state)."""
+    sample finished and x_dot was off by 0.46 after 100 steps (passes/steps.hpp now makes
+    those reads the step's state)."""
     rng = np.random.default_rng(8)
     n, dt = 300, 0.01
     x0, tf = rng.uniform(-1.0, 1.0, n), rng.uniform(0.05, 2.0, n)
     for pieces in ((500,), (9, 40, 451)):
         a = dict(x=x0.copy(), v=np.zeros(n), t=np.zeros(n), x_dot=np.ones(n), v_dot=np.zeros(n), t_dot=np.zeros(n),
                  terminated=np.zeros(n, bool))
-        runner = eagle.until_done([plans["swing_tangent"]], dt=dt, tf=tf, **a)
+        runner = eagle.until_done([plans["osc_tangent"]], dt=dt, t_final=tf, **a)
         assert runner.fused
         steps = sum(runner.run(max_steps=b).steps for b in pieces)
         x, v, t, xd, vd = x0.copy(), np.zeros(n), np.zeros(n), np.ones(n), np.zeros(n)
