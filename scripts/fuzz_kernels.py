@@ -11,8 +11,9 @@ against the calls, with vmap of jax.jvp and jax.vjp, vmap of vmap and the "ffi" 
 float32, and staged kernels through the bridge against their launch (the first
 --xla-count kernels: a few XLA compiles each; tests/kernelgen.py check_xla, check_jax_ad,
 check_jax_vmap, check_jax_staged); unless --ir-only, every kernel with a Terminated mask
-stepped by eagle.until_done and by the device loop's plan on the CPU against its plain loop
-of launches (check_loop). Kernels are
+stepped by eagle.until_done, by the device loop's plan on the CPU and by eagle.simulate
+against its plain loop of launches, its tangent kernel likewise (check_loop), and the
+reverse sweep of a recorded run against the tangent kernel's loop (check_reverse). Kernels are
 compiled in batches (one translation unit per batch) by worker processes, each of which runs
 a bounded number of batches (loaded modules are never unloaded) in its own scratch cache.
 
@@ -58,7 +59,7 @@ def worker(start: int, count: int, batch: int, ir_only: bool, deadline: float, x
             # (--ir-only builds no C++: not the bridge's "ffi" kernels either, so no check_jax_ad
             # or check_jax_vmap)
             bridge = ("xla",) if ir_only else ("xla", "jax", "vmap")
-            checks = ("interp", "tangent", "adjoint") + (() if ir_only else ("loop",)) + (bridge if seed < xla_until else ())
+            checks = ("interp", "tangent", "adjoint") + (() if ir_only else ("loop", "reverse")) + (bridge if seed < xla_until else ())
             st = kernelgen.check_batch(seeds, cache, checks=checks, compiled=not ir_only)
             total.add(st)
             for m in st.mismatches:

@@ -50,6 +50,9 @@ kernel's source text (a small module: imports, ``@hawk.func`` helpers, the kerne
    calls, bit for bit in both dtypes, over the budgets of LOOP_PIECES; and by
    ``eagle.simulate`` (recorded and not) from every sample live (``check_loop``); the tangent
    kernel likewise.
+6. "reverse" (when in ``checks``, compiled only): ``eagle.diff.reverse`` of a recorded
+   ``eagle.simulate`` run of a kernel with a mask against its tangent kernel stepped in a
+   plain loop, by the identity ``<reverse(ct), t> == <ct, tangent(t)>`` (``check_reverse``).
 
 Derivatives (checks 2 and 3) are taken with respect to the float inputs only
 (``float_inputs``: not integer planes, integer Params or in-out integer Mutables, nor the
@@ -1788,6 +1791,74 @@ def check_loop(g: GenKernel, k: Any, plan: Any, st: Stats, role: str = "") -> No
             st.loop_compared += 1
 
 
+REVERSE_LAUNCHES = 37  # the recorded run of check_reverse: at most this many launches
+REVERSE_RTOL = 1e-8  # of the identity's terms' magnitudes: rounding over a few dozen launches
+
+
+def check_reverse(g: GenKernel, k: Any, plan: Any, tk: Any, ptk: Any, wrt: list[str], st: Stats) -> None:
+    """Reverse gradients through a record (eagle/diff.py) against forward sensitivities: a
+    kernel with a Terminated mask run by ``eagle.simulate(..., record=True)`` (at most
+    REVERSE_LAUNCHES launches from every sample live), ``eagle.diff.reverse`` of its record
+    seeded with a random cotangent of every float output, against the tangent kernel `tk`
+    (with its primal) stepped in a plain loop from the same start along a random direction
+    of every float input: ``<reverse(ct), t> == <ct, tangent(t)>`` within REVERSE_RTOL of the
+    terms' magnitudes. The two share nothing but the kernel: the reverse sweep restores each
+    launch's overwritten planes from the record and runs the adjoint kernel backwards over
+    them, the tangent runs forwards. Kernels with sums over samples (which the sweep refuses
+    for scatters and folds) and tangents without their primal are not checked; neither is a
+    run that errs or a sum that is not finite (reverse_skipped)."""
+    import eagle
+    import eagle.diff
+
+    mask = next((s.name for s in k.slots if s.kind == "terminated"), None)
+    primal = {s.name for s in k.slots if s.kind == "mutable"}
+    if mask is None or k.sums_over_samples() or not primal <= {s.name for s in tk.slots}:
+        return
+    n, m = g.n, g.table_size
+    rng = np.random.default_rng([g.seed, 7])
+    values = {**make_values(k, n, m, rng), mask: np.zeros(n, bool)}
+    t = direction(k, values, wrt, rng)
+    tn = roles(tk, "t")
+    outs = outputs_of(k)
+    ct = {o: rng.standard_normal(_shape(k.slot(o), n, m)) for o in outs}
+    arrays = _bound_copies(k, n, m, values, np.float64)
+    try:
+        res = eagle.simulate(plan, max_steps=REVERSE_LAUNCHES, record=True, **{x: v for x, v in arrays.items() if x != mask})
+    except RuntimeError:
+        st.reverse_skipped += 1
+        return
+    tarrays = _bound_copies(tk, n, m, {**values, **{tn[w]: t[w] for w in wrt}}, np.float64)
+    launches, error = _plain_loop(ptk, tarrays, mask, REVERSE_LAUNCHES)
+    if error is not None:
+        st.mismatches.append(Mismatch(g.seed, "reverse-vs-tangent", f"the tangent loop raised {error}, the recorded run nothing",
+                                      g.report()))
+        return
+    why = None
+    if launches != res.steps:
+        why = f"the recorded run made {res.steps} launches, the tangent loop {launches}"
+    else:
+        names = sorted(primal)
+        why = _bits_differ(names, [tarrays[x] for x in names], [arrays[x] for x in names], labels=("the tangent loop", "the run"))
+    if why:
+        st.mismatches.append(Mismatch(g.seed, "reverse-vs-tangent (the primal run)", why, g.report()))
+        return
+    grads = eagle.diff.reverse(res.record, seeds=ct)
+    terms = [np.asarray(grads[w if k.slot(w).kind != "param" else f"{k.name}.{w}"], np.float64).reshape(-1)
+             * np.asarray(t[w], np.float64).reshape(-1) for w in wrt if (w if k.slot(w).kind != "param" else f"{k.name}.{w}") in grads]
+    lhs_terms = np.concatenate(terms) if terms else np.zeros(0)
+    rhs_terms = np.concatenate([ct[o].reshape(-1) * np.asarray(tarrays[tn[o]], np.float64).reshape(-1) for o in outs]) if outs else np.zeros(0)
+    lhs, rhs = float(lhs_terms.sum()), float(rhs_terms.sum())
+    scale = float(np.abs(lhs_terms).sum() + np.abs(rhs_terms).sum())
+    if not np.isfinite(scale):
+        st.reverse_skipped += 1
+        return
+    if abs(lhs - rhs) > REVERSE_RTOL * scale + 1e-300:
+        st.mismatches.append(Mismatch(g.seed, "reverse-vs-tangent", f"<reverse(ct), t> = {lhs!r}, <ct, tangent(t)> = {rhs!r} "
+                                      f"(terms' magnitudes {scale:.3g}) after {launches} launches", g.report()))
+        return
+    st.reverse_checked += 1
+
+
 def check_jax_staged(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
     """A staged kernel through ``eagle.frameworks.jax.function(k, lowering="ffi")`` (its
     stages' functions composed, each link's sum handed on as a 0-d array) against the launch
@@ -1859,7 +1930,7 @@ COUNTS = ("seeds", "kernels", "stages", "runs_compared", "fd_elements", "fd_skip
           "xla_compared", "xla_int_compared", "xla_unsupported", "xla_skipped", "xla_table_errors", "fd_stop_gradient", "adjoint_tables_refused",
           "jax_jvp_compared", "jax_vjp_compared", "jax_ad_skipped", "jax_f32_compared", "jax_vmap_compared", "jax_vmap_skipped",
           "jax_vmap_f32_compared", "jax_vmap_nested_compared", "jax_staged_compared", "jax_staged_skipped", "loop_compared",
-          "loop_fused", "loop_errors")
+          "loop_fused", "loop_errors", "reverse_checked", "reverse_skipped")
 
 
 @dataclass
@@ -1893,6 +1964,8 @@ class Stats:
     loop_compared: int = 0  # stepping loops (until_done, the device plan on the CPU, simulate) against the plain loop, per budget and dtype
     loop_fused: int = 0  # of the until_done runs, those that ran fused passes of refilled lanes
     loop_errors: int = 0  # of the loops compared, those where both reported the same kernel error
+    reverse_checked: int = 0  # recorded runs whose reverse sweep met the tangent loop (check_reverse)
+    reverse_skipped: int = 0  # of those not checked: the run errs, or the identity's terms are not finite
     mismatches: list[Mismatch] = field(default_factory=list)
 
     def add(self, other: "Stats") -> None:
@@ -1917,6 +1990,7 @@ class Stats:
                 f"{self.jax_vmap_f32_compared} float32 jax.vmap calls, {self.jax_vmap_nested_compared} jax.vmap of jax.vmap, "
                 f"{self.jax_staged_compared} staged kernels' calls through the bridge ({self.jax_staged_skipped} skipped), "
                 f"{self.loop_compared} stepping loops against the plain loop ({self.loop_fused} fused, {self.loop_errors} with an error), "
+                f"{self.reverse_checked} reverse sweeps of records against the tangent loop ({self.reverse_skipped} skipped), "
                 f"{mismatches} mismatches")
 
 
@@ -2937,6 +3011,8 @@ def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks, awrt=None) ->
     if "loop" in checks and pk is not None:
         check_loop(g, k, pk, st)
         check_loop(g, tk, ptk, st, "tangent")  # (its mask is the kernel's; with_primal or not)
+    if "reverse" in checks and pk is not None:
+        check_reverse(g, k, pk, tk, ptk, wrt, st)
     if runs64["kernel"].error is not None or runs64["tangent"].error is not None or runs64["adjoint"].error is not None:
         return
     if "jax" in checks:

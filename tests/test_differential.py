@@ -5,8 +5,8 @@ dtypes against the reference interpreter (bitwise, except where an inexact libra
 is involved: within how far its outputs move when those results are 2 ulp off; sums within
 their reordering bound), tangents against central differences, the adjoint identity to
 1e-10, and the JAX bridge (its "xla" lowering, jax.jvp / jax.vjp on both lowerings and float32
-calls, jax.vmap on both lowerings) against the interpreter, and stepping loops against
-their plain loop of launches. Seeded and bounded (about 3 minutes on 2 cores, half of it
+calls, jax.vmap on both lowerings) against the interpreter, stepping loops against their
+plain loop of launches, and reverse sweeps of records against the tangent kernel's loop. Seeded and bounded (about 3 minutes on 2 cores, half of it
 the bridge's builds); scripts/fuzz_kernels.py is the long run. A failure prints each mismatch with its seed and the kernel's source.
 
 Also here: the checks themselves catch wrong answers (so a pass means something), and the
@@ -325,6 +325,41 @@ for until_done and no other loop. Then a device
     st = kernelgen.check_batch(_loop_kernels(), loop_cache, checks=("loop",))
     assert st.mismatches and all(m.check.startswith("device_emulation (while") for m in st.mismatches), _fail_text(st)
     assert any("steps, the plain loop" in m.detail for m in st.mismatches), _fail_text(st)
+
+
+# Generated kernels with a mask and a tangent with its primal (odd seeds) from 47000000..59,
+# with pure outputs; the two that showed the reverse sweep's bugs are kept in
+# tests/found_by_fuzzing/. REVERSE_ZEROED: those whose cotangents the sweep got wrong when it
+# zeroed pure outputs' cotangents for finished samples too.
+REVERSE_KEPT = {47000037: ("reverse_pure_output.py", 5, 70), 47000007: ("reverse_int_output.py", 3, 70)}
+REVERSE_ZEROED = {47000023, 47000037, 47000041, 47000051, 47000057}
+
+
+def _reverse_kernels() -> list[int | kernelgen.GenKernel]:
+    kept = [kernelgen.GenKernel(seed, f"fz_{seed}", (Path(__file__).parent / "found_by_fuzzing" / fn).read_text(), m, n)
+            for seed, (fn, m, n) in REVERSE_KEPT.items()]
+    return [47000023, 47000041, 47000043, 47000051, 47000057] + kept
+
+
+def test_reverse_sweeps_of_records_meet_the_tangent_loop(loop_cache, unrecorded):
+    """eagle.diff.reverse of a recorded eagle.simulate run (up to 37 launches, samples
+    finishing at their own launch) against the tangent kernel stepped in a plain loop:
+    <reverse(ct), t> == <ct, tangent(t)> to 1e-8 of the terms (kernelgen.check_reverse)."""
+    st = kernelgen.check_batch(_reverse_kernels(), loop_cache, checks=("reverse",))
+    assert not st.mismatches, _fail_text(st)
+    assert st.reverse_checked == 7 and st.reverse_skipped == 0, st.summary()
+
+
+def test_the_reverse_check_catches_cotangents_zeroed_for_finished_samples(loop_cache, monkeypatch, unrecorded):
+    """The sweep as it was: a pure output's cotangent zeroed after each launch for every
+    sample, also those finished before it (whose value an earlier launch wrote). Each kernel
+    where some sample finishes before the last launch is reported."""
+    import eagle.arrays
+
+    monkeypatch.setattr(eagle.arrays.HostArrays, "zero_live", lambda self, dst, finished: dst.fill(0))
+    st = kernelgen.check_batch(_reverse_kernels(), loop_cache, checks=("reverse",))
+    assert {m.seed for m in st.mismatches} == REVERSE_ZEROED, _fail_text(st)
+    assert all(m.check == "reverse-vs-tangent" for m in st.mismatches), _fail_text(st)
 
 
 def test_derivatives_on_the_ir_of_many_kernels(unrecorded):

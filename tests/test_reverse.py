@@ -156,6 +156,18 @@ def osc_active(dt: Param, c: Param, t_final: Scalar, corr: Scalar, terminated: T
     terminated = tn >= t_final
 
 
+@hawk.kernel(steps=1)
+def osc_energy(dt: Param, c: Param, t_final: Scalar, terminated: Terminated, x: Mutable[Scalar], v: Mutable[Scalar],
+               t: Mutable[Scalar], e: Mutable[Scalar], k: Mutable[Scalar[hawk.int32]]):
+    vn = v + dt * (-x - c * v)
+    x = x + dt * v
+    v = vn
+    t = t + dt
+    e = x * x + vn * vn  # pure: written in each launch the sample is live
+    k = int(t * 100.0)  # a pure integer output: no cotangent
+    terminated = t >= t_final
+
+
 @hawk.kernel
 def lin(w: Param, z: Scalar, y: Mutable[Scalar]):
     y = w * z
@@ -163,7 +175,7 @@ def lin(w: Param, z: Scalar, y: Mutable[Scalar]):
 
 @pytest.fixture(scope="module")
 def plans(module_cache_dir):
-    return plan_kernels([damped, osc, osc_active, lin], module_cache_dir)
+    return plan_kernels([damped, osc, osc_active, lin, osc_energy], module_cache_dir)
 
 
 def jax_damped(x, v, dt, c, steps=STEPS):
@@ -290,6 +302,44 @@ def test_reverse_masked_stepping_kernel_against_jax_where(plans):
     # sample 0 stopped after its first step: its gradient is that of one step, nothing more
     j0 = sx[0] * np.array([1.0, dt]) + sv[0] * np.array([-dt, 1 + dt * (-c + start["corr"][0])])
     np.testing.assert_allclose([grads["x"][0], grads["v"][0]], j0, rtol=1e-12)
+
+
+def test_reverse_through_samples_that_finish_at_different_launches(plans):
+    """A pure output (``e``) of a masked stepping kernel keeps, for a finished sample, the
+    value of the last launch it was live in: its cotangent goes back to that launch. The
+    sweep zeroed it after every launch for every sample, so the gradient of the final ``e``
+    was that of the samples still live at the end only (the fuzzer's reverse check found it,
+    tests/found_by_fuzzing/reverse_pure_output.py); and it raised numpy's TypeError on the
+    integer pure output ``k``, which has no cotangent. Against jax.grad of the loop in
+    jax.numpy."""
+    n = 80
+    rng = np.random.default_rng(12)
+    x0, v0, tf = rng.uniform(0.5, 1.5, n), rng.uniform(-0.2, 0.3, n), rng.uniform(0.1, 3.0, n)  # some never stop
+    dt, c = 0.01, 0.3
+    res = eagle.simulate(plans["osc_energy"], dt=dt, c=c, t_final=tf, x=x0.copy(), v=v0.copy(), t=0.0, max_steps=STEPS,
+                         record=True)
+    assert res.steps == STEPS and 0 < res.finished.sum() < n
+    se = rng.uniform(0.5, 1.5, n)
+    grads = eagle.diff.reverse(res.record, {"e": se})
+
+    def final_e(x0, v0, dt, c):
+        def body(_, s):
+            x, v, t, e, done = s
+            vn = v + dt * (-x - c * v)
+            xn, tn = x + dt * v, t + dt
+            live = ~done
+            return (jnp.where(live, xn, x), jnp.where(live, vn, v), jnp.where(live, tn, t),
+                    jnp.where(live, xn * xn + vn * vn, e), done | (live & (tn >= tf)))
+
+        return jax.lax.fori_loop(0, STEPS, body, (x0, v0, jnp.zeros(n), jnp.zeros(n), jnp.zeros(n, bool)))[3]
+
+    np.testing.assert_allclose(np.asarray(final_e(jnp.asarray(x0), jnp.asarray(v0), dt, c)), res.e, rtol=1e-12)
+    gx, gv, gdt, gc = jax.grad(lambda *a: jnp.sum(se * final_e(*a)), argnums=(0, 1, 2, 3))(jnp.asarray(x0), jnp.asarray(v0), dt, c)
+    np.testing.assert_allclose(grads["x"], np.asarray(gx), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(grads["v"], np.asarray(gv), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(grads["osc_energy.dt"], float(gdt), rtol=1e-10)
+    np.testing.assert_allclose(grads["osc_energy.c"], float(gc), rtol=1e-10)
+    assert "k" not in grads or not np.any(grads["k"])
 
 
 @pytest.mark.parametrize("variant", ["active_set", "float32"])

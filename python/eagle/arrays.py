@@ -55,6 +55,11 @@ class ArrayModule:
         """dst += src, in place."""
         raise NotImplementedError
 
+    def zero_live(self, dst: Any, finished: Any) -> None:
+        """dst[..., i] = 0 for every sample i not ``finished`` (a bool per sample: dst's last
+        axis), in place."""
+        raise NotImplementedError
+
     def same(self, a: Any, b: Any) -> bool:
         """True when ``a`` and ``b`` hold equal values and that is known without waiting."""
         raise NotImplementedError
@@ -107,6 +112,9 @@ class HostArrays(ArrayModule):
 
     def add_into(self, dst: np.ndarray, src: Any) -> None:
         np.add(dst, src, out=dst, casting="same_kind")
+
+    def zero_live(self, dst: np.ndarray, finished: Any) -> None:
+        dst[..., ~np.asarray(finished, bool)] = 0
 
     def same(self, a: Any, b: Any) -> bool:
         return bool(np.array_equal(a, b))
@@ -193,6 +201,9 @@ class DeviceArrays(ArrayModule):
 
     def add_into(self, dst: Any, src: Any) -> None:
         dst += src
+
+    def zero_live(self, dst: Any, finished: Any) -> None:
+        dst[..., ~finished.astype(bool)] = 0
 
     def same(self, a: Any, b: Any) -> bool:
         return False  # comparing would wait for the GPU; the record copies instead

@@ -220,8 +220,12 @@ class _Adjoint:
             s.name for s in kernel.slots if s.is_float and (s.kind in ("plane", "param", "table") or (s.kind == "mutable" and s.inout))
         )
         self.bound = None
-        # Pure outputs are overwritten by the node: their earlier values get no cotangent.
-        self.overwritten = [plane_key(node.arrays[s.name]) for s in kernel.slots if s.kind == "mutable" and not s.inout]
+        # Pure outputs are overwritten by the node for the samples live in the launch: their
+        # earlier values get no cotangent there (a finished sample's keeps the value an earlier
+        # launch wrote, and its cotangent goes back to that launch). An integer one has none.
+        self.overwritten = [plane_key(node.arrays[s.name]) for s in kernel.slots if s.kind == "mutable" and not s.inout and s.is_float]
+        mask = next((s.name for s in kernel.slots if s.kind == "terminated"), None)
+        self.mask = plane_key(node.arrays[mask]) if mask is not None else None  # (the state holds it as it was before the launch)
         if not self.wrt:
             return
         plan = _adjoint_plan(node, self.wrt)
@@ -281,7 +285,10 @@ class _Adjoint:
                 self.bound.reset_active()  # an active set is rebuilt from this launch's mask
                 self.bound.launch()
         for key in self.overwritten:
-            xp.assign(sw.ct_of(key), 0.0)
+            if self.mask is None:
+                xp.assign(sw.ct_of(key), 0.0)
+            else:
+                xp.zero_live(sw.ct_of(key), sw.state[self.mask])
         for kind, to, arr in self.scratch:
             if kind == "param":
                 acc = sw.params.get(to)
