@@ -157,12 +157,12 @@ def osc_active(dt: Param, c: Param, t_final: Scalar, corr: Scalar, terminated: T
 
 
 @hawk.kernel(steps=1)
-def osc_energy(dt: Param, c: Param, t_final: Scalar, terminated: Terminated, x: Mutable[Scalar], v: Mutable[Scalar],
-               t: Mutable[Scalar], e: Mutable[Scalar], k: Mutable[Scalar[hawk.int32]]):
+def osc_energy(dt: Param, c: Param, ticks: Param[hawk.int32], t_final: Scalar, terminated: Terminated, x: Mutable[Scalar],
+               v: Mutable[Scalar], t: Mutable[Scalar], e: Mutable[Scalar], k: Mutable[Scalar[hawk.int32]]):
     vn = v + dt * (-x - c * v)
     x = x + dt * v
     v = vn
-    t = t + dt
+    t = t + dt * float(ticks)  # an integer Param: recorded as an int, no cotangent
     e = x * x + vn * vn  # pure: written in each launch the sample is live
     k = int(t * 100.0)  # a pure integer output: no cotangent
     terminated = t >= t_final
@@ -310,14 +310,15 @@ def test_reverse_through_samples_that_finish_at_different_launches(plans):
     sweep zeroed it after every launch for every sample, so the gradient of the final ``e``
     was that of the samples still live at the end only (the fuzzer's reverse check found it,
     tests/found_by_fuzzing/reverse_pure_output.py); and it raised numpy's TypeError on the
-    integer pure output ``k``, which has no cotangent. Against jax.grad of the loop in
+    integer pure output ``k``, which has no cotangent, and on the integer Param ``ticks``
+    (recorded as a float, which its int32 buffer refused). Against jax.grad of the loop in
     jax.numpy."""
     n = 80
     rng = np.random.default_rng(12)
     x0, v0, tf = rng.uniform(0.5, 1.5, n), rng.uniform(-0.2, 0.3, n), rng.uniform(0.1, 3.0, n)  # some never stop
     dt, c = 0.01, 0.3
-    res = eagle.simulate(plans["osc_energy"], dt=dt, c=c, t_final=tf, x=x0.copy(), v=v0.copy(), t=0.0, max_steps=STEPS,
-                         record=True)
+    res = eagle.simulate(plans["osc_energy"], dt=dt, c=c, ticks=1, t_final=tf, x=x0.copy(), v=v0.copy(), t=0.0,
+                         max_steps=STEPS, record=True)
     assert res.steps == STEPS and 0 < res.finished.sum() < n
     se = rng.uniform(0.5, 1.5, n)
     grads = eagle.diff.reverse(res.record, {"e": se})
@@ -340,6 +341,7 @@ def test_reverse_through_samples_that_finish_at_different_launches(plans):
     np.testing.assert_allclose(grads["osc_energy.dt"], float(gdt), rtol=1e-10)
     np.testing.assert_allclose(grads["osc_energy.c"], float(gc), rtol=1e-10)
     assert "k" not in grads or not np.any(grads["k"])
+    assert "osc_energy.ticks" not in grads
 
 
 @pytest.mark.parametrize("variant", ["active_set", "float32"])

@@ -203,13 +203,15 @@ class Bound:
         """The planes this launch writes (Mutables, the mask, sums)."""
         return {s.name: self.arrays[s.name] for s in self.kernel.slots if s.kind in ("mutable", "terminated", "param_sum", "table_sum")}
 
-    def params(self) -> dict[str, float]:
-        """The Params' values as the next launch would read them."""
-        out = {}
+    def params(self) -> dict[str, float | int]:
+        """The Params' values as the next launch would read them: floats, and ints for
+        integer Params (``Param[hawk.int32]``, ``Param[hawk.int64]``: exact)."""
+        out: dict[str, float | int] = {}
         for s in self.kernel.slots:
             if s.kind == "param":
                 v = self.param_values[s.name]
-                out[s.name] = float(np.asarray(v).reshape(())) if isinstance(v, np.ndarray) else float(v)
+                v = np.asarray(v).reshape(()) if isinstance(v, np.ndarray) else v
+                out[s.name] = float(v) if s.dtype == "float" else int(v)
         return out
 
     def set_rng(self, k0: int, k1: int, next_launch: int, stream: Any = None) -> None:
