@@ -113,7 +113,12 @@ std::string int_helpers(const std::string& q) {
          "T(9223372036854775808.0); }\n"
          "template <class T> " +
          q +
-         " int64_t rp_toint(T x) { return rp_int_ok(x) ? static_cast<int64_t>(x) : int64_t(0); }\n";
+         " int64_t rp_toint(T x) { return rp_int_ok(x) ? static_cast<int64_t>(x) : int64_t(0); }\n"
+         "// float(i), never -0.0: GCC folds (T)(int64_t)x into trunc(x) under -fno-trapping-math\n"
+         "// where the ISA rounds (SSE4.1 and up), which gives -0.0 for x in (-1, 0); the compare\n"
+         "// gives float(0) its +0.0 back.\n"
+         "template <class T> " +
+         q + " T rp_tofloat(int64_t i) { const T r = static_cast<T>(i); return r == T(0) ? T(0) : r; }\n";
 }
 
 namespace {
@@ -576,7 +581,7 @@ std::string StepWriter::expr(int i) const {
     case Op::CustomJvp:  // derivatives only: the value is args[0]
       return a(0);
     case Op::ToFloat:
-      return "static_cast<T>(" + a(0) + ")";
+      return "rp_tofloat<T>(" + a(0) + ")";
     case Op::FloorDiv:
     case Op::Mod:
     case Op::ToInt:

@@ -221,6 +221,10 @@ inline int64_t rp_mod(int64_t a, int64_t b) {
 }
 template <class T> inline bool rp_int_ok(T x) { return x >= T(-9223372036854775808.0) && x < T(9223372036854775808.0); }
 template <class T> inline int64_t rp_toint(T x) { return rp_int_ok(x) ? static_cast<int64_t>(x) : int64_t(0); }
+// float(i), never -0.0: GCC folds (T)(int64_t)x into trunc(x) under -fno-trapping-math
+// where the ISA rounds (SSE4.1 and up), which gives -0.0 for x in (-1, 0); the compare
+// gives float(0) its +0.0 back.
+template <class T> inline T rp_tofloat(int64_t i) { const T r = static_cast<T>(i); return r == T(0) ? T(0) : r; }
 }  // namespace
 
 // ---- kernel 'int_counter' from examples/int_counter.py, float64, steps=1
@@ -270,7 +274,7 @@ RAPTOR_EXPORT void raptor_int_counter_0123456789abcdef_f64(raptor_args* a) {
     const int64_t v13 = rp_floordiv(v8_n, v12);
     const int64_t v14_n = v7 ? v10 : v13;
     // int_counter.py:34  y = float(n) * x
-    const T v15 = static_cast<T>(v14_n);
+    const T v15 = rp_tofloat<T>(v14_n);
     const T v16_y = v15 * v0_x;
     out_n[s] = v14_n;
     dst_y_0[s - off] = v16_y;

@@ -221,6 +221,10 @@ inline int64_t rp_mod(int64_t a, int64_t b) {
 }
 template <class T> inline bool rp_int_ok(T x) { return x >= T(-9223372036854775808.0) && x < T(9223372036854775808.0); }
 template <class T> inline int64_t rp_toint(T x) { return rp_int_ok(x) ? static_cast<int64_t>(x) : int64_t(0); }
+// float(i), never -0.0: GCC folds (T)(int64_t)x into trunc(x) under -fno-trapping-math
+// where the ISA rounds (SSE4.1 and up), which gives -0.0 for x in (-1, 0); the compare
+// gives float(0) its +0.0 back.
+template <class T> inline T rp_tofloat(int64_t i) { const T r = static_cast<T>(i); return r == T(0) ? T(0) : r; }
 }  // namespace
 
 // ---- kernel 'mean_field' from examples/mean_field.py, float64, steps=1
@@ -248,7 +252,7 @@ RAPTOR_EXPORT RP_NARROW void raptor_mean_field_stage1_0123456789abcdef_f64(rapto
     // mean_field.py:12  m = hawk.mean(sin(x))
     const T v1 = rp_sin(v0_x);
     const int64_t v2 = rp_n_total;
-    const T v3 = static_cast<T>(v2);
+    const T v3 = rp_tofloat<T>(v2);
     const T v4 = v1 / v3;
     const T v5 = T(0.5);
     // mean_field.py:13  f = k * (sin(x) - m) + hawk.sum(x, where=x > 0.5)
