@@ -1843,8 +1843,12 @@ def check_reverse(g: GenKernel, k: Any, plan: Any, tk: Any, ptk: Any, wrt: list[
         st.mismatches.append(Mismatch(g.seed, "reverse-vs-tangent (the primal run)", why, g.report()))
         return
     grads = eagle.diff.reverse(res.record, seeds=ct)
-    terms = [np.asarray(grads[w if k.slot(w).kind != "param" else f"{k.name}.{w}"], np.float64).reshape(-1)
-             * np.asarray(t[w], np.float64).reshape(-1) for w in wrt if (w if k.slot(w).kind != "param" else f"{k.name}.{w}") in grads]
+    keys = {w: w if k.slot(w).kind != "param" else f"{k.name}.{w}" for w in wrt}  # (a Param's: "node.param")
+    missing = [key for key in keys.values() if key not in grads]
+    if missing:
+        st.mismatches.append(Mismatch(g.seed, "reverse-vs-tangent", f"no cotangent for {missing} (got {sorted(grads)})", g.report()))
+        return
+    terms = [np.asarray(grads[keys[w]], np.float64).reshape(-1) * np.asarray(t[w], np.float64).reshape(-1) for w in wrt]
     lhs_terms = np.concatenate(terms) if terms else np.zeros(0)
     rhs_terms = np.concatenate([ct[o].reshape(-1) * np.asarray(tarrays[tn[o]], np.float64).reshape(-1) for o in outs]) if outs else np.zeros(0)
     lhs, rhs = float(lhs_terms.sum()), float(rhs_terms.sum())

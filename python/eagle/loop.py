@@ -7,7 +7,8 @@ of the Terminated mask is set or the step budget is spent, and can be called aga
 on. The loop is the one stepping loop of ``cpp/runtime/loop.hpp`` (its planner decides what
 runs and counts launches): a loop of kernels alone runs entirely in C++ (no Python per step);
 foreign nodes are called back from it between launches on the host. A loop of one stepping
-kernel (one that draws no random numbers and has no sums over samples) runs up to ``FUSED`` launches' worth of steps in one pass over memory: the kernel
+kernel (one that draws no random numbers and has no sums over samples) runs up to ``FUSED``
+launches' worth of steps in one pass over memory: the kernel
 recompiled with 1024 times its steps, told at each pass how many steps the budget has left
 (at most 7 single launches, when fewer than ``FUSED_MIN`` are left). Its plans are built
 once per process (``fused_plans_of``), so a warm ``until_done`` costs its binds. In such a kernel each of 64 lanes steps one

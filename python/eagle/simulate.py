@@ -142,7 +142,7 @@ def simulate(model: Any, *args: Any, max_steps: int, until: Any = None, record: 
         xp = xp_of(mask)
         t_stop = xp.where(mask, t, xp.asarray(np.nan, dtype=t.dtype))
         t_stop = _number(t_stop) if r.one_sample else t_stop
-    # The Mutable planes, then the sums over samples (each its last launch's) and scatter targets
+    # The Mutable planes, sums over samples (as the last launch wrote them) and scatter targets, in slot order
     state_slots = [s for k in kernels for s in k.slots if s.kind in ("mutable", "param_sum", "table_sum")]
     state: dict[str, Any] = {}
     for s in state_slots:
