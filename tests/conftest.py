@@ -155,6 +155,23 @@ def nvrtc_missing() -> bool:
     return False
 
 
+def require_jax_normal_reference() -> None:
+    """Refuses, by name, a jax whose jax.random.normal is not the one the kernels follow.
+
+    The kernels' normal draws follow jax >= 0.12.1's default erf_inv (jax_accurate_erf_inv=True,
+    docs/language.md "Tolerance of normal"); jax <= 0.12.0's default is up to 5.8e-6 away in
+    float32 tails, so the reference draws of these tests need the newer one.
+    """
+    import jax
+
+    version = tuple(int(p) for p in re.findall(r"\d+", jax.__version__)[:3])
+    if version < (0, 12, 1) or not jax.config.jax_accurate_erf_inv:
+        raise RuntimeError(f"the normal-draw tests compare against jax >= 0.12.1 with its default "
+                           f"jax_accurate_erf_inv=True; this is jax {jax.__version__} with "
+                           f"jax_accurate_erf_inv={jax.config.jax_accurate_erf_inv}: "
+                           f"pip install 'jax>=0.12.1' (the test extra asks for it)")
+
+
 def outputs_for(kernel: hawk.Kernel, n: int, dtype) -> dict[str, np.ndarray]:
     """Zero arrays for every pure output plane of a kernel (Mutable not read before written)."""
     out = {}

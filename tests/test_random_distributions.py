@@ -21,7 +21,9 @@ import hawk
 from eagle.frameworks import jax as ejax
 from hawk import Matrix, Mutable, Param, Random, Scalar, Vector
 from raptor_core import _core
-from conftest import nvrtc_missing  # noqa: E402
+from conftest import nvrtc_missing, require_jax_normal_reference  # noqa: E402
+
+require_jax_normal_reference()
 
 jax.config.update("jax_enable_x64", True)
 

@@ -5,7 +5,8 @@
 //    `break`), float64, with a fixed fake
 //    digest, compared with cpp/tests/golden/<name>.cpp.
 //    To regenerate the goldens after an intended change to the emitter, run
-//        RAPTOR_UPDATE_GOLDEN=1 ./raptor_tests --gtest_filter='CodegenGolden*'
+//        RAPTOR_UPDATE_GOLDEN=1 ./raptor_tests --gtest_filter='*Golden*'
+//        (RandomCodegen.GoldenRandomWalk too)
 //    which rewrites the files instead of comparing, then review the diff.
 // 2. Compile and run: build_host() of a few kernels into a temporary cache directory, launched
 //    through runtime::launch, compared with the reference interpreter (float64: exact or 1e-15

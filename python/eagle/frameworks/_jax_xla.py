@@ -29,7 +29,7 @@ What the language added beside the first lowering:
 - Random draws (``rand_uniform`` / ``rand_normal``) call ``jax.random`` itself on the subkey
   fold_in(fold_in(fold_in(key, step), i), j), i the global sample index: uniform draws equal
   the FFI path's bit for bit, normal ones are jax's own (the FFI path is within 1e-13 / 1e-6 of
-  them, docs/language.md "Random numbers").
+  them with jax >= 0.12.1's default erf_inv, docs/language.md "Tolerance of normal").
 - I values (integer planes and Params, loop and table indices, `int(x)`, draws of
   `randint` / `poisson`) are integer arrays: int64 with ``jax_enable_x64``, computing as the
   language and the FFI path do (two's complement wrap-around, Python's `//` and `%`), and a
