@@ -135,9 +135,12 @@ def resolve(kernels: Sequence[Kernel], given: Mapping[str, Any], who: str, *, ma
     'allocate' (a mask not given is allocated), or 'refuse' (the mask is never passed:
     ``eagle.simulate``). Raises TypeError/ValueError naming ``who`` and the parameter."""
     slots: dict[str, SlotInfo] = {}
+    table_of: dict[str, str] = {}  # a Table's sum (cotangent) -> that Table, in the kernel that has it
     for k in kernels:
         for s in k.slots:
             slots.setdefault(s.name, s)
+            if s.kind == "table_sum":
+                table_of.setdefault(s.name, k.slots[s.table_of].name)
     target = target_of(given)
     xp = xp or for_target(target)
     # N from the per-sample arrays given, which must agree.
@@ -203,17 +206,11 @@ def resolve(kernels: Sequence[Kernel], given: Mapping[str, Any], who: str, *, ma
         if s.kind == "param_sum":
             shape: tuple[int, ...] = (s.width,)
         else:
-            m = int(getattr(values.get(_table_of(kernels, s)), "shape", (0,))[0])
+            m = int(getattr(values.get(table_of[s.name]), "shape", (0,))[0])
             shape = (m,) if not s.is_vector else (m, s.width)
         values[s.name] = xp.zeros(shape, dtype)
         allocated.add(s.name)
     return Resolved(values, n, one_sample, dtype, target, allocated)
-
-
-def _table_of(kernels: Sequence[Kernel], s: SlotInfo) -> str:
-    """The name of the Table whose sum (cotangent) ``s`` is, in the kernel that has ``s``."""
-    k = next(k for k in kernels if any(t is s for t in k.slots))  # (resolve's slots are the kernels' own)
-    return k.slots[s.table_of].name
 
 
 def _broadcast(s: SlotInfo, value: Any, n: int, dtype: np.dtype, xp: ArrayModule, who: str) -> Any:
