@@ -133,7 +133,10 @@ def main() -> None:
                   f"{t_jax / t_hawk:10.2f}x")
     out = args.json or (None if args.quick else str(Path(__file__).resolve().parent / "results" / "random_draws.json"))
     if out:
-        meta = {"machine": platform.processor() or platform.machine(), "jax": jax.__version__,
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from perf_card import cpu_info  # the CPU model and its vector ISA, as the card records them
+
+        meta = {"machine": platform.machine(), **cpu_info(), "jax": jax.__version__, "date": time.strftime("%Y-%m-%d"),
                 "threads": 1, "protocol": "best of 7 after one warm-up; one launch of N samples x DRAWS draws"}
         Path(out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
         print(f"wrote {out}")

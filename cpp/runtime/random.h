@@ -4,7 +4,7 @@
  *     jax.random.uniform(fold_in(fold_in(fold_in(k, s), i), j), dtype=T)      (bit for bit)
  *     jax.random.normal(<the same subkey>, dtype=T)                          (to ~1 ulp)
  * with jax's default PRNG, threefry2x32 (jax_threefry_partitionable on, the default since jax
- * 0.5); the values in cpp/tests/test_runtime_random.cpp were made with jax 0.12.0.1.
+ * 0.5); the values in cpp/tests/test_runtime_random.cpp were made with jax 0.12.0.1 and 0.12.1.
  * Plain C++ over uint32_t/uint64_t and <cmath>, so the host code, the CUDA code (define
  * RAPTOR_RNG_FN as `__device__ inline` before including it; codegen pastes it through
  * runtime/abi_source.hpp) and the interpreter share it.
@@ -36,10 +36,12 @@
  * <cstring>). */
 #ifdef __CUDACC__
 #define RP_F64_FROM_BITS(f, bits) ((f) = __longlong_as_double(static_cast<long long>(bits)))
+#define RP_F64_TO_BITS(bits, f) ((bits) = static_cast<uint64_t>(__double_as_longlong(f)))
 #define RP_F32_FROM_BITS(f, bits) ((f) = __uint_as_float(bits))
 #define RP_F32_TO_BITS(bits, f) ((bits) = __float_as_uint(f))
 #else
 #define RP_F64_FROM_BITS(f, bits) __builtin_memcpy(&(f), &(bits), sizeof(f))
+#define RP_F64_TO_BITS(bits, f) __builtin_memcpy(&(bits), &(f), sizeof(bits))
 #define RP_F32_FROM_BITS(f, bits) __builtin_memcpy(&(f), &(bits), sizeof(f))
 #define RP_F32_TO_BITS(bits, f) __builtin_memcpy(&(bits), &(f), sizeof(bits))
 #endif
@@ -105,36 +107,131 @@ RAPTOR_RNG_HOT float rp_uniform_ctr_f32(rp_key key, uint32_t c) {
 RAPTOR_RNG_HOT double rp_uniform_f64(rp_key key) { return rp_uniform_ctr_f64(key, 0u); }
 RAPTOR_RNG_HOT float rp_uniform_f32(rp_key key) { return rp_uniform_ctr_f32(key, 0u); }
 
-/* erfinv(u) for |u| < 1 in double: a ~2e-3 initial guess (Winitzki), then three Halley steps
- * (cubic convergence: within 4e-16 of the converged value) on erf (|u| <= 0.5) or on erfc with
- * 1 - |u| exact (|u| > 0.5, where erf loses the tail). With f the residual and f' = c e^{-x^2},
- * f'' = -2x f', so a step is x -= d / (1 + x d), d = f / f'. */
-RAPTOR_RNG_FN double rp_erfinv(double u) {
-  const double au = u < 0 ? -u : u;
-  const double a = 0.147, pi = 3.14159265358979323846;
-  const double l = log((1.0 - au) * (1.0 + au));
-  const double t = 2.0 / (pi * a) + 0.5 * l;
-  double x = sqrt(sqrt(t * t - l / a) - t);
-  const double c = 1.1283791670955126;  // 2 / sqrt(pi)
-  const double q = 1.0 - au;            // exact (Sterbenz) where it is used
-  for (int i = 0; i < 3; ++i) {
-    const double fp = c * exp(-x * x);
-    const double d = au <= 0.5 ? (erf(x) - au) / fp : (q - erfc(x)) / fp;
-    x -= d / (1.0 + x * d);
-  }
-  return u < 0 ? -x : x;
+/* log(x) in double for a positive, normal, finite x (rp_erfinv's 1 - x^2, at least 2^-53):
+ * fdlibm's e_log.c (x = 2^k (1 + f), 1 + f in [sqrt(2)/2, sqrt(2)), log(1 + f) = 2 atanh(s),
+ * s = f / (2 + f), its seven-term polynomial), within an ulp (cpp/tests/test_runtime_random.cpp
+ * checks it against long double), written without branches and library calls so that a sample
+ * loop vectorizes around it, as rp_log_f32. */
+RAPTOR_RNG_HOT double rp_log_f64(double x) {
+  uint64_t ix;
+  RP_F64_TO_BITS(ix, x);
+  const uint32_t hx = static_cast<uint32_t>(ix >> 32) & 0x000FFFFFu;  // the mantissa's top 20 bits
+  const uint32_t half = (hx + 0x95F64u) & 0x100000u;  // 1 + f at or above sqrt(2): halve it
+  const uint64_t mb =
+      (ix & 0x000FFFFFFFFFFFFFull) | (static_cast<uint64_t>(half ^ 0x3FF00000u) << 32);
+  double xm;
+  RP_F64_FROM_BITS(xm, mb);
+  const double k =
+      static_cast<double>(static_cast<int32_t>(ix >> 52) - 1023 + static_cast<int32_t>(half >> 20));
+  const double f = xm - 1.0;
+  const double s = f / (2.0 + f);
+  const double z = s * s, w = z * z;
+  const double t1 =
+      w * (0x1.999999997fa04p-2 + w * (0x1.c71c51d8e78afp-3 + w * 0x1.39a09d078c69fp-3));
+  const double t2 =
+      z * (0x1.5555555555593p-1 +
+           w * (0x1.2492494229359p-2 + w * (0x1.7466496cb03dep-3 + w * 0x1.2f112df3e5244p-3)));
+  const double r = t2 + t1;
+  const double hfsq = 0.5 * f * f;
+  const double ln2_hi = 0x1.62e42feep-1, ln2_lo = 0x1.a39ef35793c76p-33;
+  const bool far = static_cast<int32_t>((hx - 0x6147Au) | (0x6B851u - hx)) > 0;  // fdlibm's choice
+  const double far_form = k * ln2_hi - ((hfsq - (s * (hfsq + r) + k * ln2_lo)) - f);
+  const double near_form = k * ln2_hi - ((s * (f - r) - k * ln2_lo) - f);
+  return far ? far_form : near_form;
 }
+
+/* jax's float64 erf_inv as jax >= 0.12.1 computes it by default (erf_inv_core in
+ * jax/_src/lax/erf.py, Apache-2.0, with has_far_tail=False: three pieces in
+ * w = -log(1 - x^2), jax's degree-19 polynomials, cut at w = 4.5 and 16), followed operation
+ * for operation as rp_erfinv_f32 (which describes the steps): fma Horner steps, coefficients
+ * selected per sample, no branches. What differs from jax is rp_log_f64 against XLA's log:
+ * over 2^20 normal draws 98% are jax's bit for bit, the rest within 3 ulps. */
+#define RP_PIECE(a, b, c) (central ? (a) : middle ? (b) : (c))
+RAPTOR_RNG_HOT double rp_erfinv(double x) {
+  const double ax = x < 0.0 ? -x : x;
+  const bool inside = ax < 1.0;  // false for +-1 (+-inf) and beyond or NaN (NaN), as jax
+  const double a = inside ? ax : 0.0;
+  const double w = -rp_log_f64((1.0 - a) * (1.0 + a));
+  const bool central = w < 4.5, middle = w < 16.0;
+  const double ws = central ? 1.0 : w;
+  const double z = sqrt(ws);
+  uint64_t zb;
+  RP_F64_TO_BITS(zb, z);
+  zb &= 0xFFFFFFFFF8000000ull;  // keep 26 significand bits: z_h * z_h is exact
+  double z_h;
+  RP_F64_FROM_BITS(z_h, zb);
+  const double z_l = (ws - z_h * z_h) / (z + z_h);
+  const double t = central ? w - 2.25 : z - (middle ? 3.0 : 5.0);
+  double p = RP_PIECE(-0x1.2ffccb301a77fp-55, 0x1.5f3c32a44f21dp-31, -0x1.db803224318bap-44);
+  p = fma(p, t, RP_PIECE(0x1.b058ee070e9a4p-54, 0x1.56ca0f8fc7bebp-31, 0x1.64aead41961a4p-47));
+  p = fma(p, t, RP_PIECE(0x1.1d26f17f2447ap-49, -0x1.6ad67e67ce1c9p-27, 0x1.068d714fd68e8p-39));
+  p = fma(p, t, RP_PIECE(-0x1.b73d097d71e3dp-47, 0x1.ffd498b130146p-27, -0x1.f4afbb5188accp-38));
+  p = fma(p, t, RP_PIECE(-0x1.9feaa0741881cp-45, 0x1.315f1ab1eab22p-25, 0x1.3d5558cee1095p-36));
+  p = fma(p, t, RP_PIECE(0x1.b747c74f0b4fcp-41, -0x1.57e6b5295de64p-23, -0x1.5e5575ec8c5f6p-35));
+  p = fma(p, t, RP_PIECE(-0x1.9087b763adfbfp-40, 0x1.9d40c1d9402a5p-23, 0x1.0b05814447eebp-34));
+  p = fma(p, t, RP_PIECE(-0x1.0c6f0e94ac237p-35, 0x1.9883ecf6aa351p-22, 0x1.9ca8e696af3dap-35));
+  p = fma(p, t, RP_PIECE(0x1.d672a920915cfp-33, -0x1.0e35ac15520b9p-19, -0x1.176ce2d17ac0dp-30));
+  p = fma(p, t, RP_PIECE(0x1.ecf346d136385p-32, 0x1.a67db4feb28e9p-19, 0x1.d1064f3f365e7p-28));
+  p = fma(p, t, RP_PIECE(-0x1.b146771d77374p-27, 0x1.5677bcc9afc2ap-19, -0x1.426c13d3d9282p-25));
+  p = fma(p, t, RP_PIECE(0x1.57ea41d40b6f7p-25, -0x1.9420cb7edb35ap-16, 0x1.a10fbfbd8714bp-23));
+  p = fma(p, t, RP_PIECE(0x1.c9571aa3cf69ap-22, 0x1.d490539604ecbp-15, -0x1.014c93b9c770ap-20));
+  p = fma(p, t, RP_PIECE(-0x1.1aedd3b03ed11p-18, -0x1.32cc7e7e51e7bp-15, 0x1.2dcd131fc6114p-18));
+  p = fma(p, t, RP_PIECE(0x1.8d38bc4f859a4p-21, -0x1.cfecefc93c5cfp-13, -0x1.49de79761feacp-16));
+  p = fma(p, t, RP_PIECE(0x1.cf8b8bcbdb1f1p-13, 0x1.2b7b99b463d5ep-10, 0x1.3eb336279e7cbp-14));
+  p = fma(p, t, RP_PIECE(-0x1.821fe73cf0223p-10, -0x1.c38c06b7f2ac1p-9, -0x1.c2f0c4ba317f3p-13));
+  p = fma(p, t, RP_PIECE(-0x1.9d94b8d1cc026p-9, 0x1.c0820afc709fep-8, -0x1.22eb371abdb35p-13));
+  p = fma(p, t, RP_PIECE(0x1.fce34214befaep-3, 0x1.5cf6bc26d4b0dp-9, 0x1.5186909252081p-7));
+  p = fma(p, t, RP_PIECE(0x1.7083a336cd764p+0, -0x1.566be9baa624ep-3, -0x1.336445cb78457p-3));
+  const double tail = z_h + (z_l + p);
+  const double in = central ? x * p : (x < 0.0 ? -tail : tail);
+  const uint64_t edge_bits =
+      ax == 1.0 ? (x < 0.0 ? 0xFFF0000000000000ull : 0x7FF0000000000000ull) : 0x7FF8000000000000ull;
+  double edge;
+  RP_F64_FROM_BITS(edge, edge_bits);
+  return inside ? in : edge;
+}
+#undef RP_PIECE
 
 /* jax.random.normal(key, (), T): sqrt(2) * erfinv(uniform(key, lo = nextafter(-1, 0), hi = 1)),
  * the uniform's affine map and clamp rounded in T as jax computes them. */
-RAPTOR_RNG_FN double rp_normal_ctr_f64(rp_key key, uint32_t c) {
+RAPTOR_RNG_HOT double rp_normal_ctr_f64(rp_key key, uint32_t c) {
   const double lo = -(1.0 - 0x1p-53), hi = 1.0;  // nextafter(-1.0, 0.0)
   double u = rp_uniform_ctr_f64(key, c) * (hi - lo) + lo;
   u = u > lo ? u : lo;
   return 1.4142135623730951 * rp_erfinv(u);
 }
 
-RAPTOR_RNG_FN double rp_normal_f64(rp_key key) { return rp_normal_ctr_f64(key, 0u); }
+RAPTOR_RNG_HOT double rp_normal_f64(rp_key key) { return rp_normal_ctr_f64(key, 0u); }
+
+/* log(x) in float for a positive, normal, finite x (rp_erfinv_f32's 1 - x^2, at least 2^-24):
+ * within 0.89 ulp of the exact value (every float in [2^-26, 2] checked; 99.5% correctly
+ * rounded). fdlibm's reduction (x = 2^k (1 + f), 1 + f in [sqrt(2)/2, sqrt(2)),
+ * log(1 + f) = 2 atanh(s), s = f / (2 + f)) with FreeBSD's four-term float polynomial, written
+ * without branches and library calls so that a kernel's sample loop vectorizes around it
+ * (libm's logf is a call per sample: normal draws ran 13x slower with it on AVX-512). */
+RAPTOR_RNG_HOT float rp_log_f32(float x) {
+  uint32_t ix;
+  RP_F32_TO_BITS(ix, x);
+  const uint32_t m = ix & 0x007FFFFFu;
+  const uint32_t half = (m + 0x4AFB20u) & 0x800000u;  // 1 + f at or above sqrt(2): halve it
+  const uint32_t mb = m | (half ^ 0x3F800000u);
+  float xm;
+  RP_F32_FROM_BITS(xm, mb);
+  const float k =
+      static_cast<float>(static_cast<int32_t>(ix >> 23) - 127 + static_cast<int32_t>(half >> 23));
+  const float f = xm - 1.0f;
+  const float s = f / (2.0f + f);
+  const float z = s * s, w = z * z;
+  const float r =
+      z * (0x1.555554p-1f + w * 0x1.23d3dcp-2f) + w * (0x1.999c26p-2f + w * 0x1.f13c4cp-3f);
+  const float hfsq = 0.5f * f * f;
+  const float ln2_hi = 0x1.62e3p-1f, ln2_lo = 0x1.2fefa2p-17f;
+  // fdlibm's choice of the two forms (1 + f far from 1: the hfsq form), by the mantissa
+  const bool far = static_cast<int32_t>((m - 0x30A3D0u) | (0x35C288u - m)) > 0;
+  const float far_form = k * ln2_hi - ((hfsq - (s * (hfsq + r) + k * ln2_lo)) - f);
+  const float near_form = k * ln2_hi - ((s * (f - r) - k * ln2_lo) - f);
+  return far ? far_form : near_form;
+}
 
 /* jax's float32 erf_inv as jax >= 0.12.1 computes it by default (jax_accurate_erf_inv=True:
  * erf_inv_core in jax/_src/lax/erf.py, Apache-2.0, with has_far_tail=False), which
@@ -142,62 +239,61 @@ RAPTOR_RNG_FN double rp_normal_f64(rp_key key) { return rp_normal_ctr_f64(key, 0
  * (1 - |x|)(1 + |x|), without cancellation near |x| = 1; w = -log(1 - x^2) picks one of two
  * polynomials (jax's coefficients); jax's Horner steps are fmuladd, an FMA on CPU and CUDA, so
  * they are fmaf here too. Beyond w = 3.5 the result is sqrt(w) split in two (a 12-bit head whose
- * square is exact) plus a small correction, so the tail keeps its digits. What differs from
- * jax is logf against XLA's log: 99.3% of 2^20 normal draws are jax's bit for bit, the rest
- * within 3 ulps. jax <= 0.12.0 defaulted to M. Giles' polynomial instead, up to 5.8e-6 relative
- * away in the tails (docs/language.md "Tolerance of normal"). */
-RAPTOR_RNG_FN float rp_erfinv_f32(float x) {
+ * square is exact) plus a small correction, so the tail keeps its digits. Both pieces are
+ * computed and one selected, without branches, so sample loops vectorize. What differs from
+ * jax is rp_log_f32 against XLA's log: over 2^20 normal draws 99.5% are jax's bit for bit, the
+ * rest within 3 ulps. jax <= 0.12.0 defaulted to M. Giles' polynomial instead, up to 5.8e-6
+ * relative away in the tails (docs/language.md "Tolerance of normal"). */
+RAPTOR_RNG_HOT float rp_erfinv_f32(float x) {
   const float ax = x < 0.0f ? -x : x;
-  if (!(ax < 1.0f)) {  // erfinv(+-1) = +-inf; NaN beyond, as jax
-    const uint32_t bits = ax == 1.0f ? 0x7F800000u : 0x7FC00000u;
-    float edge;
-    RP_F32_FROM_BITS(edge, bits);
-    return ax == 1.0f && x < 0.0f ? -edge : edge;
-  }
-  const float q = 1.0f - ax;
-  const float w = -logf(q * (1.0f + ax));
-  if (w < 3.5f) {
-    const float t = w - 1.75f;
-    float p = 0x1.938558p-24f;
-    p = fmaf(p, t, 0x1.5cd332p-24f);
-    p = fmaf(p, t, -0x1.64551ep-18f);
-    p = fmaf(p, t, 0x1.026b3ap-16f);
-    p = fmaf(p, t, 0x1.a737f8p-13f);
-    p = fmaf(p, t, -0x1.f2946ep-10f);
-    p = fmaf(p, t, -0x1.44d956p-11f);
-    p = fmaf(p, t, 0x1.006e84p-2f);
-    p = fmaf(p, t, 0x1.508eb4p0f);
-    return x * p;
-  }
-  const float z = sqrtf(w);
+  const bool inside = ax < 1.0f;  // false for +-1 (+-inf) and beyond or NaN (NaN), as jax
+  const float a = inside ? ax : 0.0f;
+  const float w = -rp_log_f32((1.0f - a) * (1.0f + a));
+  const bool central = w < 3.5f;
+  const float t = w - 1.75f;
+  float p = 0x1.938558p-24f;
+  p = fmaf(p, t, 0x1.5cd332p-24f);
+  p = fmaf(p, t, -0x1.64551ep-18f);
+  p = fmaf(p, t, 0x1.026b3ap-16f);
+  p = fmaf(p, t, 0x1.a737f8p-13f);
+  p = fmaf(p, t, -0x1.f2946ep-10f);
+  p = fmaf(p, t, -0x1.44d956p-11f);
+  p = fmaf(p, t, 0x1.006e84p-2f);
+  p = fmaf(p, t, 0x1.508eb4p0f);
+  const float ws = central ? 1.0f : w;
+  const float z = sqrtf(ws);
   uint32_t zb;
   RP_F32_TO_BITS(zb, z);
   zb &= 0xFFFFF000u;  // keep 12 significand bits: z_h * z_h is exact
   float z_h;
   RP_F32_FROM_BITS(z_h, zb);
-  const float z_l = (w - z_h * z_h) / (z + z_h);
-  const float t = z - 3.0f;
-  float p = -0x1.917454p-17f;
-  p = fmaf(p, t, 0x1.c345ap-15f);
-  p = fmaf(p, t, -0x1.b5b046p-15f);
-  p = fmaf(p, t, -0x1.c6429ep-13f);
-  p = fmaf(p, t, 0x1.2db682p-10f);
-  p = fmaf(p, t, -0x1.c3ce24p-9f);
-  p = fmaf(p, t, 0x1.c06574p-8f);
-  p = fmaf(p, t, 0x1.5cfceap-9f);
-  p = fmaf(p, t, -0x1.566be2p-3f);
-  const float tail = z_h + (z_l + p);
-  return x < 0.0f ? -tail : tail;
+  const float z_l = (ws - z_h * z_h) / (z + z_h);
+  const float tz = z - 3.0f;
+  float r = -0x1.917454p-17f;
+  r = fmaf(r, tz, 0x1.c345ap-15f);
+  r = fmaf(r, tz, -0x1.b5b046p-15f);
+  r = fmaf(r, tz, -0x1.c6429ep-13f);
+  r = fmaf(r, tz, 0x1.2db682p-10f);
+  r = fmaf(r, tz, -0x1.c3ce24p-9f);
+  r = fmaf(r, tz, 0x1.c06574p-8f);
+  r = fmaf(r, tz, 0x1.5cfceap-9f);
+  r = fmaf(r, tz, -0x1.566be2p-3f);
+  const float tail = z_h + (z_l + r);
+  const float in = central ? x * p : (x < 0.0f ? -tail : tail);
+  const uint32_t edge_bits = ax == 1.0f ? (x < 0.0f ? 0xFF800000u : 0x7F800000u) : 0x7FC00000u;
+  float edge;
+  RP_F32_FROM_BITS(edge, edge_bits);
+  return inside ? in : edge;
 }
 
-RAPTOR_RNG_FN float rp_normal_ctr_f32(rp_key key, uint32_t c) {
+RAPTOR_RNG_HOT float rp_normal_ctr_f32(rp_key key, uint32_t c) {
   const float lo = -(1.0f - 0x1p-24f), hi = 1.0f;  // nextafter(-1.0f, 0.0f)
   float u = rp_uniform_ctr_f32(key, c) * (hi - lo) + lo;
   u = u > lo ? u : lo;
   return 1.41421356f * rp_erfinv_f32(u);
 }
 
-RAPTOR_RNG_FN float rp_normal_f32(rp_key key) { return rp_normal_ctr_f32(key, 0u); }
+RAPTOR_RNG_HOT float rp_normal_f32(rp_key key) { return rp_normal_ctr_f32(key, 0u); }
 
 /* ---- The other jax.random distributions (issue 27 item 3), each of one draw's subkey. ----
  * Each follows jax/_src/random/core.py (jax 0.12) operation for operation, in the same dtype
