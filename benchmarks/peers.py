@@ -42,6 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+import machine_info  # noqa: E402
 from _peers import report  # noqa: E402
 from _peers.cases import CASES, DTYPES  # noqa: E402
 
@@ -222,6 +223,20 @@ def spawn_jax(systems: list[str], ns: list[int], a: argparse.Namespace, env: dic
         return json.load(f)
 
 
+def versions(systems: list[str]) -> dict[str, str | None]:
+    """The installed version of numpy, raptor and each peer measured (None: not installed)."""
+    from importlib import metadata
+
+    dists = {"numba": "numba", "warp": "warp-lang", "warp-jax": "warp-lang", "jax": "jax", "raptor-jax": "jax"}
+    out: dict[str, str | None] = {}
+    for name in ["numpy", "raptor"] + [dists[s] for s in systems if s in dists]:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     a = parse(argv)
     if a.worker:
@@ -261,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     print(report.table(records, measured))
     if records:
         result = {"benchmark": "peers", "before": before, "after": after, "threads": threads, "systems": measured,
+                  "machine": machine_info.cpu_info(), "versions": versions(measured),
+                  "raptor_checkout": machine_info.raptor_revision(),
                   "settings": {k: getattr(a, k) for k in ("cases", "dtypes", "n_min", "n_max", "n_step", "repeat",
                                                            "min_round", "processes")},
                   "records": records}

@@ -93,6 +93,9 @@ from typing import Any
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:  # machine_info, beside this file
+    sys.path.insert(0, HERE)
+from machine_info import cpu_info, raptor_revision  # noqa: E402
 ROOT = os.path.dirname(HERE)
 BASELINE = os.path.join(HERE, "baselines", "card_lanes.cpp")
 PUBLISHED_PYTHON = os.path.join(ROOT, ".venv-published", "bin", "python")
@@ -843,23 +846,6 @@ def fmt_load(load: tuple[float, float, float]) -> str:
     return ", ".join(f"{x:.2f}" for x in load)
 
 
-def cpu_info() -> dict[str, Any]:
-    """The CPU model, its vector ISA flags of interest and the core count."""
-    model, flags = platform.processor() or platform.machine(), set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name" and model in ("", platform.machine(), platform.processor()):
-                    model = value.strip()
-                elif key.strip() == "flags" and not flags:
-                    flags = set(value.split())
-    except OSError:
-        pass
-    return {"cpu": model, "isa": [f for f in ("avx512f", "avx2", "fma") if f in flags],
-            "cores": os.cpu_count(), "platform": platform.platform()}
-
-
 def versions() -> dict[str, str | None]:
     """python, numpy, jax, numba, raptor here, and the published eagle/hawk (and its numba)."""
     from importlib import metadata
@@ -1069,17 +1055,6 @@ def report(a: argparse.Namespace, records: list[dict], arms: list[str], ok: bool
           f"{'all agree' if ok else 'DISAGREEMENT OR FAILURE (see above)'}")
     print(agreement_summary(records))
     print(costs(records))
-
-
-def raptor_revision() -> dict[str, Any]:
-    """The checkout's commit and whether its tracked files differ from it (raptor is
-    installed from the working tree), read without touching the index."""
-    git = ["git", "--no-optional-locks", "-C", ROOT]
-    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True)
-    if head.returncode != 0:
-        return {}
-    dirty = subprocess.run([*git, "diff", "--quiet", "HEAD", "--"], capture_output=True)
-    return {"commit": head.stdout.strip(), "modified": dirty.returncode == 1}
 
 
 def main(argv: list[str] | None = None) -> int:

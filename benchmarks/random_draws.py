@@ -103,7 +103,18 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default=None, help="where to write the results (default: "
                     "benchmarks/results/random_draws.json for a full run, none for --quick)")
+    ap.add_argument("--march", default=None, help="compile raptor's kernels for this -march (x86-64-v3: AVX2) "
+                    "instead of the host's: raptor's default flags with -march=native replaced")
     args = ap.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import perf_card  # noqa: E402  (the card's flags: the same -march replacement)
+
+    if args.march:
+        if os.environ.get("RAPTOR_CXXFLAGS"):
+            raise SystemExit("random_draws: --march with RAPTOR_CXXFLAGS set: unset one of them")
+        os.environ["RAPTOR_CXXFLAGS"] = " ".join(
+            perf_card.with_march(perf_card.raptor_default_flags(dict(os.environ)).split(), args.march))
+    flags = os.environ.get("RAPTOR_CXXFLAGS") or perf_card.raptor_default_flags(dict(os.environ))
     n = 1 << 10 if args.quick else 1 << 16
     names = list(DISTS)
     plans = dict(zip(names, eagle.plan.auto([make_kernel(nm) for nm in names])))
@@ -133,10 +144,10 @@ def main() -> None:
                   f"{t_jax / t_hawk:10.2f}x")
     out = args.json or (None if args.quick else str(Path(__file__).resolve().parent / "results" / "random_draws.json"))
     if out:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from perf_card import cpu_info  # the CPU model and its vector ISA, as the card records them
+        from machine_info import cpu_info  # the CPU model and its vector ISA, as the card records them
 
         meta = {"machine": platform.machine(), **cpu_info(), "jax": jax.__version__, "date": time.strftime("%Y-%m-%d"),
+                "march": args.march or "native", "flags": flags,
                 "threads": 1, "protocol": "best of 7 after one warm-up; one launch of N samples x DRAWS draws"}
         Path(out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
         print(f"wrote {out}")

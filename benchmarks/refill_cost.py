@@ -50,6 +50,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import machine_info  # noqa: E402
 import perf_card  # noqa: E402  (benchmarks/ on the path first)
 
 HARNESS = os.path.join(HERE, "baselines", "refill_harness.cpp")
@@ -260,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['periods']:8d} {part['steps']:5.0f}% {part['idle']:5.0f}% {part['between']:6.0f}% "
               f"{r['between_ns_per_sample']:9.2f}")
     result = {"benchmark": "refill_cost", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "machine": perf_card.cpu_info(), "raptor_checkout": perf_card.raptor_revision(), "flags": flags,
+              "machine": machine_info.cpu_info(), "raptor_checkout": machine_info.raptor_revision(), "flags": flags,
               "march": a.march, "n": n, "rounds": a.rounds, "repeat": a.repeat, "warmup": a.warmup,
               "chunks": a.chunks, "threads": 1, "fused_steps": fused.steps, "rows": rows}
     os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)

@@ -39,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-import perf_card  # noqa: E402  (benchmarks/ on the path first)
+import machine_info  # noqa: E402  (benchmarks/ on the path first)
 from _peers.cases import CD, DT, G, check, make_inputs, reference  # noqa: E402
 from _peers.host import aligned_copy  # noqa: E402
 
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"streamed {r['stream_us']:.1f} us, plain/streamed {r['plain_over_stream']:.2f}; the default "
                   f"{'streams' if r['default_streams'] else 'does not stream'}", flush=True)
     res = {"benchmark": "stream_stores", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "machine": {**perf_card.cpu_info(), "caches": caches()}, "raptor_checkout": perf_card.raptor_revision(),
+           "machine": {**machine_info.cpu_info(), "caches": caches()}, "raptor_checkout": machine_info.raptor_revision(),
            "default_stream_bytes": threshold, "env_stream_bytes": os.environ.get("RAPTOR_STREAM_BYTES"),
            "rounds": a.rounds, "rows": rows}
     os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)

@@ -167,3 +167,35 @@ def test_a_host_worker_answers_each_request_with_one_line(monkeypatch):
     assert replies[1]["number"] >= 1 and replies[2]["seconds"] > 0
     assert "unknown case 'nope'" in replies[3]["error"]
     assert replies[4]["number"] >= 1 and replies[5]["seconds"] > 0
+
+
+def test_settle_waits_for_this_process_threads_to_go_idle(monkeypatch):
+    """peers.py's rounds start on an idle machine: ``_peers.timing.settle`` returns only once a
+    thread of this process that still spins (as a pool's worker does after its job) has
+    stopped, and at once when nothing runs."""
+    import threading
+    import time
+
+    monkeypatch.setattr(sys, "path", [str(ROOT / "benchmarks")] + list(sys.path))
+    from _peers.timing import SETTLE_MAX_S, settle
+
+    spin_s = 0.05
+    started = threading.Event()
+    ended: list[float] = []
+
+    def spin() -> None:
+        started.set()
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < spin_s:
+            pass
+        ended.append(time.perf_counter())
+
+    worker = threading.Thread(target=spin)
+    worker.start()
+    started.wait()
+    waited = settle()
+    returned = time.perf_counter()
+    worker.join()
+    assert ended[0] <= returned  # it returned after the spinning stopped, not during it
+    assert spin_s * 0.5 <= waited < SETTLE_MAX_S
+    assert settle() < 0.05  # idle: one or a few windows of 2 ms

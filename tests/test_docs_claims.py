@@ -36,8 +36,9 @@ def test_performance_docs_are_the_rendered_results():
     peers = json.loads(rd.PEERS_RESULTS.read_text())
     refill = json.loads(rd.REFILL_RESULTS.read_text())
     stream = json.loads(rd.STREAM_RESULTS.read_text())
+    draws_isa = json.loads(rd.DRAWS_ISA_RESULTS.read_text())
     doc = rd.DOC.read_text()
-    assert rd.rendered_doc(doc, card, draws, isa, peers, refill, stream) == doc, \
+    assert rd.rendered_doc(doc, card, draws, isa, peers, refill, stream, draws_isa) == doc, \
         "run python benchmarks/render_docs.py after a new benchmark run"
 
 
@@ -169,3 +170,20 @@ def test_a_changed_isa_figure_is_caught():
     assert isa["protocol"]["march"] != "native" and isa["ok"]
     isa["records"][0]["arms"]["raptor"]["ms"] *= 2
     assert rd.rendered_doc(doc, card, None, isa) != doc
+
+
+def test_the_readme_says_the_numba_run_as_rendered():
+    """The README's sentences on benchmarks/peers.py are its JSON's, and a row where Numba turns
+    faster beyond the spread is named there."""
+    rd = _render_docs()
+    card = json.loads(rd.RESULTS.read_text())
+    peers = json.loads(rd.PEERS_RESULTS.read_text())
+    readme = rd.README.read_text()
+    assert rd.rendered_readme(readme, card, peers) == readme, "run python benchmarks/render_docs.py"
+    assert rd.peers_summary(peers) in readme
+    (raptor,) = [r for r in peers["records"] if r["system"] == "raptor" and r["case"] == "osc"
+                 and r["dtype"] == "float64" and r["n"] == 1 << 12]
+    raptor["seconds"] *= 10  # Numba 10x faster than raptor in that row, far beyond the spread
+    changed = rd.peers_summary(peers)
+    assert "osc float64 at 2^12 (" in " ".join(changed.split())
+    assert rd.rendered_readme(readme, card, peers) != readme

@@ -21,7 +21,7 @@ from typing import TextIO
 import numpy as np
 
 from _peers.cases import CD, DT, G, OSC_C, OSC_DT, check, make_inputs, reference
-from _peers.timing import calls_per_round, warm_up
+from _peers.timing import calls_per_round, settle, warm_up
 
 
 @dataclass
@@ -161,7 +161,9 @@ def serve(system: str, min_round_s: float, requests: TextIO, replies: TextIO) ->
     - ``{"cmd": "prepare", "case", "dtype", "n"}``: fresh inputs, one step checked against the
       NumPy reference, a warm-up; replies ``{"number": calls per round}`` or ``{"error": why}``.
     - ``{"cmd": "round"}``: a short untimed warm-up (the caches and threads the other systems'
-      rounds took), then ``number`` timed steps; replies ``{"seconds": time per step}``.
+      rounds took), then ``number`` timed steps; replies ``{"seconds": time per step}`` once
+      this process's threads are idle (``timing.settle``), so that the next system's round
+      does not share a core with them.
     """
     impl = SYSTEMS[system]()
     setup: Setup | None = None
@@ -179,13 +181,16 @@ def serve(system: str, min_round_s: float, requests: TextIO, replies: TextIO) ->
                 check(system, case, dtype, n, setup.outputs(), reference(case, fresh))
                 warm_up(setup.step, 20 * min_round_s)
                 number = calls_per_round(setup.step, min_round_s)
+                settle()
                 reply = {"number": number}
             elif req["cmd"] == "round" and setup is not None:
                 warm_up(setup.step, min_round_s / 4)
                 t0 = time.perf_counter()
                 for _ in range(number):
                     setup.step()
-                reply = {"seconds": (time.perf_counter() - t0) / number}
+                seconds = (time.perf_counter() - t0) / number
+                settle()
+                reply = {"seconds": seconds}
             else:
                 reply = {"error": f"unexpected request {req!r}"}
         except Exception as e:  # noqa: BLE001 - reported to the parent, which skips the item

@@ -7,8 +7,9 @@ Start reading at ``table``; ``plots`` draws the same records.
 from __future__ import annotations
 
 import os
-import platform
 import time
+
+import machine_info
 
 HOST = ("raptor", "numba", "warp")
 JAX = ("raptor-jax", "warp-jax", "jax")
@@ -19,14 +20,8 @@ LABEL = {"raptor": "raptor launch()", "numba": "Numba @njit(parallel)", "warp": 
 
 
 def machine() -> str:
-    """One line: the date (UTC), CPU model, cores and the load average now."""
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {model}, {os.cpu_count()} cores; "
+    """One line: the date (UTC), CPU model, vector ISA, cores and the load average now."""
+    return (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine_info.describe()}; "
             f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
