@@ -329,3 +329,34 @@ def test_cuda_emission_compiles_with_nvrtc(make):
     src = k.cuda("float32")
     assert "rp_subkey(" in src
     assert _core.nvrtc_check([k._core], "sm_80") == 2
+
+
+@hawk.kernel
+def constant_bounds(rng: Random, t1: Mutable[Scalar], t2: Mutable[Scalar], g: Mutable[Scalar],
+                    k: Mutable[Scalar]):
+    t1 = rng.truncated_normal(-0.125, 2.0)
+    t2 = rng.truncated_normal(0.25, 1.741)
+    g = rng.gamma(2.5)
+    k = float(rng.poisson(25.0))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+def test_draws_with_constant_arguments_equal_the_interpreter_bit_for_bit(dtype):
+    """A draw whose arguments are constants calls the C library as the interpreter does: GCC
+    would evaluate erf(-0.125 / sqrt 2) (double) and erff(0.25f / sqrt 2) (float) itself,
+    correctly rounded, 1 ulp from glibc's, and 1769 of 4096 float64 draws of the first
+    truncated_normal were a few ulps from the interpreter's (runtime/random.h
+    RAPTOR_RNG_LIBM)."""
+    import eagle.plan
+    import kernelgen
+
+    n = 4096
+    key = np.array([7, 2026], np.uint32)
+    outs = {name: np.zeros(n, dtype) for name in ("t1", "t2", "g", "k")}
+    (plan,) = eagle.plan.auto([constant_bounds])
+    plan.bind(rng=key, **outs).launch()
+    want = kernelgen.interpret(constant_bounds, n, 0, {"rng": key, **{k: np.zeros(n) for k in outs}},
+                               float32=dtype == np.float32).outs
+    for name, got in outs.items():
+        np.testing.assert_array_equal(got.astype(np.float64), want[name], err_msg=f"{name} ({dtype.__name__})")
+    assert np.unique(outs["t1"]).size > n // 2 and (outs["t1"] > -0.125).all() and (outs["t1"] < 2.0).all()

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include "runtime/random.h"
 
@@ -218,6 +219,44 @@ TEST(RuntimeRandom, LogarithmsUnderErfinvAreWithinAnUlp) {
   EXPECT_EQ(rp_erfinv(1.0), std::numeric_limits<double>::infinity());
   EXPECT_EQ(rp_erfinv(-1.0), -std::numeric_limits<double>::infinity());
   EXPECT_TRUE(std::isnan(rp_erfinv(-1.5)));
+}
+
+// truncated_normal's open interval: rp_rng_next_up / next_down are std::nextafter toward +-inf,
+// bit for bit, at the edges (zeros, subnormals, the largest finite, infinities, NaN) and over
+// random bit patterns of both dtypes.
+template <class T, class Bits>
+void expect_next_is_nextafter(const std::vector<T>& edges) {
+  const T inf = std::numeric_limits<T>::infinity();
+  const auto same = [](T a, T b) {
+    Bits x, y;
+    std::memcpy(&x, &a, sizeof a);
+    std::memcpy(&y, &b, sizeof b);
+    return x == y || (a != a && b != b);
+  };
+  std::vector<T> xs = edges;
+  std::mt19937_64 gen(11);
+  for (int i = 0; i < 200000; ++i) {
+    const Bits b = static_cast<Bits>(gen());
+    T x;
+    std::memcpy(&x, &b, sizeof x);
+    xs.push_back(x);
+  }
+  for (const T x : xs) {
+    EXPECT_TRUE(same(rp_rng_next_up(x), std::nextafter(x, inf))) << x;
+    EXPECT_TRUE(same(rp_rng_next_down(x), std::nextafter(x, -inf))) << x;
+  }
+}
+
+TEST(RuntimeRandom, NextUpAndDownAreNextafterBitForBit) {
+  using LD = std::numeric_limits<double>;
+  using LF = std::numeric_limits<float>;
+  expect_next_is_nextafter<double, uint64_t>(
+      {0.0, -0.0, LD::denorm_min(), -LD::denorm_min(), LD::min(), -LD::min(), LD::max(), -LD::max(),
+       LD::infinity(), -LD::infinity(), LD::quiet_NaN(), 1.0, -1.0, 2.0, -2.0, -0.125, 3.0});
+  expect_next_is_nextafter<float, uint32_t>({0.0f, -0.0f, LF::denorm_min(), -LF::denorm_min(),
+                                             LF::min(), -LF::min(), LF::max(), -LF::max(),
+                                             LF::infinity(), -LF::infinity(), LF::quiet_NaN(), 1.0f,
+                                             -1.0f, 2.0f, -2.0f, -0.125f, 3.0f});
 }
 
 }  // namespace
