@@ -530,43 +530,46 @@ RAPTOR_RNG_LIBM float rp_rng_pow(float x, float y) { return powf(x, y); }
 RAPTOR_RNG_LIBM double rp_rng_pow(double x, double y) { return pow(x, y); }
 RAPTOR_RNG_LIBM float rp_rng_erf(float x) { return erff(x); }
 RAPTOR_RNG_LIBM double rp_rng_erf(double x) { return erf(x); }
+/* A float's bits and back (memcpy on the host, the intrinsics on the device), and +inf. */
+RAPTOR_RNG_FN uint64_t rp_rng_bits(double x) {
+  uint64_t b;
+  RP_F64_TO_BITS(b, x);
+  return b;
+}
+RAPTOR_RNG_FN uint32_t rp_rng_bits(float x) {
+  uint32_t b;
+  RP_F32_TO_BITS(b, x);
+  return b;
+}
+RAPTOR_RNG_FN double rp_rng_of_bits(uint64_t b) {
+  double x;
+  RP_F64_FROM_BITS(x, b);
+  return x;
+}
+RAPTOR_RNG_FN float rp_rng_of_bits(uint32_t b) {
+  float x;
+  RP_F32_FROM_BITS(x, b);
+  return x;
+}
+RAPTOR_RNG_FN float rp_rng_inf(float) { return rp_rng_of_bits(uint32_t{0x7F800000u}); }
+RAPTOR_RNG_FN double rp_rng_inf(double) { return rp_rng_of_bits(uint64_t{0x7FF0000000000000ull}); }
 /* nextafter(x, +inf), exactly, from the bits and without a branch (a library call per sample
  * would keep the sample loop scalar): a step of one ulp away from zero for x > 0, toward zero
  * for x < 0 (-inf steps to -max), the smallest subnormal for +-0; NaN and +inf unchanged.
  * rp_rng_next_down(x) = nextafter(x, -inf) = -rp_rng_next_up(-x). */
-RAPTOR_RNG_FN double rp_rng_next_up(double x) {
-  uint64_t b;
-  RP_F64_TO_BITS(b, x);
-  const uint64_t step = (b >> 63) != 0u ? ~uint64_t{0} : uint64_t{1};
-  const uint64_t nb = x == 0.0 ? uint64_t{1} : b + step;
-  double r;
-  RP_F64_FROM_BITS(r, nb);
-  return (x != x || x > 1.7976931348623157e308) ? x : r;
-}
-RAPTOR_RNG_FN float rp_rng_next_up(float x) {
-  uint32_t b;
-  RP_F32_TO_BITS(b, x);
-  const uint32_t step = (b >> 31) != 0u ? ~uint32_t{0} : uint32_t{1};
-  const uint32_t nb = x == 0.0f ? uint32_t{1} : b + step;
-  float r;
-  RP_F32_FROM_BITS(r, nb);
-  return (x != x || x > 3.40282347e38f) ? x : r;
+template <class T>
+RAPTOR_RNG_FN T rp_rng_next_up(T x) {
+  using B = decltype(rp_rng_bits(x));
+  const B b = rp_rng_bits(x);
+  // an add of +-1 GCC 12 vectorizes (a select between b - 1 and b + 1 left the loop scalar)
+  const B step = (b >> (8 * sizeof(B) - 1)) != 0u ? ~B{0} : B{1};
+  const B nb = x == T(0) ? B{1} : b + step;
+  const T r = rp_rng_of_bits(nb);
+  return (x != x || x == rp_rng_inf(x)) ? x : r;
 }
 template <class T>
 RAPTOR_RNG_FN T rp_rng_next_down(T x) {
   return -rp_rng_next_up(-x);
-}
-RAPTOR_RNG_FN float rp_rng_inf(float) {
-  const uint32_t bits = 0x7F800000u;
-  float f;
-  RP_F32_FROM_BITS(f, bits);
-  return f;
-}
-RAPTOR_RNG_FN double rp_rng_inf(double) {
-  const uint64_t bits = 0x7FF0000000000000ull;
-  double f;
-  RP_F64_FROM_BITS(f, bits);
-  return f;
 }
 RAPTOR_RNG_FN float rp_rng_uniform(rp_key key, float) { return rp_uniform_f32(key); }
 RAPTOR_RNG_FN double rp_rng_uniform(rp_key key, double) { return rp_uniform_f64(key); }
