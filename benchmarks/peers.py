@@ -12,7 +12,10 @@ of the damped oscillator with its Terminated mask (``osc``), float64 and float32
   ``wp.launch(device="cpu")``. Each system runs in processes of its own (workers of this
   script, three per system unless ``--processes`` says otherwise, each stepping its own
   arrays), so thread pools never share a process, and all of them take turns round by
-  round: a stretch of a busy machine slows every system's rounds alike. A system's time is
+  round: a stretch of a busy machine slows every system's rounds alike. A worker answers a
+  round only once its own threads are idle (``_peers/timing.settle``: Numba's OpenMP thread
+  spins for milliseconds after its loop, which the next system's round shared a core with
+  before). A system's time is
   the median over its processes of each one's best round; the same code differs from
   process to process by several percent where the planes fall between the L2 and the L3
   (where its arrays landed), and a row whose difference is within that spread is marked.
