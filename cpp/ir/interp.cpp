@@ -149,7 +149,9 @@ class SampleRunner {
       case Op::Atan2:
         break;
       default:
-        if (const MathFn* f = math_fn(op); f && f->kind == MathKind::Libm) break;
+        if (const MathFn* f = math_fn(op);
+            f && (f->kind == MathKind::Libm || f->kind == MathKind::Own))
+          break;
         return x;
     }
     const int k = b_.perturb_ulps;

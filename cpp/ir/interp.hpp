@@ -31,9 +31,9 @@
 // - `float32` mode computes as a float32 build does: constants, Params and loads rounded to
 //   float, every operator in float arithmetic with the C library's float functions (sinf),
 //   the sums still added in double. The differential tests compare builds with it bitwise.
-// - `perturb_ulps` (0: off) moves the result of every operator the C library computes
-//   without a correct-rounding guarantee (exp, log, sin, cos, tan, tanh, pow, atan2, and
-//   ir/math_fns.hpp's `Libm` functions: asin .. cbrt, hypot) by that
+// - `perturb_ulps` (0: off) moves the result of every operator computed without a
+//   correct-rounding guarantee (exp, log, sin, cos, tan, tanh, pow, atan2, and
+//   ir/math_fns.hpp's `Libm` and `Own` functions: asin .. cbrt, hypot) by that
 //   many units in the last place of the dtype (toward +inf when positive): how far a kernel's
 //   outputs move when those are off by that much. A build may differ there: GCC folds such a
 //   call with constant arguments correctly rounded (MPFR) where the library is 1 ulp off.

@@ -10,6 +10,7 @@ namespace {
 constexpr MathKind L = MathKind::Libm;
 constexpr MathKind E = MathKind::Exact;
 constexpr MathKind X = MathKind::Formula;
+constexpr MathKind O = MathKind::Own;
 
 constexpr MathFn kFns[] = {
     {Op::Asin, "asin", 1, Type::F, L, "asin"},
@@ -24,7 +25,7 @@ constexpr MathFn kFns[] = {
     {Op::Erfc, "erfc", 1, Type::F, L, "erfc"},
     {Op::Exp2, "exp2", 1, Type::F, L, "exp2"},
     {Op::Expm1, "expm1", 1, Type::F, L, "expm1"},
-    {Op::Log1p, "log1p", 1, Type::F, L, "log1p"},
+    {Op::Log1p, "log1p", 1, Type::F, O, "log1p"},
     {Op::Log2, "log2", 1, Type::F, L, "log2"},
     {Op::Log10, "log10", 1, Type::F, L, "log10"},
     {Op::Cbrt, "cbrt", 1, Type::F, L, "cbrt"},

@@ -3,14 +3,16 @@
 // and how it is computed, which every stage reads:
 // - the IR's op names and arities (ir.cpp), the front end's hawk.math names (lower_math.cpp);
 // - the meaning, `eval_math` below: the C library's function of the same name in the
-//   arithmetic of T (std::asin(float) is asinf), shared by constant folding and the reference
-//   interpreter (passes/eval.cpp), so compiled code equals interpreted code bit for bit;
+//   arithmetic of T (std::asin(float) is asinf), or raptor's own (`Own`: log1p, from
+//   runtime/rp_math.h), shared by constant folding and the reference interpreter
+//   (passes/eval.cpp), so compiled code equals interpreted code bit for bit;
 // - the generated code: `Libm` functions through the host prelude's noipa `rp_` wrappers
 //   (written from this table, codegen/host_driver.cpp), `Exact` ones as `std::` builtins GCC
 //   may inline and vectorize (exact, so folding them cannot change a bit), `Formula` ones as
-//   prelude helpers written once per target from the same formula as `eval_math`; CUDA calls
+//   prelude helpers written once per target from the same formula as `eval_math`, `Own` ones
+//   as the prelude's `rp_` functions over rp_math.h (inlined: loops vectorize); CUDA calls
 //   the CUDA math library's function `cuda` (overloaded for float and double);
-// - the interpreter's perturbation of inexact library results (`Libm`: interp.hpp);
+// - the interpreter's perturbation of inexact results (`Libm` and `Own`: interp.hpp);
 // - the JAX bridge's "xla" lowering maps each `name` to jax.numpy (eagle/frameworks/_jax_xla.py);
 // - derivative rules: cpp/ad/rules.cpp, its header table.
 #pragma once
@@ -19,6 +21,7 @@
 #include <span>
 
 #include "ir/ir.hpp"
+#include "runtime/rp_math.h"
 
 namespace raptor::ir {
 
@@ -27,6 +30,8 @@ enum class MathKind : uint8_t {
             //  through a noipa wrapper so GCC never folds it (correctly rounded) itself
   Exact,    // exact by definition (ceil, rint, fmod, fma, copysign, predicates): a builtin
   Formula,  // a short formula of exact operations, written once per target's prelude
+  Own,      // raptor's own function (runtime/rp_math.h: log1p, as exp and log), not correctly
+            //  rounded but the same bits wherever the host computes it; vectorizable
 };
 
 struct MathFn {
@@ -76,7 +81,8 @@ T eval_math(Op op, const T* a) {
     case Op::Erfc: return std::erfc(a[0]);
     case Op::Exp2: return std::exp2(a[0]);
     case Op::Expm1: return std::expm1(a[0]);
-    case Op::Log1p: return std::log1p(a[0]);
+    case Op::Log1p:
+      return rp_math_log1p(a[0]);  // raptor's own (Own)
     case Op::Log2: return std::log2(a[0]);
     case Op::Log10: return std::log10(a[0]);
     case Op::Cbrt: return std::cbrt(a[0]);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "ir/math_fns.hpp"
+#include "runtime/rp_math.h"
 
 namespace raptor::passes {
 
@@ -60,10 +61,10 @@ T eval_in(Op op, const T* a, int64_t iimm) {
       return -a[0];
     case Op::Sqrt:
       return std::sqrt(a[0]);
-    case Op::Exp:
-      return std::exp(a[0]);
+    case Op::Exp:  // raptor's own, as the generated code (runtime/rp_math.h)
+      return rp_math_exp(a[0]);
     case Op::Log:
-      return std::log(a[0]);
+      return rp_math_log(a[0]);
     case Op::Sin:
       return std::sin(a[0]);
     case Op::Cos:

@@ -18,9 +18,14 @@ std::string_view abi_error_codes_source();
 std::string_view abi_cuda_header_source();
 
 // random.h, byte for byte (host units paste it when a kernel draws random numbers), and the
-// same for CUDA units: its functions __device__, its #include lines dropped (NVRTC has no
-// system headers; the CUDA prelude defines the integer types).
+// same for CUDA units, after rp_math.h (the bit casts and logarithms it uses): their functions
+// __device__, their #include lines dropped (NVRTC has no system headers; the CUDA prelude
+// defines the integer types).
 std::string_view random_header_source();
 std::string_view random_device_source();
+
+// rp_math.h, byte for byte: raptor's own exp, log and log1p, which every host unit pastes
+// before its prelude (codegen/host_driver.cpp).
+std::string_view math_header_source();
 
 }  // namespace raptor::runtime

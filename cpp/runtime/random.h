@@ -16,6 +16,12 @@
 #include <math.h>
 #include <stdint.h>
 
+/* The bit casts RP_F64_FROM_BITS .. and the logarithms rp_log_f64 / rp_log_f32 under erfinv.
+ * Skipped where rp_math.h came first: the generated units paste it before this file. */
+#ifndef RAPTOR_MATH_H
+#include "rp_math.h"
+#endif
+
 #ifndef RAPTOR_RNG_FN
 #define RAPTOR_RNG_FN inline
 #endif
@@ -30,20 +36,6 @@
 #else
 #define RAPTOR_RNG_HOT inline __attribute__((always_inline))
 #endif
-#endif
-
-/* Bits to and from float: memcpy on the host, the intrinsics on the device (NVRTC has no
- * <cstring>). */
-#ifdef __CUDACC__
-#define RP_F64_FROM_BITS(f, bits) ((f) = __longlong_as_double(static_cast<long long>(bits)))
-#define RP_F64_TO_BITS(bits, f) ((bits) = static_cast<uint64_t>(__double_as_longlong(f)))
-#define RP_F32_FROM_BITS(f, bits) ((f) = __uint_as_float(bits))
-#define RP_F32_TO_BITS(bits, f) ((bits) = __float_as_uint(f))
-#else
-#define RP_F64_FROM_BITS(f, bits) __builtin_memcpy(&(f), &(bits), sizeof(f))
-#define RP_F64_TO_BITS(bits, f) __builtin_memcpy(&(bits), &(f), sizeof(bits))
-#define RP_F32_FROM_BITS(f, bits) __builtin_memcpy(&(f), &(bits), sizeof(f))
-#define RP_F32_TO_BITS(bits, f) __builtin_memcpy(&(bits), &(f), sizeof(bits))
 #endif
 
 /* A key: the two uint32 words of jax.random.key_data. */
@@ -107,39 +99,6 @@ RAPTOR_RNG_HOT float rp_uniform_ctr_f32(rp_key key, uint32_t c) {
 RAPTOR_RNG_HOT double rp_uniform_f64(rp_key key) { return rp_uniform_ctr_f64(key, 0u); }
 RAPTOR_RNG_HOT float rp_uniform_f32(rp_key key) { return rp_uniform_ctr_f32(key, 0u); }
 
-/* log(x) in double for a positive, normal, finite x (rp_erfinv's 1 - x^2, at least 2^-53):
- * fdlibm's e_log.c (x = 2^k (1 + f), 1 + f in [sqrt(2)/2, sqrt(2)), log(1 + f) = 2 atanh(s),
- * s = f / (2 + f), its seven-term polynomial), within an ulp (cpp/tests/test_runtime_random.cpp
- * checks it against long double), written without branches and library calls so that a sample
- * loop vectorizes around it, as rp_log_f32. */
-RAPTOR_RNG_HOT double rp_log_f64(double x) {
-  uint64_t ix;
-  RP_F64_TO_BITS(ix, x);
-  const uint32_t hx = static_cast<uint32_t>(ix >> 32) & 0x000FFFFFu;  // the mantissa's top 20 bits
-  const uint32_t half = (hx + 0x95F64u) & 0x100000u;  // 1 + f at or above sqrt(2): halve it
-  const uint64_t mb =
-      (ix & 0x000FFFFFFFFFFFFFull) | (static_cast<uint64_t>(half ^ 0x3FF00000u) << 32);
-  double xm;
-  RP_F64_FROM_BITS(xm, mb);
-  const double k =
-      static_cast<double>(static_cast<int32_t>(ix >> 52) - 1023 + static_cast<int32_t>(half >> 20));
-  const double f = xm - 1.0;
-  const double s = f / (2.0 + f);
-  const double z = s * s, w = z * z;
-  const double t1 =
-      w * (0x1.999999997fa04p-2 + w * (0x1.c71c51d8e78afp-3 + w * 0x1.39a09d078c69fp-3));
-  const double t2 =
-      z * (0x1.5555555555593p-1 +
-           w * (0x1.2492494229359p-2 + w * (0x1.7466496cb03dep-3 + w * 0x1.2f112df3e5244p-3)));
-  const double r = t2 + t1;
-  const double hfsq = 0.5 * f * f;
-  const double ln2_hi = 0x1.62e42feep-1, ln2_lo = 0x1.a39ef35793c76p-33;
-  const bool far = static_cast<int32_t>((hx - 0x6147Au) | (0x6B851u - hx)) > 0;  // fdlibm's choice
-  const double far_form = k * ln2_hi - ((hfsq - (s * (hfsq + r) + k * ln2_lo)) - f);
-  const double near_form = k * ln2_hi - ((s * (f - r) - k * ln2_lo) - f);
-  return far ? far_form : near_form;
-}
-
 /* jax's float64 erf_inv as jax >= 0.12.1 computes it by default (erf_inv_core in
  * jax/_src/lax/erf.py, Apache-2.0, with has_far_tail=False: three pieces in
  * w = -log(1 - x^2), jax's degree-19 polynomials, cut at w = 4.5 and 16), followed operation
@@ -202,36 +161,6 @@ RAPTOR_RNG_HOT double rp_normal_ctr_f64(rp_key key, uint32_t c) {
 }
 
 RAPTOR_RNG_HOT double rp_normal_f64(rp_key key) { return rp_normal_ctr_f64(key, 0u); }
-
-/* log(x) in float for a positive, normal, finite x (rp_erfinv_f32's 1 - x^2, at least 2^-24):
- * within 0.89 ulp of the exact value (every float in [2^-26, 2] checked; 99.5% correctly
- * rounded). fdlibm's reduction (x = 2^k (1 + f), 1 + f in [sqrt(2)/2, sqrt(2)),
- * log(1 + f) = 2 atanh(s), s = f / (2 + f)) with FreeBSD's four-term float polynomial, written
- * without branches and library calls so that a kernel's sample loop vectorizes around it
- * (libm's logf is a call per sample: normal draws ran 13x slower with it on AVX-512). */
-RAPTOR_RNG_HOT float rp_log_f32(float x) {
-  uint32_t ix;
-  RP_F32_TO_BITS(ix, x);
-  const uint32_t m = ix & 0x007FFFFFu;
-  const uint32_t half = (m + 0x4AFB20u) & 0x800000u;  // 1 + f at or above sqrt(2): halve it
-  const uint32_t mb = m | (half ^ 0x3F800000u);
-  float xm;
-  RP_F32_FROM_BITS(xm, mb);
-  const float k =
-      static_cast<float>(static_cast<int32_t>(ix >> 23) - 127 + static_cast<int32_t>(half >> 23));
-  const float f = xm - 1.0f;
-  const float s = f / (2.0f + f);
-  const float z = s * s, w = z * z;
-  const float r =
-      z * (0x1.555554p-1f + w * 0x1.23d3dcp-2f) + w * (0x1.999c26p-2f + w * 0x1.f13c4cp-3f);
-  const float hfsq = 0.5f * f * f;
-  const float ln2_hi = 0x1.62e3p-1f, ln2_lo = 0x1.2fefa2p-17f;
-  // fdlibm's choice of the two forms (1 + f far from 1: the hfsq form), by the mantissa
-  const bool far = static_cast<int32_t>((m - 0x30A3D0u) | (0x35C288u - m)) > 0;
-  const float far_form = k * ln2_hi - ((hfsq - (s * (hfsq + r) + k * ln2_lo)) - f);
-  const float near_form = k * ln2_hi - ((s * (f - r) - k * ln2_lo) - f);
-  return far ? far_form : near_form;
-}
 
 /* jax's float32 erf_inv as jax >= 0.12.1 computes it by default (jax_accurate_erf_inv=True:
  * erf_inv_core in jax/_src/lax/erf.py, Apache-2.0, with has_far_tail=False), which

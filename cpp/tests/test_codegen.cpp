@@ -865,6 +865,26 @@ def draws(rng: Random, lo: Param, y: Mutable[Scalar]):
   expect_sample_loops_vectorized(k, "raptor_draws_vec_f32", DType::F32);
 }
 
+// exp, log and log1p are raptor's own (runtime/rp_math.h, no library call), so a sample loop
+// around them vectorizes; so do the exponential and lognormal draws made of them.
+TEST(CodegenVectorize, ExpLogLog1pSampleLoopsAreVectorized) {
+  const ir::Kernel k = lowered(R"(@hawk.kernel
+def el(x: Scalar, y: Mutable[Scalar]):
+    y = exp(x) + log(y) + log1p(x * y)
+)",
+                               {Scalar("x"), MutScalar("y")});
+  expect_sample_loops_vectorized(k, "raptor_el_vec_f64", DType::F64);
+  expect_sample_loops_vectorized(k, "raptor_el_vec_f32", DType::F32);
+  const ir::Kernel d =
+      lowered(R"(@hawk.kernel
+def draws(rng: Random, s: Param, y: Mutable[Scalar]):
+    y = rng.exponential() + rng.lognormal(s)
+)",
+              {param_spec("rng", ir::SlotKind::Random), Param("s"), MutScalar("y")});
+  expect_sample_loops_vectorized(d, "raptor_el_draws_vec_f64", DType::F64);
+  expect_sample_loops_vectorized(d, "raptor_el_draws_vec_f32", DType::F32);
+}
+
 // A fused stepping kernel (64 lanes refilled as samples finish, HostWriter::refill_body): the
 // six step loops of a period (st_ -> pp_ and pp_ -> st_, each unmasked with eager refill,
 // unmasked and masked) in each dtype, for each target. With AVX-512 the eager loops are dead

@@ -1,0 +1,192 @@
+// Tests of raptor's own exp, log and log1p (runtime/rp_math.h), the kernel language's functions
+// on the host: within one ulp of the exact value (faithful, as glibc's) against long double
+// for double (random arguments over the whole range, densely where the methods switch, and the
+// subnormal and overflow edges) and against the double C library for float (every 61st
+// float, all binades), and C99 Annex F's special values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "runtime/rp_math.h"
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr float kInfF = std::numeric_limits<float>::infinity();
+
+// |got - exact| in units of the double ulp at the exact value (the gap above its rounding;
+// subnormal results: 2^-1074).
+double ulps(double got, long double exact) {
+  const double r = static_cast<double>(exact);
+  if (std::isinf(r)) return got == r ? 0.0 : kInf;
+  const long double gap =
+      static_cast<long double>(std::nextafter(std::fabs(r), kInf)) - std::fabs(r);
+  return static_cast<double>(std::fabs(static_cast<long double>(got) - exact) / gap);
+}
+
+double ulps_f(float got, double exact) {
+  const float r = static_cast<float>(exact);
+  if (std::isinf(r)) return got == r ? 0.0 : kInf;
+  const double gap = static_cast<double>(std::nextafter(std::fabs(r), kInfF)) - std::fabs(r);
+  return std::fabs(static_cast<double>(got) - exact) / gap;
+}
+
+// The worst error of f against g (long double) over `n` arguments drawn by `arg`.
+template <class F, class G, class A>
+double worst_of(F f, G g, A arg, int n, double* at) {
+  double worst = 0;
+  for (int i = 0; i < n; ++i) {
+    const double x = arg(i);
+    const double u = ulps(f(x), g(static_cast<long double>(x)));
+    if (u > worst) {
+      worst = u;
+      *at = x;
+    }
+  }
+  return worst;
+}
+
+TEST(RuntimeMath, ExpIsWithinAnUlp) {
+  std::mt19937_64 gen(11);
+  std::uniform_real_distribution<double> wide(-746.0, 710.0), small(-1.0, 1.0), tiny(-40.0, -1.0),
+      sub(-746.0, -707.0), top(709.0, 709.8);
+  const auto exp_ = [](double x) { return rp_math_exp(x); };
+  const auto expl_ = [](long double x) { return std::exp(x); };
+  double at = 0;
+  EXPECT_LT(worst_of(
+                exp_, expl_, [&](int) { return wide(gen); }, 1000000, &at),
+            1.0)
+      << at;
+  EXPECT_LT(worst_of(
+                exp_, expl_, [&](int) { return small(gen); }, 500000, &at),
+            1.0)
+      << at;
+  EXPECT_LT(
+      worst_of(
+          exp_, expl_, [&](int i) { return (i % 2 ? 1 : -1) * std::exp2(tiny(gen)); }, 200000, &at),
+      1.0)
+      << at;
+  EXPECT_LT(worst_of(
+                exp_, expl_, [&](int) { return sub(gen); }, 300000, &at),
+            1.0)
+      << at;
+  EXPECT_LT(worst_of(
+                exp_, expl_, [&](int) { return top(gen); }, 100000, &at),
+            1.0)
+      << at;
+  // the edges: exp(0) = 1; the largest finite result and the first overflow; the smallest
+  // subnormal and the first 0; inf, NaN
+  EXPECT_EQ(rp_math_exp(0.0), 1.0);
+  EXPECT_EQ(rp_math_exp(-0.0), 1.0);
+  EXPECT_EQ(rp_math_exp(0x1.62e42fefa39efp+9), 0x1.fffffffffff2ap+1023);  // as glibc
+  EXPECT_EQ(rp_math_exp(0x1.62e42fefa39f0p+9), kInf);
+  EXPECT_EQ(rp_math_exp(-745.13), 0x1p-1074);
+  EXPECT_EQ(rp_math_exp(-745.14), 0.0);
+  EXPECT_EQ(rp_math_exp(kInf), kInf);
+  EXPECT_EQ(rp_math_exp(-kInf), 0.0);
+  EXPECT_EQ(rp_math_exp(1e300), kInf);
+  EXPECT_EQ(rp_math_exp(-1e300), 0.0);
+  EXPECT_TRUE(std::isnan(rp_math_exp(std::nan(""))));
+}
+
+TEST(RuntimeMath, LogIsWithinAnUlp) {
+  std::mt19937_64 gen(12);
+  std::uniform_real_distribution<double> e(-1074.0, 1024.0), near1(-1e-3, 1e-3);
+  const auto log_ = [](double x) { return rp_math_log(x); };
+  const auto logl_ = [](long double x) { return std::log(x); };
+  double at = 0;
+  EXPECT_LT(worst_of(
+                log_, logl_, [&](int) { return std::exp2(e(gen)); }, 1000000, &at),
+            1.0)
+      << at;
+  EXPECT_LT(worst_of(
+                log_, logl_, [&](int) { return 1.0 + near1(gen); }, 500000, &at),
+            1.0)
+      << at;
+  EXPECT_LT(worst_of(
+                log_, logl_, [&](int i) { return 0x1p-1074 * (i + 1); }, 100000, &at),
+            1.0)
+      << at;
+  EXPECT_EQ(rp_math_log(1.0), 0.0);
+  EXPECT_EQ(rp_math_log(0.0), -kInf);
+  EXPECT_EQ(rp_math_log(-0.0), -kInf);
+  EXPECT_EQ(rp_math_log(kInf), kInf);
+  EXPECT_TRUE(std::isnan(rp_math_log(-1.0)));
+  EXPECT_TRUE(std::isnan(rp_math_log(-kInf)));
+  EXPECT_TRUE(std::isnan(rp_math_log(std::nan(""))));
+  EXPECT_EQ(rp_math_log(0x1p-1074), std::log(0x1p-1074));
+  EXPECT_EQ(rp_math_log(std::numeric_limits<double>::max()),
+            std::log(std::numeric_limits<double>::max()));
+}
+
+TEST(RuntimeMath, Log1pIsWithinAnUlp) {
+  std::mt19937_64 gen(13);
+  std::uniform_real_distribution<double> e(-1074.0, 1024.0), mid(-1.0, 2.0), unit(0.0, 1.0);
+  const auto log1p_ = [](double x) { return rp_math_log1p(x); };
+  const auto log1pl_ = [](long double x) { return std::log1p(x); };
+  double at = 0;
+  EXPECT_LT(worst_of(
+                log1p_, log1pl_, [&](int i) { return (i % 3 ? 1 : -1) * std::exp2(e(gen)); },
+                1000000, &at),
+            1.0)
+      << at;  // (negative ones below -1 give NaN on both sides: skipped by the exact NaN)
+  EXPECT_LT(worst_of(
+                log1p_, log1pl_, [&](int) { return mid(gen); }, 1000000, &at),
+            1.0)
+      << at;
+  // near -1 (u = 1 + x exact), and the exponential draw's arguments -u, u in [0, 1)
+  EXPECT_LT(
+      worst_of(
+          log1p_, log1pl_, [&](int) { return -1.0 + std::exp2(-60.0 * unit(gen)); }, 300000, &at),
+      1.0)
+      << at;
+  EXPECT_LT(worst_of(
+                log1p_, log1pl_,
+                [&](int) { return -std::ldexp(std::floor(unit(gen) * 0x1p53), -53); }, 300000, &at),
+            1.0)
+      << at;
+  EXPECT_EQ(rp_math_log1p(0.0), 0.0);
+  EXPECT_TRUE(std::signbit(rp_math_log1p(-0.0)));
+  EXPECT_EQ(rp_math_log1p(0x1p-1074), 0x1p-1074);
+  EXPECT_EQ(rp_math_log1p(-0x1p-1060), -0x1p-1060);
+  EXPECT_EQ(rp_math_log1p(-1.0), -kInf);
+  EXPECT_EQ(rp_math_log1p(kInf), kInf);
+  EXPECT_TRUE(std::isnan(rp_math_log1p(-1.5)));
+  EXPECT_TRUE(std::isnan(rp_math_log1p(-kInf)));
+  EXPECT_TRUE(std::isnan(rp_math_log1p(std::nan(""))));
+  EXPECT_EQ(rp_math_log1p(std::numeric_limits<double>::max()),
+            std::log1p(std::numeric_limits<double>::max()));
+}
+
+// float: every 61st float of both signs (7e7 arguments), against the double
+// library's value.
+TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
+  double worst_exp = 0, worst_log = 0, worst_log1p = 0;
+  for (uint64_t b = 0; b < 0x100000000ull; b += 61) {
+    const uint32_t bits = static_cast<uint32_t>(b);
+    float x;
+    std::memcpy(&x, &bits, 4);
+    if (std::isnan(x)) continue;
+    const double xd = x;
+    if (xd > -110.0 && xd < 100.0)
+      worst_exp = std::max(worst_exp, ulps_f(rp_math_exp(x), std::exp(xd)));
+    if (xd > 0.0) worst_log = std::max(worst_log, ulps_f(rp_math_log(x), std::log(xd)));
+    if (xd > -1.0) worst_log1p = std::max(worst_log1p, ulps_f(rp_math_log1p(x), std::log1p(xd)));
+  }
+  EXPECT_LT(worst_exp, 1.0);
+  EXPECT_LT(worst_log, 1.0);
+  EXPECT_LT(worst_log1p, 1.0);
+  EXPECT_EQ(rp_math_exp(-kInfF), 0.0f);
+  EXPECT_EQ(rp_math_exp(kInfF), kInfF);
+  EXPECT_EQ(rp_math_exp(89.0f), kInfF);
+  EXPECT_EQ(rp_math_log(0.0f), -kInfF);
+  EXPECT_EQ(rp_math_log1p(-1.0f), -kInfF);
+  EXPECT_TRUE(std::signbit(rp_math_log1p(-0.0f)));
+  EXPECT_TRUE(std::isnan(rp_math_log(-1.0f)));
+}
+
+}  // namespace
