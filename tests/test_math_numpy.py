@@ -456,9 +456,9 @@ def test_unary_values(plans, name, dtype):
 
 
 @DTYPES
-@pytest.mark.parametrize("name", ["exp", "log", "log1p"])
+@pytest.mark.parametrize("name", ["exp", "expm1", "log", "log1p"])
 def test_raptors_own_functions_equal_the_interpreter_bit_for_bit(plans, name, dtype):
-    """exp, log and log1p are raptor's own (cpp/runtime/rp_math.h): the generated kernel, the
+    """exp, expm1, log and log1p are raptor's own (cpp/runtime/rp_math.h): the generated kernel, the
     reference interpreter and the fold pass compute them with the same code, so a build equals
     the interpreter bit for bit over the edges and 20000 arguments log-uniform over every
     binade of the dtype, both signs (the fuzzer's comparison allows library functions a few

@@ -98,9 +98,10 @@ RP_LIBM(sin, sin) RP_LIBM(cos, cos) RP_LIBM(tan, tan) RP_LIBM(tanh, tanh)
   }
 RP_LIBM2(pow, pow) RP_LIBM2(atan2, atan2)
 @LIBM2@#undef RP_LIBM2
-// exp, log and log1p are raptor's own (rp_math.h, above): no call, so a sample loop around
-// them vectorizes; the interpreter and the fold pass compute the same functions.
+// exp, expm1, log and log1p are raptor's own (rp_math.h, above): no call, so a sample loop
+// around them vectorizes; the interpreter and the fold pass compute the same functions.
 template <class T> inline T rp_exp(T x) { return rp_math_exp(x); }
+template <class T> inline T rp_expm1(T x) { return rp_math_expm1(x); }
 template <class T> inline T rp_log(T x) { return rp_math_log(x); }
 template <class T> inline T rp_log1p(T x) { return rp_math_log1p(x); }
 // np.remainder (the sign of the divisor, a zero with the divisor's sign) and C's fdim: the

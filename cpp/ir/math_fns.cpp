@@ -24,7 +24,7 @@ constexpr MathFn kFns[] = {
     {Op::Erf, "erf", 1, Type::F, L, "erf"},
     {Op::Erfc, "erfc", 1, Type::F, L, "erfc"},
     {Op::Exp2, "exp2", 1, Type::F, L, "exp2"},
-    {Op::Expm1, "expm1", 1, Type::F, L, "expm1"},
+    {Op::Expm1, "expm1", 1, Type::F, O, "expm1"},
     {Op::Log1p, "log1p", 1, Type::F, O, "log1p"},
     {Op::Log2, "log2", 1, Type::F, L, "log2"},
     {Op::Log10, "log10", 1, Type::F, L, "log10"},

@@ -3,7 +3,7 @@
 // and how it is computed, which every stage reads:
 // - the IR's op names and arities (ir.cpp), the front end's hawk.math names (lower_math.cpp);
 // - the meaning, `eval_math` below: the C library's function of the same name in the
-//   arithmetic of T (std::asin(float) is asinf), or raptor's own (`Own`: log1p, from
+//   arithmetic of T (std::asin(float) is asinf), or raptor's own (`Own`: expm1, log1p, from
 //   runtime/rp_math.h), shared by constant folding and the reference interpreter
 //   (passes/eval.cpp), so compiled code equals interpreted code bit for bit;
 // - the generated code: `Libm` functions through the host prelude's noipa `rp_` wrappers
@@ -30,8 +30,8 @@ enum class MathKind : uint8_t {
             //  through a noipa wrapper so GCC never folds it (correctly rounded) itself
   Exact,    // exact by definition (ceil, rint, fmod, fma, copysign, predicates): a builtin
   Formula,  // a short formula of exact operations, written once per target's prelude
-  Own,      // raptor's own function (runtime/rp_math.h: log1p, as exp and log), not correctly
-            //  rounded but the same bits wherever the host computes it; vectorizable
+  Own,  // raptor's own function (runtime/rp_math.h: expm1, log1p, as exp and log), not correctly
+        //  rounded but the same bits wherever the host computes it; vectorizable
 };
 
 struct MathFn {
@@ -80,7 +80,8 @@ T eval_math(Op op, const T* a) {
     case Op::Erf: return std::erf(a[0]);
     case Op::Erfc: return std::erfc(a[0]);
     case Op::Exp2: return std::exp2(a[0]);
-    case Op::Expm1: return std::expm1(a[0]);
+    case Op::Expm1:
+      return rp_math_expm1(a[0]);  // raptor's own (Own)
     case Op::Log1p:
       return rp_math_log1p(a[0]);  // raptor's own (Own)
     case Op::Log2: return std::log2(a[0]);

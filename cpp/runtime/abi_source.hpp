@@ -24,7 +24,7 @@ std::string_view abi_cuda_header_source();
 std::string_view random_header_source();
 std::string_view random_device_source();
 
-// rp_math.h, byte for byte: raptor's own exp, log and log1p, which every host unit pastes
+// rp_math.h, byte for byte: raptor's own exp, expm1, log and log1p, which every host unit pastes
 // before its prelude (codegen/host_driver.cpp).
 std::string_view math_header_source();
 

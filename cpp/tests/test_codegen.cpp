@@ -865,12 +865,12 @@ def draws(rng: Random, lo: Param, y: Mutable[Scalar]):
   expect_sample_loops_vectorized(k, "raptor_draws_vec_f32", DType::F32);
 }
 
-// exp, log and log1p are raptor's own (runtime/rp_math.h, no library call), so a sample loop
+// exp, expm1, log and log1p are raptor's own (runtime/rp_math.h, no library call), so a sample loop
 // around them vectorizes; so do the exponential and lognormal draws made of them.
 TEST(CodegenVectorize, ExpLogLog1pSampleLoopsAreVectorized) {
   const ir::Kernel k = lowered(R"(@hawk.kernel
 def el(x: Scalar, y: Mutable[Scalar]):
-    y = exp(x) + log(y) + log1p(x * y)
+    y = exp(x) + log(y) + log1p(x * y) + expm1(y)
 )",
                                {Scalar("x"), MutScalar("y")});
   expect_sample_loops_vectorized(k, "raptor_el_vec_f64", DType::F64);

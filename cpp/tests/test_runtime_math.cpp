@@ -1,8 +1,8 @@
-// Tests of raptor's own exp, log and log1p (runtime/rp_math.h), the kernel language's functions
-// on the host: within one ulp of the exact value (faithful, as glibc's) against long double
-// for double (random arguments over the whole range, densely where the methods switch, and the
-// subnormal and overflow edges) and against the double C library for float (every 61st
-// float, all binades), and C99 Annex F's special values.
+// Tests of raptor's own exp, expm1, log and log1p (runtime/rp_math.h), the kernel language's
+// functions on the host: within one ulp of the exact value (faithful, as glibc's) against long
+// double for double (random arguments over the whole range, densely where the methods switch, and
+// the subnormal and overflow edges) and against the double C library for float (every 61st float,
+// all binades), and C99 Annex F's special values.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -93,6 +93,38 @@ TEST(RuntimeMath, ExpIsWithinAnUlp) {
   EXPECT_TRUE(std::isnan(rp_math_exp(std::nan(""))));
 }
 
+TEST(RuntimeMath, Expm1IsWithinAnUlp) {
+  std::mt19937_64 gen(14);
+  std::uniform_real_distribution<double> wide(-45.0, 711.0), mid(-3.0, 3.0), e(-1074.0, 5.0);
+  const auto expm1_ = [](double x) { return rp_math_expm1(x); };
+  const auto expm1l_ = [](long double x) { return std::expm1(x); };
+  double at = 0;
+  EXPECT_LT(worst_of(
+                expm1_, expm1l_, [&](int) { return wide(gen); }, 1000000, &at),
+            1.0)
+      << at;
+  // around 0 and the switches between fdlibm's forms (k = -1, 0, 1, 2 .. 19, 20 .. 56)
+  EXPECT_LT(worst_of(
+                expm1_, expm1l_, [&](int) { return mid(gen); }, 1000000, &at),
+            1.0)
+      << at;
+  EXPECT_LT(worst_of(
+                expm1_, expm1l_, [&](int i) { return (i % 2 ? 1 : -1) * std::exp2(e(gen)); },
+                1000000, &at),
+            1.0)
+      << at;
+  EXPECT_EQ(rp_math_expm1(0.0), 0.0);
+  EXPECT_TRUE(std::signbit(rp_math_expm1(-0.0)));
+  EXPECT_EQ(rp_math_expm1(0x1p-1074), 0x1p-1074);
+  EXPECT_EQ(rp_math_expm1(-1e-300), -1e-300);
+  EXPECT_EQ(rp_math_expm1(-40.0), -1.0);
+  EXPECT_EQ(rp_math_expm1(-kInf), -1.0);
+  EXPECT_EQ(rp_math_expm1(kInf), kInf);
+  EXPECT_EQ(rp_math_expm1(0x1.62e42fefa39f0p+9), kInf);
+  EXPECT_TRUE(std::isfinite(rp_math_expm1(0x1.62e42fefa39efp+9)));
+  EXPECT_TRUE(std::isnan(rp_math_expm1(std::nan(""))));
+}
+
 TEST(RuntimeMath, LogIsWithinAnUlp) {
   std::mt19937_64 gen(12);
   std::uniform_real_distribution<double> e(-1074.0, 1024.0), near1(-1e-3, 1e-3);
@@ -165,21 +197,26 @@ TEST(RuntimeMath, Log1pIsWithinAnUlp) {
 // float: every 61st float of both signs (7e7 arguments), against the double
 // library's value.
 TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
-  double worst_exp = 0, worst_log = 0, worst_log1p = 0;
+  double worst_exp = 0, worst_log = 0, worst_log1p = 0, worst_expm1 = 0;
   for (uint64_t b = 0; b < 0x100000000ull; b += 61) {
     const uint32_t bits = static_cast<uint32_t>(b);
     float x;
     std::memcpy(&x, &bits, 4);
     if (std::isnan(x)) continue;
     const double xd = x;
-    if (xd > -110.0 && xd < 100.0)
+    if (xd > -110.0 && xd < 100.0) {
       worst_exp = std::max(worst_exp, ulps_f(rp_math_exp(x), std::exp(xd)));
+      worst_expm1 = std::max(worst_expm1, ulps_f(rp_math_expm1(x), std::expm1(xd)));
+    }
     if (xd > 0.0) worst_log = std::max(worst_log, ulps_f(rp_math_log(x), std::log(xd)));
     if (xd > -1.0) worst_log1p = std::max(worst_log1p, ulps_f(rp_math_log1p(x), std::log1p(xd)));
   }
   EXPECT_LT(worst_exp, 1.0);
   EXPECT_LT(worst_log, 1.0);
   EXPECT_LT(worst_log1p, 1.0);
+  EXPECT_LT(worst_expm1, 1.0);
+  EXPECT_EQ(rp_math_expm1(-kInfF), -1.0f);
+  EXPECT_TRUE(std::signbit(rp_math_expm1(-0.0f)));
   EXPECT_EQ(rp_math_exp(-kInfF), 0.0f);
   EXPECT_EQ(rp_math_exp(kInfF), kInfF);
   EXPECT_EQ(rp_math_exp(89.0f), kInfF);

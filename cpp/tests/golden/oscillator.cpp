@@ -67,7 +67,7 @@ typedef void (*raptor_kernel_fn)(raptor_args* a);
 
 #define RAPTOR_EXPORT extern "C" __attribute__((visibility("default")))
 
-/* raptor's own exp, log and log1p: the functions `exp`, `log` and `log1p` of the kernel
+/* raptor's own exp, expm1, log and log1p: those functions of the kernel
  * language on the host (docs/language.md "hawk.math"), and the logarithm under the
  * normal draws' erfinv (runtime/random.h).
  *
@@ -84,16 +84,17 @@ typedef void (*raptor_kernel_fn)(raptor_args* a);
  * cpp/tests/test_runtime_math.cpp against long double over random and edge arguments, and for
  * float over every float in the tested ranges. Special values as C99 Annex F: exp(-inf) = 0,
  * exp(+inf) = +inf, log(0) = -inf, log(x < 0) = NaN, log1p(-1) = -inf, log1p(-0) = -0,
- * NaN in NaN out. The float versions compute in double and round once to float.
+ * expm1(-inf) = -1, expm1(-0) = -0, NaN in NaN out. The float versions compute in double and round
+ * once to float.
  *
- * The methods are fdlibm's (Sun Microsystems, 1993; e_exp.c, e_log.c, s_log1p.c: x = k ln2 + r
- * with a rational approximation of exp(r); x = 2^k (1 + f) with log(1 + f) = 2 atanh(f / (2 + f))
- * and its seven-term polynomial), restated branch-free: the range checks are selects, k is
+ * The methods are fdlibm's (Sun Microsystems, 1993; e_exp.c, s_expm1.c, e_log.c, s_log1p.c: x = k
+ * ln2 + r with a rational approximation of exp(r); x = 2^k (1 + f) with log(1 + f) = 2 atanh(f / (2
+ * + f)) and its seven-term polynomial), restated branch-free: the range checks are selects, k is
  * rounded with the 1.5 * 2^52 shift, 2^k is built from its bits in two factors (so subnormal
  * and overflowing results round once).
  *
  * CUDA units paste this file too (with random.h; the device's functions are __device__), for
- * the erfinv's logarithm; the CUDA emitter's exp / log / log1p are CUDA's own.
+ * the erfinv's logarithm; the CUDA emitter's exp / expm1 / log / log1p are CUDA's own.
  * Start at rp_math_exp. */
 #ifndef RAPTOR_MATH_H
 #define RAPTOR_MATH_H
@@ -274,6 +275,53 @@ RP_MATH_FN double rp_math_log1p(double x) {
                                            : (x == -1.0 ? -inf : (x < -1.0 ? (x - x) / 0.0 : x));
 }
 
+/* expm1(x) in double: fdlibm's s_expm1.c branch-free. x = k ln2 + r (k rounded to nearest;
+ * r = hi - lo with its rounding error c), expm1(r) by the rational form with the five-term
+ * R(r^2 / 2), then the form fdlibm picks for k (0, -1, 1, 2 .. 19, 20 .. 56, and otherwise
+ * exp(x) - 1), each computed and the right one selected. x is clamped to [-40, 710] first
+ * (below -38.9 the result rounds to -1, above 709.79 it is +inf). +-0 gives x. */
+RP_MATH_FN double rp_math_expm1(double x) {
+  const double xc = x > 710.0 ? 710.0 : (x < -40.0 ? -40.0 : x);
+  const double shift = 0x1.8p52;
+  const double kd = (xc * 0x1.71547652b82fep0 + shift) - shift;  // rint(x / ln2)
+  const double hi = xc - kd * 0x1.62e42feep-1;
+  const double lo = kd * 0x1.a39ef35793c76p-33;
+  const double r = hi - lo;
+  const double c = (hi - r) - lo;
+  const double hfx = 0.5 * r;
+  const double hxs = r * hfx;
+  const double r1 =
+      1.0 + hxs * (-0x1.11111111110f4p-5 +
+                   hxs * (0x1.a01a019fe5585p-10 +
+                          hxs * (-0x1.4ce199eaadbb7p-14 +
+                                 hxs * (0x1.0cfca86e65239p-18 + hxs * -0x1.afdb76e09c32dp-23))));
+  const double t = 3.0 - r1 * hfx;
+  const double e = hxs * ((r1 - t) / (6.0 - r * t));
+  // every form computed, the one for k selected by selects of one comparison each (GCC 12
+  // if-converts those; && / || and work inside a select's arms left control flow, and GCC 12
+  // does not vectorize a select between the | of two comparisons and another mask)
+  const double at0 = r - (r * e - hxs);  // k = 0 (c = 0)
+  const double ek = (r * (e - c) - c) - hxs;
+  const double at_m1 = 0.5 * (r - ek) - 0.5;
+  const double at1_lo = -2.0 * (ek - (r + 0.5)), at1_hi = 1.0 + 2.0 * (r - ek);
+  const double at1 = r < -0.25 ? at1_lo : at1_hi;
+  const double k1 = (kd * 0.5 + shift) - shift;
+  const double wide = ((1.0 - (ek - r)) * rp_math_pow2(k1)) * rp_math_pow2(kd - k1) - 1.0;
+  // 2 <= k <= 56: 2^k exact, and 1 - 2^-k (k < 20) or 2^-k (k >= 20) exact; kc keeps the
+  // unselected lanes' powers finite
+  const double kc = kd < 2.0 ? 2.0 : (kd > 56.0 ? 56.0 : kd);
+  const double p = rp_math_pow2(kc), q = rp_math_pow2(-kc);
+  const double mid_lo = ((1.0 - q) - (ek - r)) * p, mid_hi = ((r - (ek + q)) + 1.0) * p;
+  const double mid = kd < 20.0 ? mid_lo : mid_hi;
+  const double far = kd == kc ? mid : wide;  // k <= 1 or k > 56: exp(x) - 1
+  const double near = kd == -1.0 ? at_m1 : (kd == 1.0 ? at1 : far);
+  const double v = kd == 0.0 ? at0 : near;
+  // |x| < 2^-54 (and +-0): x itself; NaN: NaN
+  const double ax = x < 0.0 ? -x : x;
+  const double small = ax < 0x1p-54 ? x : v;
+  return x != x ? x : small;
+}
+
 /* The float versions: the double function of the float argument, rounded once to float (the
  * double result is within an ulp of double, so the float one is within an ulp of float). */
 RP_MATH_FN float rp_math_exp(float x) {
@@ -284,6 +332,9 @@ RP_MATH_FN float rp_math_log(float x) {
 }
 RP_MATH_FN float rp_math_log1p(float x) {
   return static_cast<float>(rp_math_log1p(static_cast<double>(x)));
+}
+RP_MATH_FN float rp_math_expm1(float x) {
+  return static_cast<float>(rp_math_expm1(static_cast<double>(x)));
 }
 
 #endif /* RAPTOR_MATH_H */
@@ -317,8 +368,8 @@ template <class T> inline int64_t rp_index(T a) {
 RP_LIBM(sin, sin) RP_LIBM(cos, cos) RP_LIBM(tan, tan) RP_LIBM(tanh, tanh)
 RP_LIBM(asin, asin) RP_LIBM(acos, acos) RP_LIBM(atan, atan) RP_LIBM(sinh, sinh)
 RP_LIBM(cosh, cosh) RP_LIBM(asinh, asinh) RP_LIBM(acosh, acosh) RP_LIBM(atanh, atanh)
-RP_LIBM(erf, erf) RP_LIBM(erfc, erfc) RP_LIBM(exp2, exp2) RP_LIBM(expm1, expm1)
-RP_LIBM(log2, log2) RP_LIBM(log10, log10) RP_LIBM(cbrt, cbrt)
+RP_LIBM(erf, erf) RP_LIBM(erfc, erfc) RP_LIBM(exp2, exp2) RP_LIBM(log2, log2)
+RP_LIBM(log10, log10) RP_LIBM(cbrt, cbrt)
 #undef RP_LIBM
 #define RP_LIBM2(name, call)                                                  \
   template <class T> __attribute__((noipa, const)) T rp_##name(T x, T y) {    \
@@ -328,9 +379,10 @@ RP_LIBM(log2, log2) RP_LIBM(log10, log10) RP_LIBM(cbrt, cbrt)
 RP_LIBM2(pow, pow) RP_LIBM2(atan2, atan2)
 RP_LIBM2(hypot, hypot)
 #undef RP_LIBM2
-// exp, log and log1p are raptor's own (rp_math.h, above): no call, so a sample loop around
-// them vectorizes; the interpreter and the fold pass compute the same functions.
+// exp, expm1, log and log1p are raptor's own (rp_math.h, above): no call, so a sample loop
+// around them vectorizes; the interpreter and the fold pass compute the same functions.
 template <class T> inline T rp_exp(T x) { return rp_math_exp(x); }
+template <class T> inline T rp_expm1(T x) { return rp_math_expm1(x); }
 template <class T> inline T rp_log(T x) { return rp_math_log(x); }
 template <class T> inline T rp_log1p(T x) { return rp_math_log1p(x); }
 // np.remainder (the sign of the divisor, a zero with the divisor's sign) and C's fdim: the
