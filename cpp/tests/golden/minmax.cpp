@@ -124,34 +124,53 @@ typedef void (*raptor_kernel_fn)(raptor_args* a);
 #define RP_F32_TO_BITS(bits, f) __builtin_memcpy(&(bits), &(f), sizeof(bits))
 #endif
 
-/* log(x) in double for a positive, normal, finite x, times 2^kbias (kbias an integer: the
- * caller's scaling of a subnormal x): fdlibm's e_log.c (x = 2^k (1 + f), 1 + f in
- * [sqrt(2)/2, sqrt(2)), log(1 + f) = 2 atanh(s), s = f / (2 + f), its seven-term polynomial and
- * its choice between two forms by the mantissa), within an ulp. rp_erfinv calls it with
- * 1 - x^2 >= 2^-53. */
-RP_MATH_FN double rp_log_f64(double x, double kbias = 0.0) {
+/* x = 2^k m for a positive, normal, finite double x, m in [sqrt(2)/2, sqrt(2)) (fdlibm's
+ * reduction for log), from x's bits; hx, the top 20 bits of x's mantissa, picks rp_log_f64's
+ * form. */
+struct rp_log_parts {
+  double m, k;
+  uint32_t hx;
+};
+RP_MATH_FN rp_log_parts rp_log_reduce(double x) {
   uint64_t ix;
   RP_F64_TO_BITS(ix, x);
-  const uint32_t hx = static_cast<uint32_t>(ix >> 32) & 0x000FFFFFu;  // the mantissa's top 20 bits
+  const uint32_t hx = static_cast<uint32_t>(ix >> 32) & 0x000FFFFFu;
   const uint32_t half = (hx + 0x95F64u) & 0x100000u;  // 1 + f at or above sqrt(2): halve it
   const uint64_t mb =
       (ix & 0x000FFFFFFFFFFFFFull) | (static_cast<uint64_t>(half ^ 0x3FF00000u) << 32);
-  double xm;
-  RP_F64_FROM_BITS(xm, mb);
-  const double k = static_cast<double>(static_cast<int32_t>(ix >> 52) - 1023 +
-                                       static_cast<int32_t>(half >> 20)) +
-                   kbias;
-  const double f = xm - 1.0;
-  const double s = f / (2.0 + f);
+  double m;
+  RP_F64_FROM_BITS(m, mb);
+  const double k =
+      static_cast<double>(static_cast<int32_t>(ix >> 52) - 1023 + static_cast<int32_t>(half >> 20));
+  return rp_log_parts{m, k, hx};
+}
+
+/* fdlibm's seven-term R(s) of log(1 + f) = 2 atanh(s), s = f / (2 + f) (e_log.c, s_log1p.c),
+ * summed as e_log.c does: the odd and even terms apart. */
+RP_MATH_FN double rp_log_poly(double s) {
   const double z = s * s, w = z * z;
   const double t1 =
       w * (0x1.999999997fa04p-2 + w * (0x1.c71c51d8e78afp-3 + w * 0x1.39a09d078c69fp-3));
   const double t2 =
       z * (0x1.5555555555593p-1 +
            w * (0x1.2492494229359p-2 + w * (0x1.7466496cb03dep-3 + w * 0x1.2f112df3e5244p-3)));
-  const double r = t2 + t1;
+  return t2 + t1;
+}
+
+/* log(x) in double for a positive, normal, finite x, times 2^kbias (kbias an integer: the
+ * caller's scaling of a subnormal x): fdlibm's e_log.c (x = 2^k (1 + f), 1 + f in
+ * [sqrt(2)/2, sqrt(2)), log(1 + f) = 2 atanh(s), s = f / (2 + f), its seven-term polynomial and
+ * its choice between two forms by the mantissa), within an ulp. rp_erfinv calls it with
+ * 1 - x^2 >= 2^-53. */
+RP_MATH_FN double rp_log_f64(double x, double kbias = 0.0) {
+  const rp_log_parts p = rp_log_reduce(x);
+  const double k = p.k + kbias;
+  const double f = p.m - 1.0;
+  const double s = f / (2.0 + f);
+  const double r = rp_log_poly(s);
   const double hfsq = 0.5 * f * f;
   const double ln2_hi = 0x1.62e42feep-1, ln2_lo = 0x1.a39ef35793c76p-33;
+  const uint32_t hx = p.hx;
   const bool far = static_cast<int32_t>((hx - 0x6147Au) | (0x6B851u - hx)) > 0;  // fdlibm's choice
   const double far_form = k * ln2_hi - ((hfsq - (s * (hfsq + r) + k * ln2_lo)) - f);
   const double near_form = k * ln2_hi - ((s * (f - r) - k * ln2_lo) - f);
@@ -245,28 +264,14 @@ RP_MATH_FN double rp_math_log(double x) {
  * NaN; +inf +inf. */
 RP_MATH_FN double rp_math_log1p(double x) {
   const double u = 1.0 + x;
-  uint64_t iu;
-  RP_F64_TO_BITS(iu, u);
-  const uint32_t hu = static_cast<uint32_t>(iu >> 32) & 0x000FFFFFu;
-  const uint32_t half = (hu + 0x95F64u) & 0x100000u;  // 1 + f at or above sqrt(2): halve it
-  const uint64_t mb =
-      (iu & 0x000FFFFFFFFFFFFFull) | (static_cast<uint64_t>(half ^ 0x3FF00000u) << 32);
-  double um;
-  RP_F64_FROM_BITS(um, mb);
-  const double k =
-      static_cast<double>(static_cast<int32_t>(iu >> 52) - 1023 + static_cast<int32_t>(half >> 20));
+  const rp_log_parts p = rp_log_reduce(u);
+  const double k = p.k;
   const bool k0 = k == 0.0;
   // 1 - (u - x) where u >= 2, x - (u - 1) below (exact there): by u's exponent before halving
   const double c = k0 ? 0.0 : (u >= 2.0 ? 1.0 - (u - x) : x - (u - 1.0)) / u;
-  const double f = k0 ? x : um - 1.0;
+  const double f = k0 ? x : p.m - 1.0;
   const double s = f / (2.0 + f);
-  const double z = s * s, w = z * z;
-  const double t1 =
-      w * (0x1.999999997fa04p-2 + w * (0x1.c71c51d8e78afp-3 + w * 0x1.39a09d078c69fp-3));
-  const double t2 =
-      z * (0x1.5555555555593p-1 +
-           w * (0x1.2492494229359p-2 + w * (0x1.7466496cb03dep-3 + w * 0x1.2f112df3e5244p-3)));
-  const double r = t2 + t1;
+  const double r = rp_log_poly(s);
   const double hfsq = 0.5 * f * f;
   const double ln2_hi = 0x1.62e42feep-1, ln2_lo = 0x1.a39ef35793c76p-33;
   const double v = k * ln2_hi - ((hfsq - (s * (hfsq + r) + (k * ln2_lo + c))) - f);
