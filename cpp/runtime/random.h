@@ -282,7 +282,7 @@ RAPTOR_RNG_FN float rp_rng_of_bits(uint32_t b) {
   return x;
 }
 RAPTOR_RNG_FN float rp_rng_inf(float) { return rp_rng_of_bits(uint32_t{0x7F800000u}); }
-RAPTOR_RNG_FN double rp_rng_inf(double) { return rp_rng_of_bits(uint64_t{0x7FF0000000000000ull}); }
+RAPTOR_RNG_FN double rp_rng_inf(double) { return rp_math_inf(); }
 /* nextafter(x, +inf), exactly, from the bits and without a branch (a library call per sample
  * would keep the sample loop scalar): a step of one ulp away from zero for x > 0, toward zero
  * for x < 0 (-inf steps to -max), the smallest subnormal for +-0; NaN and +inf unchanged.

@@ -225,17 +225,33 @@ RP_MATH_FN double rp_math_pow2(double k) {
   return p;
 }
 
-/* exp(x) in double: x = k ln2 + r, |r| <= ln2 / 2 (k rounded to nearest by the 1.5 * 2^52
- * shift), exp(r) = 1 + r + r c / (2 - c) with fdlibm's five-term c (e_exp.c), then times
- * 2^k1 (exact) and 2^k2 (one rounding), k1 + k2 = k, so subnormal results and the overflow to
- * +inf round once. x is clamped to [-746, 710] first: beyond, the result is 0 or +inf all the
- * same. */
+/* fdlibm's reduction for exp and expm1: x = k ln2 + (hi - lo), k = rint(x / ln2) by the
+ * 1.5 * 2^52 shift, k ln2_hi exact. */
+struct rp_exp_parts {
+  double k, hi, lo;
+};
+RP_MATH_FN rp_exp_parts rp_exp_reduce(double x) {
+  const double shift = 0x1.8p52;
+  const double k = (x * 0x1.71547652b82fep0 + shift) - shift;
+  return rp_exp_parts{k, x - k * 0x1.62e42feep-1, k * 0x1.a39ef35793c76p-33};
+}
+
+/* y 2^k for y near 1 and an integer k in [-1076, 1024]: times 2^k1 (exact), k1 = rint(k / 2),
+ * then 2^(k - k1) (one rounding), so subnormal and overflowing results round once. */
+RP_MATH_FN double rp_math_scale(double y, double k) {
+  const double shift = 0x1.8p52;
+  const double k1 = (k * 0.5 + shift) - shift;  // k1 and k - k1 both within [-538, 512]
+  return (y * rp_math_pow2(k1)) * rp_math_pow2(k - k1);
+}
+
+/* exp(x) in double: x = k ln2 + r, |r| <= ln2 / 2 (rp_exp_reduce), exp(r) = 1 + r + r c / (2 - c)
+ * with fdlibm's five-term c (e_exp.c), then times 2^k (rp_math_scale: subnormal results and
+ * the overflow to +inf round once). x is clamped to [-746, 710] first: beyond, the result is 0 or
+ * +inf all the same. */
 RP_MATH_FN double rp_math_exp(double x) {
   const double xc = x > 710.0 ? 710.0 : (x < -746.0 ? -746.0 : x);  // NaN stays NaN
-  const double shift = 0x1.8p52;
-  const double kd = (xc * 0x1.71547652b82fep0 + shift) - shift;  // rint(x / ln2)
-  const double hi = xc - kd * 0x1.62e42feep-1;                   // k ln2_hi is exact
-  const double lo = kd * 0x1.a39ef35793c76p-33;
+  const rp_exp_parts p = rp_exp_reduce(xc);
+  const double hi = p.hi, lo = p.lo;
   const double r = hi - lo;
   const double rr = r * r;
   const double c =
@@ -244,8 +260,7 @@ RP_MATH_FN double rp_math_exp(double x) {
                       rr * (0x1.1566aaf25de2cp-14 +
                             rr * (-0x1.bbd41c5d26bf1p-20 + rr * 0x1.6376972bea4d0p-25))));
   const double y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi);
-  const double k1 = (kd * 0.5 + shift) - shift;  // k = k1 + k2, both within [-538, 512]
-  return (y * rp_math_pow2(k1)) * rp_math_pow2(kd - k1);
+  return rp_math_scale(y, p.k);
 }
 
 /* log(x) in double: rp_log_f64, a subnormal x scaled by 2^54 first; 0 gives -inf, a negative
@@ -287,10 +302,8 @@ RP_MATH_FN double rp_math_log1p(double x) {
  * (below -38.9 the result rounds to -1, above 709.79 it is +inf). +-0 gives x. */
 RP_MATH_FN double rp_math_expm1(double x) {
   const double xc = x > 710.0 ? 710.0 : (x < -40.0 ? -40.0 : x);
-  const double shift = 0x1.8p52;
-  const double kd = (xc * 0x1.71547652b82fep0 + shift) - shift;  // rint(x / ln2)
-  const double hi = xc - kd * 0x1.62e42feep-1;
-  const double lo = kd * 0x1.a39ef35793c76p-33;
+  const rp_exp_parts red = rp_exp_reduce(xc);
+  const double kd = red.k, hi = red.hi, lo = red.lo;
   const double r = hi - lo;
   const double c = (hi - r) - lo;
   const double hfx = 0.5 * r;
@@ -310,8 +323,7 @@ RP_MATH_FN double rp_math_expm1(double x) {
   const double at_m1 = 0.5 * (r - ek) - 0.5;
   const double at1_lo = -2.0 * (ek - (r + 0.5)), at1_hi = 1.0 + 2.0 * (r - ek);
   const double at1 = r < -0.25 ? at1_lo : at1_hi;
-  const double k1 = (kd * 0.5 + shift) - shift;
-  const double wide = ((1.0 - (ek - r)) * rp_math_pow2(k1)) * rp_math_pow2(kd - k1) - 1.0;
+  const double wide = rp_math_scale(1.0 - (ek - r), kd) - 1.0;
   // 2 <= k <= 56: 2^k exact, and 1 - 2^-k (k < 20) or 2^-k (k >= 20) exact; kc keeps the
   // unselected lanes' powers finite
   const double kc = kd < 2.0 ? 2.0 : (kd > 56.0 ? 56.0 : kd);
