@@ -5,6 +5,8 @@ its plain-JAX or hand-written baseline stays in the script, beside its measureme
 - ``osc`` / ``osc_active``: the damped oscillator of the stepping pages, a stepping kernel
   with a Terminated mask, plain and built with ``Guard(active_set=True)``;
 - ``flight``: the flight step of the user's page 002 (position and velocity, a mask);
+- ``pendulum``: a driven, damped pendulum, one semi-implicit Euler step (a sin and a cos per
+  sample: benchmarks/peers.py's ``pend`` case);
 - ``coast``: ``flight``'s signature and data flow with almost no arithmetic, for the JAX
   bridge's floor rows (what any step costs through the bridge).
 """
@@ -13,9 +15,9 @@ from __future__ import annotations
 
 import hawk
 from hawk import Guard, Mutable, Param, Scalar, Terminated, Vector
-from hawk.math import norm, vec
+from hawk.math import cos, norm, sin, vec
 
-__all__ = ["drag_step", "osc", "osc_active", "flight", "coast", "card_rk4"]
+__all__ = ["drag_step", "osc", "osc_active", "pendulum", "flight", "coast", "card_rk4"]
 
 
 @hawk.kernel
@@ -42,6 +44,14 @@ def osc_active(dt: Param, c: Param, t_final: Scalar, corr: Scalar, terminated: T
     v = vn
     t = t + dt
     terminated = t >= t_final
+
+
+@hawk.kernel
+def pendulum(dt: Param, gamma: Param, drive: Param, freq: Param, theta: Mutable[Scalar],
+             omega: Mutable[Scalar], phase: Mutable[Scalar]):
+    omega = omega + dt * (-sin(theta) - gamma * omega + drive * cos(phase))
+    theta = theta + dt * omega
+    phase = phase + dt * freq
 
 
 @hawk.kernel(steps=1)

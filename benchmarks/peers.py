@@ -1,12 +1,13 @@
 """Peers side by side: the same work in raptor, Numba (``@njit(parallel=True)``), NVIDIA Warp
 (its CPU backend, and its ``jax_kernel`` inside ``jax.jit``) and plain JAX (jax.numpy).
 
-    python benchmarks/peers.py            # N = 2^10 .. 2^22, both cases, both dtypes
+    python benchmarks/peers.py            # N = 2^10 .. 2^22, every case, both dtypes
     python benchmarks/peers.py --quick    # a few N up to 2^16, fewer rounds (a smoke run)
     python benchmarks/peers.py --systems raptor,jax --n-max 14
 
-Cases (benchmarks/_peers/cases.py): the drag step of page 001 (``drag_step``) and one step
-of the damped oscillator with its Terminated mask (``osc``), float64 and float32.
+Cases (benchmarks/_peers/cases.py): the drag step of page 001 (``drag_step``), one step
+of the damped oscillator with its Terminated mask (``osc``) and one step of a driven pendulum
+(``pendulum``: a sin and a cos per sample), float64 and float32.
 
 - Host side: raptor's ``plan.bind(...).launch()``, Numba's parallel loop, Warp's
   ``wp.launch(device="cpu")``. Each system runs in processes of its own (workers of this

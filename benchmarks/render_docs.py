@@ -342,6 +342,14 @@ def render_peers(res: dict) -> str:
     return _fill(lines[0]) + "\n" + "\n".join(lines[1:])
 
 
+def _case_words(cases) -> str:
+    """The cases of a benchmarks/peers.py run in words (its settings' ``cases``)."""
+    words = {"drag": "the drag step", "osc": "the masked oscillator step",
+             "pend": "the driven pendulum's step (a sin and a cos)"}
+    named = [words.get(c, c) for c in (cases.split(",") if isinstance(cases, str) else cases)]
+    return named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+
+
 def peers_summary(res: dict) -> str:
     """README.md's sentences on a benchmarks/peers.py run (its JSON alone): per host peer, the
     range of its time over raptor's, and each row where raptor is slower beyond both systems'
@@ -364,7 +372,7 @@ def peers_summary(res: dict) -> str:
         ties = sum(tie for _, tie in versus.values())
         out.append(
             f"One kernel step launched on the host (`plan.bind(...).launch()`), against {name}'s `prange` loop "
-            f"(`benchmarks/peers.py`: the drag step and the masked oscillator step, float64 and float32, "
+            f"(`benchmarks/peers.py`: {_case_words(res['settings']['cases'])}, float64 and float32, "
             f"2^{ns[0].bit_length() - 1}-2^{ns[-1].bit_length() - 1} samples, {res['settings']['processes']} "
             f"processes per system taking turns), run {res['before'].split(';')[0]} on {where}: {name}'s time "
             f"over raptor's is {_span([r for r, _ in versus.values()])} in its {len(versus)} rows, "

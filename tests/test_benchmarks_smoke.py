@@ -19,6 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "benchmarks" / "peers.py"
+CASES = ("drag", "osc", "pend")  # benchmarks/_peers/cases.py's, every one run by default
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -39,21 +40,21 @@ def test_quick_run_prints_the_table_and_writes_the_plots(tmp_path):
     written = json.loads((tmp_path / "peers.json").read_text())
     assert written["benchmark"] == "peers" and written["systems"] == ["raptor", "raptor-jax", "jax"]
     assert {(x["system"], x["case"], x["dtype"], x["n"]) for x in written["records"]} == {
-        (s, c, d, 1 << 10) for s in ("raptor", "raptor-jax", "jax") for c in ("drag", "osc") for d in ("float64", "float32")}
+        (s, c, d, 1 << 10) for s in ("raptor", "raptor-jax", "jax") for c in CASES for d in ("float64", "float32")}
     assert all(x["seconds"] > 0 for x in written["records"])
     lines = r.stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("case"))
     assert lines[header].split()[:3] == ["case", "dtype", "N"]
     assert "raptor us" in lines[header] and "raptor-jit us" in lines[header] and "jax.numpy" in lines[header]
-    rows = [line.split() for line in lines[header + 1:header + 5]]
+    rows = [line.split() for line in lines[header + 1:header + 1 + 2 * len(CASES)]]
     assert sorted((row[0], row[1], row[2]) for row in rows) == sorted(
-        (c, d, "2^10") for c in ("drag", "osc") for d in ("float64", "float32"))
+        (c, d, "2^10") for c in CASES for d in ("float64", "float32"))
     for row in rows:
         assert float(row[3]) > 0 and float(row[4]) > 0  # raptor's times, microseconds
         assert row[5].endswith("x") and float(row[5][:-1]) > 0  # jax.numpy over raptor in jit
     assert "load average" in r.stdout
     pngs = sorted(p.name for p in out.iterdir())
-    assert pngs == sorted(f"peers_{c}_{d}.png" for c in ("drag", "osc") for d in ("float32", "float64"))
+    assert pngs == sorted(f"peers_{c}_{d}.png" for c in CASES for d in ("float32", "float64"))
     for p in out.iterdir():
         assert p.read_bytes()[:8] == PNG_MAGIC
 

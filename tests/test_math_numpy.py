@@ -30,7 +30,7 @@ from hawk import Mutable, Scalar, Terminated, Vector
 from hawk.math import (
     absolute, acos, acosh, asin, asinh, atan, atanh, cbrt, ceil, clip, copysign, cosh, erf, erfc, exp, exp2, expm1,
     fdim, fma, fmod, hypot, inf, isfinite, isinf, isnan, log, log1p, log2, log10, nan, pow, power, remainder, rint,
-    round, rsqrt, sinh, trunc, where,
+    round, rsqrt, sin, cos, sinh, trunc, where,
 )
 
 from conftest import plan_kernels
@@ -135,6 +135,16 @@ def k_exp(x: Scalar, o: Mutable[Scalar]):
 @hawk.kernel
 def k_log(x: Scalar, o: Mutable[Scalar]):
     o = log(x)
+
+
+@hawk.kernel
+def k_sin(x: Scalar, o: Mutable[Scalar]):
+    o = sin(x)
+
+
+@hawk.kernel
+def k_cos(x: Scalar, o: Mutable[Scalar]):
+    o = cos(x)
 
 
 @hawk.kernel
@@ -318,6 +328,8 @@ UNARY = {
     "log1p": (k_log1p, np.log1p, LIBM_ULPS),
     "exp": (k_exp, np.exp, LIBM_ULPS),
     "log": (k_log, np.log, LIBM_ULPS),
+    "sin": (k_sin, np.sin, LIBM_ULPS),
+    "cos": (k_cos, np.cos, LIBM_ULPS),
     "log2": (k_log2, np.log2, LIBM_ULPS),
     "log10": (k_log10, np.log10, LIBM_ULPS),
     "cbrt": (k_cbrt, np.cbrt, LIBM_ULPS),
@@ -456,13 +468,14 @@ def test_unary_values(plans, name, dtype):
 
 
 @DTYPES
-@pytest.mark.parametrize("name", ["exp", "expm1", "log", "log1p"])
+@pytest.mark.parametrize("name", ["exp", "expm1", "log", "log1p", "sin", "cos"])
 def test_raptors_own_functions_equal_the_interpreter_bit_for_bit(plans, name, dtype):
-    """exp, expm1, log and log1p are raptor's own (cpp/runtime/rp_math.h): the generated kernel, the
-    reference interpreter and the fold pass compute them with the same code, so a build equals
-    the interpreter bit for bit over the edges and 20000 arguments log-uniform over every
-    binade of the dtype, both signs (the fuzzer's comparison allows library functions a few
-    ulps; these are held to none)."""
+    """exp, expm1, log and log1p, and sin and cos in double, are raptor's own
+    (cpp/runtime/rp_math.h): the generated kernel, the reference interpreter and the fold pass
+    compute them with the same code, so a build equals the interpreter bit for bit over the edges
+    and 20000 arguments log-uniform over every binade of the dtype, both signs (the fuzzer's
+    comparison allows library functions a few ulps; these are held to none). Float sin and cos
+    are glibc's sinf and cosf on both sides."""
     import kernelgen
 
     kernel = UNARY[name][0]
@@ -798,3 +811,50 @@ def test_xla_derivatives_equal_ffi(name):
         got[lw] = (first, second)
     for a, b in zip(jax.tree.leaves(got["ffi"]), jax.tree.leaves(got["xla"])):
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-12, atol=1e-13, err_msg=name)
+
+
+def test_the_tables_of_two_over_pi_are_two_over_pi():
+    """sin and cos reduce their arguments with 2/pi's bits from two tables in
+    cpp/runtime/rp_math.h (double's large arguments: the bits; float's: per exponent, 2^E 2/pi
+    modulo 4); both recomputed here from pi by Machin's formula (pi/4 = 4 atan(1/5) -
+    atan(1/239)) in exact integers, 2176 bits, and compared exactly."""
+    import re
+    from fractions import Fraction
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "cpp" / "runtime" / "rp_math.h").read_text()
+    body = re.search(r"rp_two_over_pi\[(\d+)\] = \{(.*?)\};", text, re.S)
+    words = [int(w, 16) for w in re.findall(r"0x([0-9A-F]{16})ull", body.group(2))]
+    assert len(words) == int(body.group(1)) == 35
+    bits = 64 * (len(words) - 1)
+    prec = bits + 128
+    one = 1 << prec
+
+    def atan_inv(n: int) -> int:
+        total, term, k, sign = 0, one // n, 1, 1
+        while term:
+            total += sign * (term // k)
+            term //= n * n
+            k, sign = k + 2, -sign
+        return total
+
+    pi = 4 * (4 * atan_inv(5) - atan_inv(239))
+    two_over_pi = (2 * one * one // pi) >> (prec - bits)  # bits fraction bits, truncated
+    want = [0] + [(two_over_pi >> (bits - 64 * (j + 1))) & (2**64 - 1) for j in range(len(words) - 1)]
+    assert words == want
+    assert math.isclose(two_over_pi / 2**bits, 2 / math.pi, rel_tol=1e-15)
+
+    # float's table: per biased exponent e = 1 .. 254, (2^(e - 150) 2/pi) mod 4 in three
+    # doubles, each the top 29 bits (truncated) of what the ones before leave
+    body = re.search(r"rp_two_over_pi_f32\[254 \* 3\] = \{(.*?)\};", text, re.S)
+    parts = [float.fromhex(h) for h in re.findall(r"-?0x[0-9a-f.]+p[-+]?\d+", body.group(1))]
+    assert len(parts) == 254 * 3
+    for e in range(1, 255):
+        c = Fraction(two_over_pi, 2**bits) * Fraction(2) ** (e - 150)
+        c -= 4 * math.floor(c / 4)
+        for part in parts[3 * (e - 1):3 * e]:
+            top = c.numerator.bit_length() - c.denominator.bit_length()  # 2^top <= c < 2^(top + 1)
+            top -= Fraction(2) ** top > c
+            want_part = math.floor(c / Fraction(2) ** (top - 28)) * Fraction(2) ** (top - 28)
+            assert Fraction(part) == want_part, (e, part)
+            c -= want_part

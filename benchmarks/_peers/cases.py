@@ -15,6 +15,12 @@ Cases (the hawk kernels are in benchmarks/kernels.py):
   decayed into subnormal numbers within 10^5 steps, which x86 cores take tens of times longer
   to add and multiply: raptor's float32 step at 2^10 took 28 us, 2.1 us with the values kept
   normal (measured on an Intel Xeon).
+- ``pend``: one semi-implicit Euler step of a driven, damped pendulum per sample (``pendulum``):
+  omega += dt (-sin(theta) - gamma omega + drive cos(phase)), theta += dt omega, phase += dt
+  freq: a sin and a cos per sample, which raptor computes with its own functions in float64
+  (cpp/runtime/rp_math.h, vectorized) and every peer with a library call per sample (glibc's
+  sin / cos; jax.numpy XLA's own). The damping keeps omega bounded; theta and phase grow by
+  at most about 0.03 and 0.007 a step.
 
 Start reading at ``make_inputs`` and ``reference``.
 """
@@ -23,10 +29,12 @@ from __future__ import annotations
 
 import numpy as np
 
-CASES = ("drag", "osc")
+CASES = ("drag", "osc", "pend")
 DTYPES = ("float64", "float32")
 CD, DT, G = 0.1, 0.01, 9.81  # drag step
 OSC_DT, OSC_C = 0.01, 0.011  # oscillator step
+PEND_DT, PEND_GAMMA, PEND_DRIVE, PEND_FREQ = 0.01, 0.1, 0.5, 0.7  # pendulum step
+PEND_OUT = ("theta", "omega", "phase")
 
 # Agreement with the NumPy reference demanded before timing (relative, per dtype).
 RTOL = {"float64": 1e-12, "float32": 1e-5}
@@ -50,12 +58,18 @@ def make_inputs(case: str, n: int, dtype: str, seed: int = 0) -> dict[str, np.nd
             "t_final": rng.uniform(1e6, 2e6, n).astype(f),
             "terminated": rng.uniform(size=n) < 0.25,
         }
+    if case == "pend":
+        return {
+            "theta": rng.uniform(-3.0, 3.0, n).astype(f),
+            "omega": rng.uniform(-1.0, 1.0, n).astype(f),
+            "phase": rng.uniform(0.0, 6.0, n).astype(f),
+        }
     raise ValueError(f"unknown case {case!r}: the cases are {', '.join(CASES)}")
 
 
 def reference(case: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """One step of ``case`` in NumPy, in the inputs' dtype: the outputs by name (drag:
-    v_next; osc: x, v, t, terminated after the step)."""
+    v_next; osc: x, v, t, terminated after the step; pend: theta, omega, phase)."""
     if case == "drag":
         v = inputs["v"]
         f = v.dtype.type
@@ -74,6 +88,12 @@ def reference(case: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]
             "t": np.where(live, tn, t),
             "terminated": inputs["terminated"] | (live & (tn >= inputs["t_final"])),
         }
+    if case == "pend":
+        theta, omega, phase = inputs["theta"], inputs["omega"], inputs["phase"]
+        f = theta.dtype.type
+        dt = f(PEND_DT)
+        om = omega + dt * (-np.sin(theta) - f(PEND_GAMMA) * omega + f(PEND_DRIVE) * np.cos(phase))
+        return {"theta": theta + dt * om, "omega": om, "phase": phase + dt * f(PEND_FREQ)}
     raise ValueError(f"unknown case {case!r}: the cases are {', '.join(CASES)}")
 
 

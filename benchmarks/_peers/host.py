@@ -20,7 +20,8 @@ from typing import TextIO
 
 import numpy as np
 
-from _peers.cases import CD, DT, G, OSC_C, OSC_DT, check, make_inputs, reference
+from _peers.cases import (CD, DT, G, OSC_C, OSC_DT, PEND_DRIVE, PEND_DT, PEND_FREQ, PEND_GAMMA, PEND_OUT, check,
+                          make_inputs, reference)
 from _peers.timing import calls_per_round, settle, warm_up
 
 
@@ -64,10 +65,11 @@ class Raptor:
 
     def __init__(self) -> None:
         import eagle.plan
-        from kernels import drag_step, osc
+        from kernels import drag_step, osc, pendulum
 
         cache = os.environ.get("RAPTOR_CACHE_DIR")
-        self.plans = dict(zip(("drag", "osc"), eagle.plan.auto([drag_step, osc], targets=("host",), cache_dir=cache)))
+        self.plans = dict(zip(("drag", "osc", "pend"),
+                              eagle.plan.auto([drag_step, osc, pendulum], targets=("host",), cache_dir=cache)))
 
     def prepare(self, case: str, arrays: dict[str, np.ndarray]) -> Setup:
         plan = self.plans[case]
@@ -75,6 +77,9 @@ class Raptor:
             out = aligned_copy(np.zeros_like(arrays["v"]), place=len(arrays))
             bound = plan.bind(v=arrays["v"], cd=CD, dt=DT, g=G, v_next=out)
             return Setup(bound.launch, lambda: {"v_next": out})
+        if case == "pend":
+            bound = plan.bind(dt=PEND_DT, gamma=PEND_GAMMA, drive=PEND_DRIVE, freq=PEND_FREQ, **arrays)
+            return Setup(bound.launch, lambda: {k: arrays[k] for k in PEND_OUT})
         bound = plan.bind(dt=OSC_DT, c=OSC_C, **arrays)
         return Setup(bound.launch, lambda: {k: arrays[k] for k in ("x", "v", "t", "terminated")})
 
@@ -93,7 +98,7 @@ class Numba:
     def __init__(self) -> None:
         from _peers import numba_steps
 
-        self.drag, self.osc = numba_steps.drag, numba_steps.osc
+        self.drag, self.osc, self.pend = numba_steps.drag, numba_steps.osc, numba_steps.pend
 
     def prepare(self, case: str, arrays: dict[str, np.ndarray]) -> Setup:
         if case == "drag":
@@ -103,6 +108,11 @@ class Numba:
             cd, dt, g = f(CD), f(DT), f(G)
             return Setup(lambda: self.drag(v, cd, dt, g, out), lambda: {"v_next": out})
         a = arrays
+        if case == "pend":
+            f = a["theta"].dtype.type
+            c = (f(PEND_DT), f(PEND_GAMMA), f(PEND_DRIVE), f(PEND_FREQ))
+            return Setup(lambda: self.pend(*c, a["theta"], a["omega"], a["phase"]),
+                         lambda: {k: a[k] for k in PEND_OUT})
         f = a["x"].dtype.type
         dt, c = f(OSC_DT), f(OSC_C)
         return Setup(lambda: self.osc(dt, c, a["t_final"], a["corr"], a["terminated"], a["x"], a["v"], a["t"]),
@@ -142,6 +152,13 @@ class WarpCPU:
             k = self.kernels[v.dtype.name]["drag"]
             inputs = [w["v"], f(CD), f(DT), f(G), w_out]
             return Setup(lambda: wp.launch(k, dim=v.shape[1], inputs=inputs, device="cpu"), lambda: {"v_next": out})
+        if case == "pend":
+            f = arrays["theta"].dtype.type
+            k = self.kernels[arrays["theta"].dtype.name]["pend"]
+            inputs = [f(PEND_DT), f(PEND_GAMMA), f(PEND_DRIVE), f(PEND_FREQ)] + [w[n] for n in PEND_OUT]
+            n = arrays["theta"].shape[0]
+            return Setup(lambda: wp.launch(k, dim=n, inputs=inputs, device="cpu"),
+                         lambda: {k: arrays[k] for k in PEND_OUT})
         f = arrays["x"].dtype.type
         k = self.kernels[arrays["x"].dtype.name]["osc"]
         inputs = [f(OSC_DT), f(OSC_C)] + [w[n] for n in ("t_final", "corr", "terminated", "x", "v", "t")]

@@ -18,7 +18,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from _peers.cases import CD, DT, G, OSC_C, OSC_DT, check, make_inputs, reference
+from _peers.cases import (CD, DT, G, OSC_C, OSC_DT, PEND_DRIVE, PEND_DT, PEND_FREQ, PEND_GAMMA, PEND_OUT, check,
+                          make_inputs, reference)
 from _peers.timing import Rounds
 
 JAX_SYSTEMS = ("raptor-jax", "warp-jax", "jax")
@@ -36,6 +37,14 @@ def _jnp_step(case: str) -> Callable:
             return v + f(DT) * jnp.stack([-s * v[0], -s * v[1], f(-G) - s * v[2]])
         return drag
 
+    if case == "pend":
+        def pend(theta, omega, phase):
+            f = theta.dtype.type
+            dt = f(PEND_DT)
+            om = omega + dt * (-jnp.sin(theta) - f(PEND_GAMMA) * omega + f(PEND_DRIVE) * jnp.cos(phase))
+            return theta + dt * om, om, phase + dt * f(PEND_FREQ)
+        return pend
+
     def osc(t_final, corr, terminated, x, v, t):
         f = x.dtype.type
         live = ~terminated
@@ -48,11 +57,14 @@ def _jnp_step(case: str) -> Callable:
 
 def _raptor_step(case: str) -> Callable:
     from eagle.frameworks import jax as eagle_jax
-    from kernels import drag_step, osc
+    from kernels import drag_step, osc, pendulum
 
     if case == "drag":
         fn = eagle_jax.function(drag_step)
         return lambda v: fn(v, CD, DT, G)
+    if case == "pend":
+        fn = eagle_jax.function(pendulum)
+        return lambda theta, omega, phase: fn(PEND_DT, PEND_GAMMA, PEND_DRIVE, PEND_FREQ, theta, omega, phase)
     fn = eagle_jax.function(osc)
     return lambda t_final, corr, terminated, x, v, t: fn(OSC_DT, OSC_C, t_final, corr, terminated, x, v, t)
 
@@ -67,6 +79,10 @@ def _warp_step(case: str, dtype: str, n: int) -> Callable:
     if case == "drag":
         wk = wp.jax_kernel(k, num_outputs=1, launch_dims=(n,), output_dims=(3, n))
         return lambda v: wk(v, f(CD), f(DT), f(G))[0]
+    if case == "pend":
+        wk = wp.jax_kernel(k, num_outputs=3, launch_dims=(n,), in_out_argnames=list(PEND_OUT))
+        return lambda theta, omega, phase: tuple(
+            wk(f(PEND_DT), f(PEND_GAMMA), f(PEND_DRIVE), f(PEND_FREQ), theta, omega, phase))
     wk = wp.jax_kernel(k, num_outputs=4, launch_dims=(n,), in_out_argnames=["terminated", "x", "v", "t"])
     def osc(t_final, corr, terminated, x, v, t):
         term, xn, vn, tn = wk(f(OSC_DT), f(OSC_C), t_final, corr, terminated, x, v, t)  # the in-outs, in kernel order
@@ -77,7 +93,7 @@ def _warp_step(case: str, dtype: str, n: int) -> Callable:
 def _order(case: str, outs) -> dict[str, np.ndarray]:
     if case == "drag":
         return {"v_next": np.asarray(outs)}
-    return {k: np.asarray(o) for k, o in zip(OSC_OUT, outs)}
+    return {k: np.asarray(o) for k, o in zip(PEND_OUT if case == "pend" else OSC_OUT, outs)}
 
 
 def run_worker(systems: list[str], ns: list[int], cases: list[str], dtypes: list[str], repeat: int, min_round_s: float) -> list[dict]:
@@ -98,7 +114,8 @@ def run_worker(systems: list[str], ns: list[int], cases: list[str], dtypes: list
             for n in ns:
                 fresh = make_inputs(case, n, dtype)
                 want = reference(case, fresh)
-                args = [jax.device_put(fresh[k]) for k in (("v",) if case == "drag" else ("t_final", "corr", "terminated", "x", "v", "t"))]
+                names = {"drag": ("v",), "pend": PEND_OUT}.get(case, ("t_final", "corr", "terminated", "x", "v", "t"))
+                args = [jax.device_put(fresh[k]) for k in names]
                 fns = {}
                 for system in systems:
                     step = {"raptor-jax": lambda: _raptor_step(case), "warp-jax": lambda: _warp_step(case, dtype, n),

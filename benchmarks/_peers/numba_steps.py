@@ -32,3 +32,13 @@ def osc(dt, c, t_final, corr, terminated, x, v, t):
             tn = t[i] + dt
             t[i] = tn
             terminated[i] = tn >= t_final[i]
+
+
+@njit(parallel=True, cache=True)
+def pend(dt, gamma, drive, freq, theta, omega, phase):
+    """One driven pendulum step in place (semi-implicit Euler)."""
+    for i in prange(theta.shape[0]):
+        om = omega[i] + dt * (-np.sin(theta[i]) - gamma * omega[i] + drive * np.cos(phase[i]))
+        omega[i] = om
+        theta[i] = theta[i] + dt * om
+        phase[i] = phase[i] + dt * freq

@@ -10,9 +10,10 @@ import warp as wp
 
 
 def warp_kernels(dtype: str) -> dict:
-    """The two steps in ``dtype``: ``drag`` takes (v, cd, dt, g, v_next) over a (3, N) plane,
+    """The three steps in ``dtype``: ``drag`` takes (v, cd, dt, g, v_next) over a (3, N) plane,
     ``osc`` (dt, c, t_final, corr, terminated, x, v, t) and steps the last four in place (a
-    finished sample keeps its values). One thread per sample: launch with dim = N."""
+    finished sample keeps its values), ``pend`` (dt, gamma, drive, freq, theta, omega, phase)
+    and steps the last three in place. One thread per sample: launch with dim = N."""
     T = wp.float64 if dtype == "float64" else wp.float32
 
     @wp.kernel(module="unique", enable_backward=False)
@@ -39,4 +40,13 @@ def warp_kernels(dtype: str) -> dict:
             t[i] = tn
             terminated[i] = tn >= t_final[i]
 
-    return {"drag": drag, "osc": osc}
+    @wp.kernel(module="unique", enable_backward=False)
+    def pend(dt: T, gamma: T, drive: T, freq: T, theta: wp.array(dtype=T), omega: wp.array(dtype=T),
+             phase: wp.array(dtype=T)):
+        i = wp.tid()
+        om = omega[i] + dt * (-wp.sin(theta[i]) - gamma * omega[i] + drive * wp.cos(phase[i]))
+        omega[i] = om
+        theta[i] = theta[i] + dt * om
+        phase[i] = phase[i] + dt * freq
+
+    return {"drag": drag, "osc": osc, "pend": pend}

@@ -89,7 +89,7 @@ template <class T> inline int64_t rp_index(T a) {
     if constexpr (std::is_same_v<T, float>) return ::call##f(x);               \
     else return ::call(x);                                                     \
   }
-RP_LIBM(sin, sin) RP_LIBM(cos, cos) RP_LIBM(tan, tan) RP_LIBM(tanh, tanh)
+RP_LIBM(tan, tan) RP_LIBM(tanh, tanh)
 @LIBM1@#undef RP_LIBM
 #define RP_LIBM2(name, call)                                                  \
   template <class T> __attribute__((noipa, const)) T rp_##name(T x, T y) {    \
@@ -98,12 +98,17 @@ RP_LIBM(sin, sin) RP_LIBM(cos, cos) RP_LIBM(tan, tan) RP_LIBM(tanh, tanh)
   }
 RP_LIBM2(pow, pow) RP_LIBM2(atan2, atan2)
 @LIBM2@#undef RP_LIBM2
-// exp, expm1, log and log1p are raptor's own (rp_math.h, above): no call, so a sample loop
-// around them vectorizes; the interpreter and the fold pass compute the same functions.
+// exp, expm1, log, log1p, sin and cos are raptor's own (rp_math.h, above): no call, so a
+// sample loop around them vectorizes; the interpreter and the fold pass compute the same
+// functions.
 template <class T> inline T rp_exp(T x) { return rp_math_exp(x); }
 template <class T> inline T rp_expm1(T x) { return rp_math_expm1(x); }
 template <class T> inline T rp_log(T x) { return rp_math_log(x); }
 template <class T> inline T rp_log1p(T x) { return rp_math_log1p(x); }
+// sin and cos are raptor's own too (rp_math.h: an exact range reduction, no branch), so a sample
+// loop around them vectorizes. always_inline: GCC would keep a call of functions that large.
+template <class T> inline __attribute__((always_inline)) T rp_sin(T x) { return rp_math_sin(x); }
+template <class T> inline __attribute__((always_inline)) T rp_cos(T x) { return rp_math_cos(x); }
 // np.remainder (the sign of the divisor, a zero with the divisor's sign) and C's fdim: the
 // formulas of ir/math_fns.hpp, exact operations only.
 template <class T> inline T rp_remainder(T a, T b) {

@@ -61,14 +61,14 @@ T eval_in(Op op, const T* a, int64_t iimm) {
       return -a[0];
     case Op::Sqrt:
       return std::sqrt(a[0]);
-    case Op::Exp:  // raptor's own, as the generated code (runtime/rp_math.h)
+    case Op::Exp:  // raptor's own, as the generated code (runtime/rp_math.h): exp, log, sin, cos
       return rp_math_exp(a[0]);
     case Op::Log:
       return rp_math_log(a[0]);
     case Op::Sin:
-      return std::sin(a[0]);
+      return rp_math_sin(a[0]);
     case Op::Cos:
-      return std::cos(a[0]);
+      return rp_math_cos(a[0]);
     case Op::Tan:
       return std::tan(a[0]);
     case Op::Tanh:

@@ -885,6 +885,19 @@ def draws(rng: Random, s: Param, y: Mutable[Scalar]):
   expect_sample_loops_vectorized(d, "raptor_el_draws_vec_f32", DType::F32);
 }
 
+// sin and cos are raptor's own too (an exact range reduction with a table read, the gather):
+// vectorized where the ISA has the gather (and, for double, FMA): x86-64-v3 and up, every
+// target vec_targets() lists.
+TEST(CodegenVectorize, SinCosSampleLoopsAreVectorized) {
+  const ir::Kernel k = lowered(R"(@hawk.kernel
+def sc(x: Scalar, y: Mutable[Scalar]):
+    y = sin(x) * y + cos(x + y)
+)",
+                               {Scalar("x"), MutScalar("y")});
+  expect_sample_loops_vectorized(k, "raptor_sc_vec_f64", DType::F64);
+  expect_sample_loops_vectorized(k, "raptor_sc_vec_f32", DType::F32);
+}
+
 // A fused stepping kernel (64 lanes refilled as samples finish, HostWriter::refill_body): the
 // six step loops of a period (st_ -> pp_ and pp_ -> st_, each unmasked with eager refill,
 // unmasked and masked) in each dtype, for each target. With AVX-512 the eager loops are dead

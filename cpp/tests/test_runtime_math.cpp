@@ -1,8 +1,8 @@
-// Tests of raptor's own exp, expm1, log and log1p (runtime/rp_math.h), the kernel language's
-// functions on the host: within one ulp of the exact value (faithful, as glibc's) against long
-// double for double (random arguments over the whole range, densely where the methods switch, and
-// the subnormal and overflow edges) and against the double C library for float (every 61st float,
-// all binades), and C99 Annex F's special values.
+// Tests of raptor's own exp, expm1, log and log1p, and sin and cos in double (runtime/rp_math.h),
+// the kernel language's functions on the host: within one ulp of the exact value (faithful, as
+// glibc's) against long double for double (random arguments over the whole range, densely where the
+// methods switch, and the subnormal and overflow edges) and against the double C library for float
+// (every 61st float, all binades), and C99 Annex F's special values.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <tuple>
 
 #include "runtime/rp_math.h"
 
@@ -196,8 +197,77 @@ TEST(RuntimeMath, Log1pIsWithinAnUlp) {
 
 // float: every 61st float of both signs (7e7 arguments), against the double
 // library's value.
+// sin and cos: the reduction of every binade (Cody-Waite below 2^20 pi/2, Payne-Hanek above and
+// the switch between them), the arguments closest to multiples of pi/2 among doubles (the
+// reduction's hardest: 6381956970095103 2^797 is within 2^-61 of one), and their neighbours.
+TEST(RuntimeMath, SinCosAreWithinAnUlp) {
+  std::mt19937_64 gen(13);
+  std::uniform_real_distribution<double> small(-10.0, 10.0), medium(-2e6, 2e6);
+  const auto sin_ = [](double x) { return rp_math_sin(x); };
+  const auto cos_ = [](double x) { return rp_math_cos(x); };
+  const auto sinl_ = [](long double x) { return std::sin(x); };
+  const auto cosl_ = [](long double x) { return std::cos(x); };
+  const auto any_binade = [&](int) {  // a random finite double of random exponent, both signs
+    uint64_t b = gen() & 0xFFEFFFFFFFFFFFFFull;
+    if ((b & 0x7FF0000000000000ull) == 0x7FF0000000000000ull) b ^= 0x0010000000000000ull;
+    double x;
+    std::memcpy(&x, &b, sizeof x);
+    return x;
+  };
+  double at = 0;
+  for (const auto& [f, g, name] :
+       {std::tuple{+sin_, +sinl_, "sin"}, std::tuple{+cos_, +cosl_, "cos"}}) {
+    EXPECT_LT(worst_of(
+                  f, g, [&](int) { return small(gen); }, 300000, &at),
+              1.0)
+        << name << " at " << at;
+    EXPECT_LT(worst_of(
+                  f, g, [&](int) { return medium(gen); }, 300000, &at),
+              1.0)
+        << name << " at " << at;
+    EXPECT_LT(worst_of(f, g, any_binade, 300000, &at), 1.0) << name << " at " << at;
+    const double hard[] = {6381956970095103.0 * 0x1p797,
+                           0x1.6ac5b262ca1ffp+849,
+                           5706749818261733.0,
+                           0x1.921fb54442d18p0,
+                           0x1.921fb54442d18p1,
+                           0x1.921fb54442d18p19,
+                           0x1.921fb54442d18p20,
+                           1e22,
+                           0x1.fffffffffffffp1023,
+                           0x1p1023,
+                           355.0,
+                           103993.0,
+                           0x1p20,
+                           0x1p-27,
+                           0x1p-1022,
+                           0x1p-1074};
+    for (const double x0 : hard)
+      for (const double x : {x0, -x0})
+        EXPECT_LT(worst_of(
+                      f, g,
+                      [&](int i) {
+                        double y = x;
+                        for (int j = 0; j < i % 64; ++j) y = std::nextafter(y, i < 64 ? 0.0 : kInf);
+                        return y;
+                      },
+                      128, &at),
+                  1.0)
+            << name << " at " << at;
+  }
+  EXPECT_EQ(std::signbit(rp_math_sin(-0.0)), true);
+  EXPECT_EQ(rp_math_sin(0.0), 0.0);
+  EXPECT_EQ(rp_math_cos(-0.0), 1.0);
+  EXPECT_EQ(rp_math_sin(0x1p-1074), 0x1p-1074);
+  for (const double x : {kInf, -kInf, std::numeric_limits<double>::quiet_NaN()}) {
+    EXPECT_TRUE(std::isnan(rp_math_sin(x))) << x;
+    EXPECT_TRUE(std::isnan(rp_math_cos(x))) << x;
+  }
+}
+
 TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
-  double worst_exp = 0, worst_log = 0, worst_log1p = 0, worst_expm1 = 0;
+  double worst_exp = 0, worst_log = 0, worst_log1p = 0, worst_expm1 = 0, worst_sin = 0,
+         worst_cos = 0;
   for (uint64_t b = 0; b < 0x100000000ull; b += 61) {
     const uint32_t bits = static_cast<uint32_t>(b);
     float x;
@@ -210,11 +280,21 @@ TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
     }
     if (xd > 0.0) worst_log = std::max(worst_log, ulps_f(rp_math_log(x), std::log(xd)));
     if (xd > -1.0) worst_log1p = std::max(worst_log1p, ulps_f(rp_math_log1p(x), std::log1p(xd)));
+    if (std::isfinite(x)) {  // every binade: sin and cos reduce every float exactly
+      worst_sin = std::max(worst_sin, ulps_f(rp_math_sin(x), std::sin(xd)));
+      worst_cos = std::max(worst_cos, ulps_f(rp_math_cos(x), std::cos(xd)));
+    }
   }
   EXPECT_LT(worst_exp, 1.0);
   EXPECT_LT(worst_log, 1.0);
   EXPECT_LT(worst_log1p, 1.0);
   EXPECT_LT(worst_expm1, 1.0);
+  EXPECT_LT(worst_sin, 1.0);
+  EXPECT_LT(worst_cos, 1.0);
+  EXPECT_TRUE(std::signbit(rp_math_sin(-0.0f)));
+  EXPECT_EQ(rp_math_cos(-0.0f), 1.0f);
+  EXPECT_EQ(rp_math_sin(0x1p-149f), 0x1p-149f);
+  EXPECT_TRUE(std::isnan(rp_math_sin(kInfF)) && std::isnan(rp_math_cos(-kInfF)));
   EXPECT_EQ(rp_math_expm1(-kInfF), -1.0f);
   EXPECT_TRUE(std::signbit(rp_math_expm1(-0.0f)));
   EXPECT_EQ(rp_math_exp(-kInfF), 0.0f);
