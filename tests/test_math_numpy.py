@@ -470,12 +470,11 @@ def test_unary_values(plans, name, dtype):
 @DTYPES
 @pytest.mark.parametrize("name", ["exp", "expm1", "log", "log1p", "sin", "cos"])
 def test_raptors_own_functions_equal_the_interpreter_bit_for_bit(plans, name, dtype):
-    """exp, expm1, log and log1p, and sin and cos in double, are raptor's own
-    (cpp/runtime/rp_math.h): the generated kernel, the reference interpreter and the fold pass
+    """exp, expm1, log, log1p, sin and cos are raptor's own (cpp/runtime/rp_math.h,
+    rp_trig.h): the generated kernel, the reference interpreter and the fold pass
     compute them with the same code, so a build equals the interpreter bit for bit over the edges
     and 20000 arguments log-uniform over every binade of the dtype, both signs (the fuzzer's
-    comparison allows library functions a few ulps; these are held to none). Float sin and cos
-    are glibc's sinf and cosf on both sides."""
+    comparison allows library functions a few ulps; these are held to none)."""
     import kernelgen
 
     kernel = UNARY[name][0]
@@ -815,14 +814,14 @@ def test_xla_derivatives_equal_ffi(name):
 
 def test_the_tables_of_two_over_pi_are_two_over_pi():
     """sin and cos reduce their arguments with 2/pi's bits from two tables in
-    cpp/runtime/rp_math.h (double's large arguments: the bits; float's: per exponent, 2^E 2/pi
+    cpp/runtime/rp_trig.h (double's large arguments: the bits; float's: per exponent, 2^E 2/pi
     modulo 4); both recomputed here from pi by Machin's formula (pi/4 = 4 atan(1/5) -
     atan(1/239)) in exact integers, 2176 bits, and compared exactly."""
     import re
     from fractions import Fraction
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "cpp" / "runtime" / "rp_math.h").read_text()
+    text = (Path(__file__).resolve().parents[1] / "cpp" / "runtime" / "rp_trig.h").read_text()
     body = re.search(r"rp_two_over_pi\[(\d+)\] = \{(.*?)\};", text, re.S)
     words = [int(w, 16) for w in re.findall(r"0x([0-9A-F]{16})ull", body.group(2))]
     assert len(words) == int(body.group(1)) == 35

@@ -5,9 +5,10 @@
 // (vectorizable) or an index loop (active sets), and for steps > 1 either 64 lanes refilled
 // with the chunk's next sample as samples finish (kernels that stop samples: refill_body) or
 // blocks of 64 samples whose state lives in local arrays (blocked_body).
+#include <algorithm>
 #include <set>
-#include <string>
 #include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -98,17 +99,13 @@ RP_LIBM(tan, tan) RP_LIBM(tanh, tanh)
   }
 RP_LIBM2(pow, pow) RP_LIBM2(atan2, atan2)
 @LIBM2@#undef RP_LIBM2
-// exp, expm1, log, log1p, sin and cos are raptor's own (rp_math.h, above): no call, so a
-// sample loop around them vectorizes; the interpreter and the fold pass compute the same
-// functions.
+// exp, expm1, log and log1p are raptor's own (rp_math.h, above): no call, so a sample loop
+// around them vectorizes; the interpreter and the fold pass compute the same functions. sin
+// and cos are too (rp_trig.h), pasted with their rp_sin / rp_cos where a kernel calls them.
 template <class T> inline T rp_exp(T x) { return rp_math_exp(x); }
 template <class T> inline T rp_expm1(T x) { return rp_math_expm1(x); }
 template <class T> inline T rp_log(T x) { return rp_math_log(x); }
 template <class T> inline T rp_log1p(T x) { return rp_math_log1p(x); }
-// sin and cos are raptor's own too (rp_math.h: an exact range reduction, no branch), so a sample
-// loop around them vectorizes. always_inline: GCC would keep a call of functions that large.
-template <class T> inline __attribute__((always_inline)) T rp_sin(T x) { return rp_math_sin(x); }
-template <class T> inline __attribute__((always_inline)) T rp_cos(T x) { return rp_math_cos(x); }
 // np.remainder (the sign of the divisor, a zero with the divisor's sign) and C's fdim: the
 // formulas of ir/math_fns.hpp, exact operations only.
 template <class T> inline T rp_remainder(T a, T b) {
@@ -1162,6 +1159,22 @@ class HostWriter : public detail::StepWriter {
   }
 };
 
+// Whether `k` calls sin or cos: its unit pastes rp_trig.h (35 KB of source, half of it the
+// tables of 2/pi) and these wrappers only then.
+bool uses_trig(const ir::Kernel& k) {
+  return std::any_of(k.values.begin(), k.values.end(),
+                     [](const ir::Value& v) { return v.op == ir::Op::Sin || v.op == ir::Op::Cos; });
+}
+
+// always_inline: GCC would keep a call of functions that large, and the sample loop scalar.
+constexpr const char* kTrigWrappers =
+    "namespace {\n"
+    "template <class T> inline __attribute__((always_inline)) T rp_sin(T x) { return "
+    "rp_math_sin(x); }\n"
+    "template <class T> inline __attribute__((always_inline)) T rp_cos(T x) { return "
+    "rp_math_cos(x); }\n"
+    "}  // namespace\n\n";
+
 }  // namespace
 
 std::string emit_cpp(const std::vector<KernelToEmit>& kernels) {
@@ -1175,6 +1188,9 @@ std::string emit_cpp(const std::vector<KernelToEmit>& kernels) {
   for (const auto& n : names) os << " " << n;
   os << "\n\n" << runtime::abi_header_source() << "\n" << prelude() << "\n";
   if (detail::StepWriter::any_random(kernels)) os << runtime::random_header_source() << "\n";
+  if (std::any_of(kernels.begin(), kernels.end(),
+                  [](const KernelToEmit& k) { return uses_trig(*k.kernel); }))
+    os << runtime::trig_header_source() << "\n" << kTrigWrappers;
   bool ints = false;
   for (const auto& k : kernels) ints |= detail::uses_ints(*k.kernel);
   if (ints) os << "namespace {\n" << detail::int_helpers("inline") << "}  // namespace\n\n";

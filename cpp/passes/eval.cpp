@@ -6,6 +6,7 @@
 
 #include "ir/math_fns.hpp"
 #include "runtime/rp_math.h"
+#include "runtime/rp_trig.h"
 
 namespace raptor::passes {
 
@@ -61,7 +62,7 @@ T eval_in(Op op, const T* a, int64_t iimm) {
       return -a[0];
     case Op::Sqrt:
       return std::sqrt(a[0]);
-    case Op::Exp:  // raptor's own, as the generated code (runtime/rp_math.h): exp, log, sin, cos
+    case Op::Exp:  // raptor's own, as the generated code (runtime/rp_math.h; sin, cos: rp_trig.h)
       return rp_math_exp(a[0]);
     case Op::Log:
       return rp_math_log(a[0]);

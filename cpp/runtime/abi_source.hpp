@@ -28,4 +28,8 @@ std::string_view random_device_source();
 // before its prelude (codegen/host_driver.cpp).
 std::string_view math_header_source();
 
+// rp_trig.h, byte for byte: raptor's own sin and cos, which the host units whose kernels call
+// them paste after rp_math.h (codegen/host_driver.cpp).
+std::string_view trig_header_source();
+
 }  // namespace raptor::runtime

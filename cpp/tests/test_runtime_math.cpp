@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "runtime/rp_math.h"
+#include "runtime/rp_trig.h"
 
 namespace {
 

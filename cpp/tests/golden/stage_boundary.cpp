@@ -67,38 +67,35 @@ typedef void (*raptor_kernel_fn)(raptor_args* a);
 
 #define RAPTOR_EXPORT extern "C" __attribute__((visibility("default")))
 
-/* raptor's own exp, expm1, log, log1p, sin and cos: those functions of the kernel language on
- * the host (docs/language.md "hawk.math"), and the logarithm under the normal draws' erfinv
- * (runtime/random.h).
+/* raptor's own exp, expm1, log and log1p: those functions of the kernel language on the host
+ * (docs/language.md "hawk.math"), and the logarithm under the normal draws' erfinv
+ * (runtime/random.h). sin and cos are in rp_trig.h, which builds on this file.
  *
  * Why not the C library's: a call to glibc's exp is a call per sample, so a sample loop around
  * it stays scalar (GCC vectorizes libm calls only through libmvec under -ffast-math, whose
- * results differ from the scalar ones). These are written without branches or library calls,
- * in plain IEEE operations on float / double and their bits (sin and cos also read a table of
- * 2/pi and use one fma, which is exact), so GCC vectorizes a sample loop around them on every
- * x86-64 ISA (SSE2 .. AVX-512; sin and cos from x86-64-v3 on, where the fma and the table's
- * gather are instructions), and they give the same bits wherever they run: the generated host
- * code (pasted into every unit by codegen/host_driver), the IR interpreter and the fold pass
- * (passes/eval.cpp) compute these very functions, so a compiled kernel still equals the
- * interpreter bit for bit, on any host machine.
+ * results differ from the scalar ones). These are written without branches, library calls or
+ * tables, in plain IEEE operations on float / double and their bits, so GCC vectorizes a
+ * sample loop around them on every x86-64 ISA (SSE2 .. AVX-512), and they give the same bits
+ * wherever they run: the generated host code (pasted into every unit by codegen/host_driver),
+ * the IR interpreter and the fold pass (passes/eval.cpp) compute these very functions, so a
+ * compiled kernel still equals the interpreter bit for bit, on any host machine.
  *
  * Accuracy: within one ulp of the exact value (faithful), as glibc's; checked by
  * cpp/tests/test_runtime_math.cpp against long double over random and edge arguments, and for
  * float over every float in the tested ranges. Special values as C99 Annex F: exp(-inf) = 0,
  * exp(+inf) = +inf, log(0) = -inf, log(x < 0) = NaN, log1p(-1) = -inf, log1p(-0) = -0,
- * expm1(-inf) = -1, expm1(-0) = -0, sin(+-0) = +-0, sin and cos of +-inf NaN, NaN in NaN out.
- * The float versions compute in double and round once to float.
+ * expm1(-inf) = -1, expm1(-0) = -0, NaN in NaN out. The float versions compute in double and
+ * round once to float.
  *
  * The methods are fdlibm's (Sun Microsystems, 1993; e_exp.c, s_expm1.c, e_log.c, s_log1p.c: x = k
  * ln2 + r with a rational approximation of exp(r); x = 2^k (1 + f) with log(1 + f) = 2 atanh(f / (2
- * + f)) and its seven-term polynomial; k_sin.c and k_cos.c), restated branch-free: the range
- * checks are selects, k is rounded with the 1.5 * 2^52 shift, 2^k is built from its bits in two
- * factors (so subnormal and overflowing results round once). sin and cos reduce x modulo pi/2
- * exactly for every argument (Cody-Waite and Payne-Hanek, both computed; see rp_trig_reduce).
+ * + f)) and its seven-term polynomial), restated branch-free: the range checks are selects, k is
+ * rounded with the 1.5 * 2^52 shift, 2^k is built from its bits in two factors (so subnormal
+ * and overflowing results round once).
  *
  * CUDA units paste this file too (with random.h; the device's functions are __device__), for
- * the erfinv's logarithm; sin and cos are host code only. The CUDA emitter's exp / expm1 / log /
- * log1p / sin / cos are CUDA's own. Start at rp_math_exp. */
+ * the erfinv's logarithm; the CUDA emitter's exp / expm1 / log / log1p are CUDA's own.
+ * Start at rp_math_exp. */
 #ifndef RAPTOR_MATH_H
 #define RAPTOR_MATH_H
 
@@ -357,8 +354,162 @@ RP_MATH_FN float rp_math_expm1(float x) {
   return static_cast<float>(rp_math_expm1(static_cast<double>(x)));
 }
 
-#ifndef __CUDACC__
-/* sin and cos in double (the CUDA emitter's are CUDA's own, so this part is host code only).
+#endif /* RAPTOR_MATH_H */
+
+
+namespace {
+// jax.numpy semantics where C differs: NaN propagates through minimum/maximum, which order
+// signed zeros (min(-0, +0) = -0, max = +0); sign keeps the sign of zero.
+template <class T> inline T rp_min(T a, T b) {
+  return a != a ? a : (b != b ? b : (a == b ? (std::signbit(a) ? a : b) : (b < a ? b : a)));
+}
+template <class T> inline T rp_max(T a, T b) {
+  return a != a ? a : (b != b ? b : (a == b ? (std::signbit(a) ? b : a) : (b > a ? b : a)));
+}
+template <class T> inline T rp_sign(T a) { return (a != a || a == T(0)) ? a : T((a > T(0)) - (a < T(0))); }
+// A float index for Table.at(): rounded down; non-finite or huge values become -1 (out of range).
+template <class T> inline int64_t rp_index(T a) {
+  const T f = std::floor(a);
+  return (f >= T(-9.0e18) && f <= T(9.0e18)) ? static_cast<int64_t>(f) : int64_t(-1);
+}
+// The C library's transcendental functions, called, never evaluated by the compiler: GCC
+// evaluates a call whose argument it can prove constant (after splitting a select, say)
+// correctly rounded with MPFR, which can differ by 1 ulp from glibc's result, which the IR
+// interpreter, the fold pass and every other build of the kernel get. noipa keeps each call a
+// call (the compiler never sees into it); const lets it still treat the call as pure.
+#define RP_LIBM(name, call)                                                   \
+  template <class T> __attribute__((noipa, const)) T rp_##name(T x) {         \
+    if constexpr (std::is_same_v<T, float>) return ::call##f(x);               \
+    else return ::call(x);                                                     \
+  }
+RP_LIBM(tan, tan) RP_LIBM(tanh, tanh)
+RP_LIBM(asin, asin) RP_LIBM(acos, acos) RP_LIBM(atan, atan) RP_LIBM(sinh, sinh)
+RP_LIBM(cosh, cosh) RP_LIBM(asinh, asinh) RP_LIBM(acosh, acosh) RP_LIBM(atanh, atanh)
+RP_LIBM(erf, erf) RP_LIBM(erfc, erfc) RP_LIBM(exp2, exp2) RP_LIBM(log2, log2)
+RP_LIBM(log10, log10) RP_LIBM(cbrt, cbrt)
+#undef RP_LIBM
+#define RP_LIBM2(name, call)                                                  \
+  template <class T> __attribute__((noipa, const)) T rp_##name(T x, T y) {    \
+    if constexpr (std::is_same_v<T, float>) return ::call##f(x, y);            \
+    else return ::call(x, y);                                                  \
+  }
+RP_LIBM2(pow, pow) RP_LIBM2(atan2, atan2)
+RP_LIBM2(hypot, hypot)
+#undef RP_LIBM2
+// exp, expm1, log and log1p are raptor's own (rp_math.h, above): no call, so a sample loop
+// around them vectorizes; the interpreter and the fold pass compute the same functions. sin
+// and cos are too (rp_trig.h), pasted with their rp_sin / rp_cos where a kernel calls them.
+template <class T> inline T rp_exp(T x) { return rp_math_exp(x); }
+template <class T> inline T rp_expm1(T x) { return rp_math_expm1(x); }
+template <class T> inline T rp_log(T x) { return rp_math_log(x); }
+template <class T> inline T rp_log1p(T x) { return rp_math_log1p(x); }
+// np.remainder (the sign of the divisor, a zero with the divisor's sign) and C's fdim: the
+// formulas of ir/math_fns.hpp, exact operations only.
+template <class T> inline T rp_remainder(T a, T b) {
+  const T r = std::fmod(a, b);
+  return r != T(0) ? (((r < T(0)) != (b < T(0))) ? r + b : r) : std::copysign(T(0), b);
+}
+template <class T> inline T rp_fdim(T a, T b) { return a > b ? a - b : ((a != a || b != b) ? a + b : T(0)); }
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RP_STREAM 1
+// A launch larger than the cache (raptor_args::stream) writes pure outputs a block at a time:
+// rp_stream copies a block's buffer into its plane row, whole 64-byte lines with non-temporal
+// stores (no read of the line first), the partial lines at either end with plain stores.
+typedef long long rp_v2di __attribute__((vector_size(16)));
+typedef long long rp_v8di __attribute__((vector_size(64)));
+inline void rp_stream(void* dst, const void* src, int64_t bytes) {
+  char* const d = static_cast<char*>(dst);
+  const char* const s = static_cast<const char*>(src);
+  int64_t j = static_cast<int64_t>((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
+  if (j > bytes) j = bytes;
+  __builtin_memcpy(d, s, static_cast<size_t>(j));
+  for (; j + 64 <= bytes; j += 64) {
+#if defined(__AVX512F__)
+    rp_v8di v;
+    __builtin_memcpy(&v, s + j, 64);
+    __builtin_ia32_movntdq512(reinterpret_cast<rp_v8di*>(d + j), v);
+#else
+    for (int k = 0; k < 4; ++k) {
+      rp_v2di v;
+      __builtin_memcpy(&v, s + j + 16 * k, 16);
+      __builtin_ia32_movntdq(reinterpret_cast<rp_v2di*>(d + j) + k, v);
+    }
+#endif
+  }
+  __builtin_memcpy(d + j, s + j, static_cast<size_t>(bytes - j));
+}
+// Called after every block whether the launch streams or not: a branch on `stream` in the
+// loop over blocks would have GCC unswitch that loop and compile the step twice.
+__attribute__((noinline)) void rp_flush(void* dst, const void* src, int64_t bytes, bool stream) {
+  if (stream) rp_stream(dst, src, bytes);
+}
+#endif
+// The refilled lanes whose flag is set (all ones: negative), bit j for lane j < w (w a
+// multiple of 8, at most 64): with AVX, one sign-bit mask per 256-bit vector of flags.
+#if defined(__x86_64__) && defined(__AVX__) && defined(__GNUC__)
+typedef float rp_v8sf __attribute__((vector_size(32)));
+typedef double rp_v4df __attribute__((vector_size(32)));
+inline uint64_t rp_lanes_set(const int32_t* f, int w) {
+  uint64_t set = 0;
+  for (int g = 0; g < w; g += 8) {
+    rp_v8sf v;
+    __builtin_memcpy(&v, f + g, 32);
+    set |= static_cast<uint64_t>(__builtin_ia32_movmskps256(v)) << g;
+  }
+  return set;
+}
+inline uint64_t rp_lanes_set(const int64_t* f, int w) {
+  uint64_t set = 0;
+  for (int g = 0; g < w; g += 4) {
+    rp_v4df v;
+    __builtin_memcpy(&v, f + g, 32);
+    set |= static_cast<uint64_t>(__builtin_ia32_movmskpd256(v)) << g;
+  }
+  return set;
+}
+#else
+template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
+  uint64_t set = 0;
+  for (int j = 0; j < w; ++j) set |= static_cast<uint64_t>(f[j] < 0) << j;
+  return set;
+}
+#endif
+// A lane index the vectorizer cannot see through (an empty asm that "changes" it): keeps a
+// loop over listed lanes scalar, where GCC would otherwise store through scatters.
+#if defined(__GNUC__)
+#define RP_OPAQUE(j) __asm__("" : "+r"(j))
+#else
+#define RP_OPAQUE(j) (void)0
+#endif
+}  // namespace
+// A kernel whose float64 arithmetic waits on square roots and divisions (HostWriter::
+// divider_bound) prefers 256-bit vectors whatever the flags say, except on AMD Zen cores
+// (GCC's -march=native names them __znverN__), which run 512-bit vectors at full clock.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !(defined(__znver1__) || defined(__znver2__) || defined(__znver3__) || defined(__znver4__) || \
+      defined(__znver5__))
+#define RP_NARROW __attribute__((target("prefer-vector-width=256")))
+#else
+#define RP_NARROW
+#endif
+
+/* raptor's own sin and cos on the host (docs/language.md "hawk.math"): branch-free, with an exact
+ * range reduction for every argument, so a sample loop around them vectorizes (from x86-64-v3
+ * on, where the table reads below are gathers and the fma an instruction), within an ulp of the
+ * exact value, the same bits wherever they run. The generated host code pastes this file into
+ * the units whose kernels call sin or cos (codegen/host_driver, after rp_math.h, whose helpers
+ * it uses); the IR interpreter and the fold pass (passes/eval.cpp) include it, so a compiled
+ * kernel equals the interpreter bit for bit. Host code only: the CUDA emitter's sin and cos are
+ * CUDA's own. Tests: cpp/tests/test_runtime_math.cpp (accuracy), tests/test_math_numpy.py (the
+ * tables, recomputed). Start at rp_math_sin. */
+#ifndef RAPTOR_TRIG_H
+#define RAPTOR_TRIG_H
+
+#ifndef RAPTOR_MATH_H
+#include "rp_math.h"
+#endif
+
+/* sin and cos in double.
  *
  * x = n pi/2 + r, |r| <= pi/4 (about), r as a double-double y0 + y1 accurate to far more than
  * 53 bits even where x is within 2^-60 of a multiple of pi/2; then fdlibm's kernels (k_sin.c,
@@ -885,150 +1036,13 @@ RP_MATH_FN float rp_math_cos(float x) {
   const float finite_v = ax <= 0x1.fffffep127f ? value : x - x;
   return ax < 0x1p-12f ? 1.0f : finite_v;  // cos(x) rounds to 1
 }
-#endif /* !__CUDACC__ */
 
-#endif /* RAPTOR_MATH_H */
-
+#endif /* RAPTOR_TRIG_H */
 
 namespace {
-// jax.numpy semantics where C differs: NaN propagates through minimum/maximum, which order
-// signed zeros (min(-0, +0) = -0, max = +0); sign keeps the sign of zero.
-template <class T> inline T rp_min(T a, T b) {
-  return a != a ? a : (b != b ? b : (a == b ? (std::signbit(a) ? a : b) : (b < a ? b : a)));
-}
-template <class T> inline T rp_max(T a, T b) {
-  return a != a ? a : (b != b ? b : (a == b ? (std::signbit(a) ? b : a) : (b > a ? b : a)));
-}
-template <class T> inline T rp_sign(T a) { return (a != a || a == T(0)) ? a : T((a > T(0)) - (a < T(0))); }
-// A float index for Table.at(): rounded down; non-finite or huge values become -1 (out of range).
-template <class T> inline int64_t rp_index(T a) {
-  const T f = std::floor(a);
-  return (f >= T(-9.0e18) && f <= T(9.0e18)) ? static_cast<int64_t>(f) : int64_t(-1);
-}
-// The C library's transcendental functions, called, never evaluated by the compiler: GCC
-// evaluates a call whose argument it can prove constant (after splitting a select, say)
-// correctly rounded with MPFR, which can differ by 1 ulp from glibc's result, which the IR
-// interpreter, the fold pass and every other build of the kernel get. noipa keeps each call a
-// call (the compiler never sees into it); const lets it still treat the call as pure.
-#define RP_LIBM(name, call)                                                   \
-  template <class T> __attribute__((noipa, const)) T rp_##name(T x) {         \
-    if constexpr (std::is_same_v<T, float>) return ::call##f(x);               \
-    else return ::call(x);                                                     \
-  }
-RP_LIBM(tan, tan) RP_LIBM(tanh, tanh)
-RP_LIBM(asin, asin) RP_LIBM(acos, acos) RP_LIBM(atan, atan) RP_LIBM(sinh, sinh)
-RP_LIBM(cosh, cosh) RP_LIBM(asinh, asinh) RP_LIBM(acosh, acosh) RP_LIBM(atanh, atanh)
-RP_LIBM(erf, erf) RP_LIBM(erfc, erfc) RP_LIBM(exp2, exp2) RP_LIBM(log2, log2)
-RP_LIBM(log10, log10) RP_LIBM(cbrt, cbrt)
-#undef RP_LIBM
-#define RP_LIBM2(name, call)                                                  \
-  template <class T> __attribute__((noipa, const)) T rp_##name(T x, T y) {    \
-    if constexpr (std::is_same_v<T, float>) return ::call##f(x, y);            \
-    else return ::call(x, y);                                                  \
-  }
-RP_LIBM2(pow, pow) RP_LIBM2(atan2, atan2)
-RP_LIBM2(hypot, hypot)
-#undef RP_LIBM2
-// exp, expm1, log, log1p, sin and cos are raptor's own (rp_math.h, above): no call, so a
-// sample loop around them vectorizes; the interpreter and the fold pass compute the same
-// functions.
-template <class T> inline T rp_exp(T x) { return rp_math_exp(x); }
-template <class T> inline T rp_expm1(T x) { return rp_math_expm1(x); }
-template <class T> inline T rp_log(T x) { return rp_math_log(x); }
-template <class T> inline T rp_log1p(T x) { return rp_math_log1p(x); }
-// sin and cos are raptor's own too (rp_math.h: an exact range reduction, no branch), so a sample
-// loop around them vectorizes. always_inline: GCC would keep a call of functions that large.
 template <class T> inline __attribute__((always_inline)) T rp_sin(T x) { return rp_math_sin(x); }
 template <class T> inline __attribute__((always_inline)) T rp_cos(T x) { return rp_math_cos(x); }
-// np.remainder (the sign of the divisor, a zero with the divisor's sign) and C's fdim: the
-// formulas of ir/math_fns.hpp, exact operations only.
-template <class T> inline T rp_remainder(T a, T b) {
-  const T r = std::fmod(a, b);
-  return r != T(0) ? (((r < T(0)) != (b < T(0))) ? r + b : r) : std::copysign(T(0), b);
-}
-template <class T> inline T rp_fdim(T a, T b) { return a > b ? a - b : ((a != a || b != b) ? a + b : T(0)); }
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define RP_STREAM 1
-// A launch larger than the cache (raptor_args::stream) writes pure outputs a block at a time:
-// rp_stream copies a block's buffer into its plane row, whole 64-byte lines with non-temporal
-// stores (no read of the line first), the partial lines at either end with plain stores.
-typedef long long rp_v2di __attribute__((vector_size(16)));
-typedef long long rp_v8di __attribute__((vector_size(64)));
-inline void rp_stream(void* dst, const void* src, int64_t bytes) {
-  char* const d = static_cast<char*>(dst);
-  const char* const s = static_cast<const char*>(src);
-  int64_t j = static_cast<int64_t>((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
-  if (j > bytes) j = bytes;
-  __builtin_memcpy(d, s, static_cast<size_t>(j));
-  for (; j + 64 <= bytes; j += 64) {
-#if defined(__AVX512F__)
-    rp_v8di v;
-    __builtin_memcpy(&v, s + j, 64);
-    __builtin_ia32_movntdq512(reinterpret_cast<rp_v8di*>(d + j), v);
-#else
-    for (int k = 0; k < 4; ++k) {
-      rp_v2di v;
-      __builtin_memcpy(&v, s + j + 16 * k, 16);
-      __builtin_ia32_movntdq(reinterpret_cast<rp_v2di*>(d + j) + k, v);
-    }
-#endif
-  }
-  __builtin_memcpy(d + j, s + j, static_cast<size_t>(bytes - j));
-}
-// Called after every block whether the launch streams or not: a branch on `stream` in the
-// loop over blocks would have GCC unswitch that loop and compile the step twice.
-__attribute__((noinline)) void rp_flush(void* dst, const void* src, int64_t bytes, bool stream) {
-  if (stream) rp_stream(dst, src, bytes);
-}
-#endif
-// The refilled lanes whose flag is set (all ones: negative), bit j for lane j < w (w a
-// multiple of 8, at most 64): with AVX, one sign-bit mask per 256-bit vector of flags.
-#if defined(__x86_64__) && defined(__AVX__) && defined(__GNUC__)
-typedef float rp_v8sf __attribute__((vector_size(32)));
-typedef double rp_v4df __attribute__((vector_size(32)));
-inline uint64_t rp_lanes_set(const int32_t* f, int w) {
-  uint64_t set = 0;
-  for (int g = 0; g < w; g += 8) {
-    rp_v8sf v;
-    __builtin_memcpy(&v, f + g, 32);
-    set |= static_cast<uint64_t>(__builtin_ia32_movmskps256(v)) << g;
-  }
-  return set;
-}
-inline uint64_t rp_lanes_set(const int64_t* f, int w) {
-  uint64_t set = 0;
-  for (int g = 0; g < w; g += 4) {
-    rp_v4df v;
-    __builtin_memcpy(&v, f + g, 32);
-    set |= static_cast<uint64_t>(__builtin_ia32_movmskpd256(v)) << g;
-  }
-  return set;
-}
-#else
-template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
-  uint64_t set = 0;
-  for (int j = 0; j < w; ++j) set |= static_cast<uint64_t>(f[j] < 0) << j;
-  return set;
-}
-#endif
-// A lane index the vectorizer cannot see through (an empty asm that "changes" it): keeps a
-// loop over listed lanes scalar, where GCC would otherwise store through scatters.
-#if defined(__GNUC__)
-#define RP_OPAQUE(j) __asm__("" : "+r"(j))
-#else
-#define RP_OPAQUE(j) (void)0
-#endif
 }  // namespace
-// A kernel whose float64 arithmetic waits on square roots and divisions (HostWriter::
-// divider_bound) prefers 256-bit vectors whatever the flags say, except on AMD Zen cores
-// (GCC's -march=native names them __znverN__), which run 512-bit vectors at full clock.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !(defined(__znver1__) || defined(__znver2__) || defined(__znver3__) || defined(__znver4__) || \
-      defined(__znver5__))
-#define RP_NARROW __attribute__((target("prefer-vector-width=256")))
-#else
-#define RP_NARROW
-#endif
 
 namespace {
 // Integer planes (docs/language.md): int64 arithmetic wraps around (two's complement),
