@@ -6,6 +6,7 @@
 #include "runtime/manifest.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/sha256.hpp"
+#include "runtime/work_weight.hpp"
 
 namespace raptor::runtime {
 
@@ -22,6 +23,7 @@ KernelEntry describe_kernel(const ir::Kernel& k, DType dtype) {
                                       kernel_digest(k, dtype)));
   e.active_set = k.active_set;
   e.steps = k.steps;
+  e.weight = sample_step_weight(k, dtype);
   return e;
 }
 

@@ -143,12 +143,22 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
   } const end_mark{pool};
   // The threshold is in sample-steps: a launch of many steps (a stepping loop's fused kernel)
   // is worth the threads at as many times fewer samples (1e3 oscillators for 1000 steps ran
-  // on one thread before: 1.9x slower than on two).
+  // on one thread before: 1.9x slower than on two). Back to back (the pool awake), a kernel
+  // whose sample-step weighs more than the threshold's reference kernel's is too, once the
+  // weighed work reaches the whole threshold (runtime/work_weight.hpp; about 4 us of one
+  // core's work, where a split here costs 1.5-2.5 us): a driven pendulum's sin and cos, 7.5 ns
+  // a sample in float64 against y = a * x + b's 0.13 ns, split from 556 samples instead of
+  // 8192 (1024 samples: 8.2 us -> 4.6 us, 4096: 31 us -> 16 us, on the 2-core AMD EPYC VM). A
+  // one-off launch is not weighed: waking a sleeping pool (25-40 us) costs more than such a
+  // launch's work.
   const int64_t launch_steps =
       b.max_steps > 0 && b.max_steps < e.steps ? b.max_steps : std::max<int64_t>(e.steps, 1);
   const int64_t work = count > 0 ? count * launch_steps : 0;
-  const bool parallel = pool != nullptr && pool->size() > 1 &&
-                        (work >= serial_threshold || (looping && work >= serial_threshold / 4));
+  const int64_t weight = std::max<int64_t>(e.weight, 1);
+  const int64_t weighed = (serial_threshold + weight - 1) / weight;  // work * weight, no overflow
+  const bool parallel =
+      pool != nullptr && pool->size() > 1 &&
+      (work >= serial_threshold || (looping && (work >= serial_threshold / 4 || work >= weighed)));
   if (sum_total > 0 && count > 0) {
     // Sums over samples: the chunks, whose partials are added in chunk order, depend on the
     // launch alone (its positions and the size of its sums), never on the thread count or

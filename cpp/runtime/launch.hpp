@@ -31,6 +31,9 @@ struct KernelEntry {
   bool active_set = false;               // Guard(active_set=True): callers pass an index
   int steps = 1;                         // steps per launch (builds know it; a kernel found
                                          //  through a manifest counts as 1): chunking only
+  int64_t weight = 1;                    // a sample-step's cost over the serial threshold's
+                                         //  reference kernel's (runtime/work_weight.hpp; 1
+                                         //  when unknown: a kernel found through a manifest)
   std::shared_ptr<const Module> module;  // keeps `fn` loaded
 
   // Sets `iface` and the fields copied from it (name, digest, dtype_size).

@@ -141,6 +141,24 @@ TEST_F(RuntimeLaunch, LaunchesBackToBackSplitFromAQuarterOfTheThreshold) {
   EXPECT_TRUE(std::all_of(y.begin(), y.begin() + n, [](double v) { return v == 1.5; }));
 }
 
+// A build weighs a kernel's sample-step (runtime/work_weight.hpp): back to back, one of weight
+// 16 splits from a sixteenth of the threshold; a one-off launch is not weighed.
+TEST_F(RuntimeLaunch, LaunchesBackToBackSplitByTheirWeight) {
+  KernelEntry heavy = entry(testing::axpy_entry, "axpy_f64", 8);
+  const KernelEntry light = heavy;
+  heavy.weight = 16;
+  ThreadPool pool(2);
+  const int64_t threshold = 4096, n = threshold / 16;  // 256 samples, below a quarter of it
+  std::vector<double> x(2 * n, 1.0), y(2 * n);
+  Binding b = axpy_binding(n, x, y);
+  EXPECT_EQ(most_chunks_back_to_back(heavy, b, pool, threshold), 2);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(launch(light, b, &pool, threshold).chunks, 1) << "the same samples unweighed";
+  b.n = n - 64;  // below the weighed threshold: serial even back to back
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(launch(heavy, b, &pool, threshold).chunks, 1);
+  EXPECT_TRUE(std::all_of(y.begin(), y.begin() + n, [](double v) { return v == 1.5; }));
+}
+
 // Back to back is measured from the end of the last launch: launches that each run longer
 // than the window (about 1 ms here, serially) still split once they follow each other, where
 // measuring start to start kept them on one thread for good.
