@@ -195,24 +195,29 @@ RP_MATH_FN rp_trig_parts rp_trig_reduce(double x) {
   return rp_trig_parts{ax <= 0x1.fffffffffffffp1023 ? y0 : x - x, y1, n};  // inf, NaN: NaN
 }
 
+/* sin of x = n pi/2 + r from s = sin(r) and c = cos(r): s, c, -s or -c by n mod 4 (cos(x) is
+ * this with n + 1). */
+RP_MATH_FN double rp_trig_quadrant(double s, double c, uint64_t n) {
+  const double v = (n & 1u) != 0u ? c : s;
+  return (n & 2u) != 0u ? -v : v;
+}
+
 /* sin(x) in double. sin(-x) = -sin(x): the reduction of |x|, the sign applied last. */
 RP_MATH_FN double rp_math_sin(double x) {
   const rp_trig_parts p = rp_trig_reduce(x);
-  const double s = rp_trig_sin_kernel(p.y0, p.y1), c = rp_trig_cos_kernel(p.y0, p.y1);
-  const double v = (p.n & 1u) != 0u ? c : s;
-  const double sv = (p.n & 2u) != 0u ? -v : v;
+  const double v =
+      rp_trig_quadrant(rp_trig_sin_kernel(p.y0, p.y1), rp_trig_cos_kernel(p.y0, p.y1), p.n);
   const double ax = x < 0.0 ? -x : x;
-  const double signed_v = x < 0.0 ? -sv : sv;
+  const double signed_v = x < 0.0 ? -v : v;
   return ax < 0x1p-27 ? x : signed_v;  // sin(x) rounds to x (and keeps -0)
 }
 
 /* cos(x) in double (even: the reduction of |x|). */
 RP_MATH_FN double rp_math_cos(double x) {
   const rp_trig_parts p = rp_trig_reduce(x);
-  const double s = rp_trig_sin_kernel(p.y0, p.y1), c = rp_trig_cos_kernel(p.y0, p.y1);
-  const double v = (p.n & 1u) != 0u ? s : c;
-  return ((p.n + 1u) & 2u) != 0u ? -v : v;
+  return rp_trig_quadrant(rp_trig_sin_kernel(p.y0, p.y1), rp_trig_cos_kernel(p.y0, p.y1), p.n + 1u);
 }
+
 /* sin and cos in float: computed in double, reduced in one way for every float. x = M 2^E
  * (M an integer below 2^24) times 2/pi is M c_E modulo 4, c_E = (2^E 2/pi) mod 4: three
  * doubles of 29 bits each per exponent (rp_two_over_pi_f32), so M times each is exact, 87
@@ -523,20 +528,18 @@ RP_MATH_FN double rp_trig_cos_f32_kernel(double r) {
 
 RP_MATH_FN float rp_math_sin(float x) {
   const rp_trig_parts p = rp_trig_reduce_f32(x);
-  const double s = rp_trig_sin_f32_kernel(p.y0), c = rp_trig_cos_f32_kernel(p.y0);
-  const double v = (p.n & 1u) != 0u ? c : s;
-  const double sv = (p.n & 2u) != 0u ? -v : v;
+  const double v =
+      rp_trig_quadrant(rp_trig_sin_f32_kernel(p.y0), rp_trig_cos_f32_kernel(p.y0), p.n);
   const float ax = x < 0.0f ? -x : x;
-  const float signed_v = static_cast<float>(x < 0.0f ? -sv : sv);
+  const float signed_v = static_cast<float>(x < 0.0f ? -v : v);
   const float finite_v = ax <= 0x1.fffffep127f ? signed_v : x - x;  // inf, NaN: NaN
   return ax < 0x1p-12f ? x : finite_v;  // sin(x) rounds to x (and keeps -0)
 }
 
 RP_MATH_FN float rp_math_cos(float x) {
   const rp_trig_parts p = rp_trig_reduce_f32(x);
-  const double s = rp_trig_sin_f32_kernel(p.y0), c = rp_trig_cos_f32_kernel(p.y0);
-  const double v = (p.n & 1u) != 0u ? s : c;
-  const float value = static_cast<float>(((p.n + 1u) & 2u) != 0u ? -v : v);
+  const float value = static_cast<float>(
+      rp_trig_quadrant(rp_trig_sin_f32_kernel(p.y0), rp_trig_cos_f32_kernel(p.y0), p.n + 1u));
   const float ax = x < 0.0f ? -x : x;
   const float finite_v = ax <= 0x1.fffffep127f ? value : x - x;
   return ax < 0x1p-12f ? 1.0f : finite_v;  // cos(x) rounds to 1
