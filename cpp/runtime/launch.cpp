@@ -155,7 +155,8 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
       b.max_steps > 0 && b.max_steps < e.steps ? b.max_steps : std::max<int64_t>(e.steps, 1);
   const int64_t work = count > 0 ? count * launch_steps : 0;
   const int64_t weight = std::max<int64_t>(e.weight, 1);
-  const int64_t weighed = (serial_threshold + weight - 1) / weight;  // work * weight, no overflow
+  // work * weight >= serial_threshold, with no overflow (callers pass INT64_MAX to stay serial)
+  const int64_t weighed = serial_threshold / weight + (serial_threshold % weight != 0 ? 1 : 0);
   const bool parallel =
       pool != nullptr && pool->size() > 1 &&
       (work >= serial_threshold || (looping && (work >= serial_threshold / 4 || work >= weighed)));

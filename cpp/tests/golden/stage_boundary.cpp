@@ -529,8 +529,8 @@ template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
 
 /* 2/pi in 64-bit words, most significant first, after a zero word (the window of an x below
  * 2^54 starts before the binary point): 2176 bits, enough for the window of any 11-bit
- * exponent (the largest double's ends at bit 1225). Computed from pi by Machin's formula in
- * exact integers; tests/test_math_numpy.py recomputes it. */
+ * exponent (the largest double's ends at bit 1224, in word 19). Computed from pi by Machin's
+ * formula in exact integers; tests/test_math_numpy.py recomputes it. */
 // clang-format off
 static const uint64_t rp_two_over_pi[35] = {
     0x0000000000000000ull, 0xA2F9836E4E441529ull, 0xFC2757D1F534DDC0ull, 0xDB6295993C439041ull,
