@@ -90,7 +90,7 @@ template <class T> inline int64_t rp_index(T a) {
     if constexpr (std::is_same_v<T, float>) return ::call##f(x);               \
     else return ::call(x);                                                     \
   }
-RP_LIBM(tan, tan) RP_LIBM(tanh, tanh)
+RP_LIBM(tan, tan)
 @LIBM1@#undef RP_LIBM
 #define RP_LIBM2(name, call)                                                  \
   template <class T> __attribute__((noipa, const)) T rp_##name(T x, T y) {    \
@@ -99,13 +99,19 @@ RP_LIBM(tan, tan) RP_LIBM(tanh, tanh)
   }
 RP_LIBM2(pow, pow) RP_LIBM2(atan2, atan2)
 @LIBM2@#undef RP_LIBM2
-// exp, expm1, log and log1p are raptor's own (rp_math.h, above): no call, so a sample loop
+// exp, expm1, log, log1p and tanh are raptor's own (rp_math.h, above): no call, so a sample loop
 // around them vectorizes; the interpreter and the fold pass compute the same functions. sin
 // and cos are too (rp_trig.h), pasted with their rp_sin / rp_cos where a kernel calls them.
-template <class T> inline T rp_exp(T x) { return rp_math_exp(x); }
-template <class T> inline T rp_expm1(T x) { return rp_math_expm1(x); }
-template <class T> inline T rp_log(T x) { return rp_math_log(x); }
-template <class T> inline T rp_log1p(T x) { return rp_math_log1p(x); }
+// always_inline: in a large unit GCC kept rp_tanh a call, which left that unit's sample loop
+// scalar where a smaller unit's build of the same kernel vectorized it, and the two summed a
+// hawk.sum in different orders (a staged kernel through the JAX bridge, 2 ulps from its launch).
+#define RP_OWN inline __attribute__((always_inline))
+template <class T> RP_OWN T rp_exp(T x) { return rp_math_exp(x); }
+template <class T> RP_OWN T rp_expm1(T x) { return rp_math_expm1(x); }
+template <class T> RP_OWN T rp_log(T x) { return rp_math_log(x); }
+template <class T> RP_OWN T rp_log1p(T x) { return rp_math_log1p(x); }
+template <class T> RP_OWN T rp_tanh(T x) { return rp_math_tanh(x); }
+#undef RP_OWN
 // np.remainder (the sign of the divisor, a zero with the divisor's sign) and C's fdim: the
 // formulas of ir/math_fns.hpp, exact operations only.
 template <class T> inline T rp_remainder(T a, T b) {

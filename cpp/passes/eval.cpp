@@ -73,7 +73,7 @@ T eval_in(Op op, const T* a, int64_t iimm) {
     case Op::Tan:
       return std::tan(a[0]);
     case Op::Tanh:
-      return std::tanh(a[0]);
+      return rp_math_tanh(a[0]);
     case Op::Abs:
       return std::fabs(a[0]);
     case Op::Floor:

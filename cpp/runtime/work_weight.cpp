@@ -15,9 +15,10 @@ namespace {
 // small kernel around the operation less y = a * x + b's (0.13 ns). Plain arithmetic 1; a
 // plane or table read 4; a division or square root 4; raptor's own exp / log / expm1 / log1p
 // (runtime/rp_math.h) 80; its sin / cos (rp_trig.h, both reductions computed) 370 in float64,
-// 140 in float32; a C library call per sample (tan, pow, atan2, ...: the sample loop stays
-// scalar) 800; a uniform or integer draw 100, a normal one 600; gamma and poisson (rejection
-// loops) 5000. Other machines differ by a factor of two or so, which the threshold tolerates.
+// 140 in float32; its tanh 320 / 260; a C library call per sample (tan, pow, atan2, ...: the sample
+// loop stays scalar) 800; a uniform or integer draw 100, a normal one 600; gamma and poisson
+// (rejection loops) 5000. Other machines differ by a factor of two or so, which the threshold
+// tolerates.
 int64_t op_cost(const ir::Value& v, codegen::DType dtype) {
   using ir::Op;
   switch (v.op) {
@@ -44,8 +45,9 @@ int64_t op_cost(const ir::Value& v, codegen::DType dtype) {
     case Op::Sin:
     case Op::Cos:
       return dtype == codegen::DType::F32 ? 140 : 370;
-    case Op::Tan:
     case Op::Tanh:
+      return dtype == codegen::DType::F32 ? 260 : 320;
+    case Op::Tan:
     case Op::Pow:
     case Op::Atan2:
       return 800;

@@ -885,6 +885,19 @@ def draws(rng: Random, s: Param, y: Mutable[Scalar]):
   expect_sample_loops_vectorized(d, "raptor_el_draws_vec_f32", DType::F32);
 }
 
+// tanh is raptor's own (its Taylor series and expm1, both computed; runtime/rp_math.h), with
+// the division's exact residual an fma or, without FMA, Dekker's product: vectorized for every
+// target vec_targets() lists (the noipa call of glibc's tanh kept this loop scalar).
+TEST(CodegenVectorize, TanhSampleLoopsAreVectorized) {
+  const ir::Kernel k = lowered(R"(@hawk.kernel
+def th(x: Scalar, y: Mutable[Scalar]):
+    y = tanh(x * y) + y
+)",
+                               {Scalar("x"), MutScalar("y")});
+  expect_sample_loops_vectorized(k, "raptor_th_vec_f64", DType::F64);
+  expect_sample_loops_vectorized(k, "raptor_th_vec_f32", DType::F32);
+}
+
 // sin and cos are raptor's own too (an exact range reduction with a table read, the gather):
 // vectorized where the ISA has the gather (and, for double, FMA): x86-64-v3 and up, every
 // target vec_targets() lists.

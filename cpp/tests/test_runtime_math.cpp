@@ -1,8 +1,8 @@
-// Tests of raptor's own exp, expm1, log and log1p, and sin and cos in double (runtime/rp_math.h),
-// the kernel language's functions on the host: within one ulp of the exact value (faithful, as
-// glibc's) against long double for double (random arguments over the whole range, densely where the
-// methods switch, and the subnormal and overflow edges) and against the double C library for float
-// (every 61st float, all binades), and C99 Annex F's special values.
+// Tests of raptor's own exp, expm1, log, log1p and tanh, and sin and cos in double
+// (runtime/rp_math.h), the kernel language's functions on the host: within one ulp of the exact
+// value (faithful, as glibc's) against long double for double (random arguments over the whole
+// range, densely where the methods switch, and the subnormal and overflow edges) and against the
+// double C library for float (every 61st float, all binades), and C99 Annex F's special values.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -266,9 +266,51 @@ TEST(RuntimeMath, SinCosAreWithinAnUlp) {
   }
 }
 
+TEST(RuntimeMath, TanhIsWithinAnUlp) {
+  std::mt19937_64 gen(31);
+  std::uniform_real_distribution<double> wide(-25.0, 25.0), seam(0.5, 0.6), e(-1074.0, 6.0);
+  const auto tanh_ = [](double x) { return rp_math_tanh(x); };
+  const auto tanhl_ = [](long double x) { return std::tanh(x); };
+  double at = 0;
+  EXPECT_LT(worst_of(
+                tanh_, tanhl_, [&](int) { return wide(gen); }, 1000000, &at),
+            1.0)
+      << at;
+  // the two forms meet at 0.55: the series' last term and expm1's error are largest there
+  EXPECT_LT(worst_of(
+                tanh_, tanhl_, [&](int i) { return (i % 2 ? 1 : -1) * seam(gen); }, 1000000, &at),
+            1.0)
+      << at;
+  EXPECT_LT(
+      worst_of(
+          tanh_, tanhl_, [&](int i) { return (i % 2 ? 1 : -1) * std::exp2(e(gen)); }, 1000000, &at),
+      1.0)
+      << at;
+  EXPECT_EQ(rp_math_tanh(0.0), 0.0);
+  EXPECT_TRUE(std::signbit(rp_math_tanh(-0.0)));
+  EXPECT_EQ(rp_math_tanh(0x1p-1074), 0x1p-1074);
+  EXPECT_EQ(rp_math_tanh(kInf), 1.0);
+  EXPECT_EQ(rp_math_tanh(-kInf), -1.0);
+  EXPECT_EQ(rp_math_tanh(22.0), 1.0);
+  EXPECT_EQ(rp_math_tanh(-1e300), -1.0);
+  EXPECT_TRUE(std::isnan(rp_math_tanh(std::nan(""))));
+}
+
+// The division's residual 2 - q d under tanh: Dekker's product where the build has no FMA (this
+// test binary's), an fma where it has (the kernels built with -march=native): exactly the
+// residual either way, so the generated code and the interpreter agree bit for bit.
+TEST(RuntimeMath, TanhsDivisionResidualIsExact) {
+  std::mt19937_64 gen(32);
+  std::uniform_real_distribution<double> t(0.0, 1e19);
+  for (int i = 0; i < 1000000; ++i) {
+    const double d = t(gen) * (i % 3 == 0 ? 1e-19 : 1.0) + 2.0, q = 2.0 / d;
+    ASSERT_EQ(rp_math_div2_residual(q, d), std::fma(-q, d, 2.0)) << d;
+  }
+}
+
 TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
   double worst_exp = 0, worst_log = 0, worst_log1p = 0, worst_expm1 = 0, worst_sin = 0,
-         worst_cos = 0;
+         worst_cos = 0, worst_tanh = 0;
   for (uint64_t b = 0; b < 0x100000000ull; b += 61) {
     const uint32_t bits = static_cast<uint32_t>(b);
     float x;
@@ -285,6 +327,7 @@ TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
       worst_sin = std::max(worst_sin, ulps_f(rp_math_sin(x), std::sin(xd)));
       worst_cos = std::max(worst_cos, ulps_f(rp_math_cos(x), std::cos(xd)));
     }
+    worst_tanh = std::max(worst_tanh, ulps_f(rp_math_tanh(x), std::tanh(xd)));
   }
   EXPECT_LT(worst_exp, 1.0);
   EXPECT_LT(worst_log, 1.0);
@@ -292,6 +335,9 @@ TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
   EXPECT_LT(worst_expm1, 1.0);
   EXPECT_LT(worst_sin, 1.0);
   EXPECT_LT(worst_cos, 1.0);
+  EXPECT_LT(worst_tanh, 1.0);
+  EXPECT_TRUE(std::signbit(rp_math_tanh(-0.0f)));
+  EXPECT_EQ(rp_math_tanh(-kInfF), -1.0f);
   EXPECT_TRUE(std::signbit(rp_math_sin(-0.0f)));
   EXPECT_EQ(rp_math_cos(-0.0f), 1.0f);
   EXPECT_EQ(rp_math_sin(0x1p-149f), 0x1p-149f);
