@@ -105,13 +105,13 @@ RP_LIBM2(pow, pow) RP_LIBM2(atan2, atan2)
 // always_inline: in a large unit GCC kept rp_tanh a call, which left that unit's sample loop
 // scalar where a smaller unit's build of the same kernel vectorized it, and the two summed a
 // hawk.sum in different orders (a staged kernel through the JAX bridge, 2 ulps from its launch).
+// (rp_sin and rp_cos, pasted below where a kernel calls them, are RP_OWN too.)
 #define RP_OWN inline __attribute__((always_inline))
 template <class T> RP_OWN T rp_exp(T x) { return rp_math_exp(x); }
 template <class T> RP_OWN T rp_expm1(T x) { return rp_math_expm1(x); }
 template <class T> RP_OWN T rp_log(T x) { return rp_math_log(x); }
 template <class T> RP_OWN T rp_log1p(T x) { return rp_math_log1p(x); }
 template <class T> RP_OWN T rp_tanh(T x) { return rp_math_tanh(x); }
-#undef RP_OWN
 // np.remainder (the sign of the divisor, a zero with the divisor's sign) and C's fdim: the
 // formulas of ir/math_fns.hpp, exact operations only.
 template <class T> inline T rp_remainder(T a, T b) {
@@ -1172,13 +1172,12 @@ bool uses_trig(const ir::Kernel& k) {
                      [](const ir::Value& v) { return v.op == ir::Op::Sin || v.op == ir::Op::Cos; });
 }
 
-// always_inline: GCC would keep a call of functions that large, and the sample loop scalar.
+// RP_OWN (the prelude's always_inline): GCC would keep a call of functions that large, and the
+// sample loop scalar.
 constexpr const char* kTrigWrappers =
     "namespace {\n"
-    "template <class T> inline __attribute__((always_inline)) T rp_sin(T x) { return "
-    "rp_math_sin(x); }\n"
-    "template <class T> inline __attribute__((always_inline)) T rp_cos(T x) { return "
-    "rp_math_cos(x); }\n"
+    "template <class T> RP_OWN T rp_sin(T x) { return rp_math_sin(x); }\n"
+    "template <class T> RP_OWN T rp_cos(T x) { return rp_math_cos(x); }\n"
     "}  // namespace\n\n";
 
 }  // namespace

@@ -272,6 +272,15 @@ RP_MATH_FN double rp_math_expm1(double x) {
   return x != x ? x : small;
 }
 
+/* TwoSum: a + b = s + e exactly, for any a and b (tanh below; rp_trig.h's
+ * reductions). */
+RP_MATH_FN double rp_two_sum(double a, double b, double& e) {
+  const double s = a + b;
+  const double bb = s - a;
+  e = (a - (s - bb)) + (b - bb);
+  return s;
+}
+
 /* 2 - q d for the double q nearest 2 / d, exactly (the remainder of a correctly rounded
  * division is a double): one fma where the target has it, Dekker's product elsewhere (q d =
  * p + err exactly by Veltkamp's split; p is within an ulp of 2, so 2 - p is exact), the same
@@ -326,8 +335,8 @@ RP_MATH_FN double rp_math_tanh(double x) {
   const double poly = x + x * (s * p);
   const double ac = a > 22.0 ? 22.0 : a;  // NaN stays NaN
   const double E = rp_math_exp(2.0 * ac);
-  const double d = E + 1.0;
-  const double e = (1.0 - (d - E)) + (E - (d - (d - E)));  // E + 1 = d + e (TwoSum)
+  double e;
+  const double d = rp_two_sum(E, 1.0, e);  // E + 1 = d + e
   const double q = 2.0 / d;
   // 2 / (E + 1) = q + (2 - q d - q e) / d, the correction times q / 2 for its 1 / d
   const double corr = (rp_math_div2_residual(q, d) - q * e) * (0.5 * q);

@@ -55,14 +55,6 @@ struct rp_trig_parts {
   uint64_t n;     // quadrant: x = n pi/2 + r (mod 2 pi), n mod 4 meaningful
 };
 
-/* TwoSum: a + b = s + e exactly, for any a and b. */
-RP_MATH_FN double rp_two_sum(double a, double b, double& e) {
-  const double s = a + b;
-  const double bb = s - a;
-  e = (a - (s - bb)) + (b - bb);
-  return s;
-}
-
 /* A 32-bit unsigned integer (in a uint64_t) as a double, from bits: (2^52 + u) - 2^52, exact.
  * GCC vectorizes that on every ISA; a conversion from a 64-bit integer needs AVX-512DQ. */
 RP_MATH_FN double rp_u32_to_f64(uint64_t u) {

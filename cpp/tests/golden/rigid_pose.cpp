@@ -341,6 +341,15 @@ RP_MATH_FN double rp_math_expm1(double x) {
   return x != x ? x : small;
 }
 
+/* TwoSum: a + b = s + e exactly, for any a and b (tanh below; rp_trig.h's
+ * reductions). */
+RP_MATH_FN double rp_two_sum(double a, double b, double& e) {
+  const double s = a + b;
+  const double bb = s - a;
+  e = (a - (s - bb)) + (b - bb);
+  return s;
+}
+
 /* 2 - q d for the double q nearest 2 / d, exactly (the remainder of a correctly rounded
  * division is a double): one fma where the target has it, Dekker's product elsewhere (q d =
  * p + err exactly by Veltkamp's split; p is within an ulp of 2, so 2 - p is exact), the same
@@ -395,8 +404,8 @@ RP_MATH_FN double rp_math_tanh(double x) {
   const double poly = x + x * (s * p);
   const double ac = a > 22.0 ? 22.0 : a;  // NaN stays NaN
   const double E = rp_math_exp(2.0 * ac);
-  const double d = E + 1.0;
-  const double e = (1.0 - (d - E)) + (E - (d - (d - E)));  // E + 1 = d + e (TwoSum)
+  double e;
+  const double d = rp_two_sum(E, 1.0, e);  // E + 1 = d + e
   const double q = 2.0 / d;
   // 2 / (E + 1) = q + (2 - q d - q e) / d, the correction times q / 2 for its 1 / d
   const double corr = (rp_math_div2_residual(q, d) - q * e) * (0.5 * q);
@@ -474,13 +483,13 @@ RP_LIBM2(hypot, hypot)
 // always_inline: in a large unit GCC kept rp_tanh a call, which left that unit's sample loop
 // scalar where a smaller unit's build of the same kernel vectorized it, and the two summed a
 // hawk.sum in different orders (a staged kernel through the JAX bridge, 2 ulps from its launch).
+// (rp_sin and rp_cos, pasted below where a kernel calls them, are RP_OWN too.)
 #define RP_OWN inline __attribute__((always_inline))
 template <class T> RP_OWN T rp_exp(T x) { return rp_math_exp(x); }
 template <class T> RP_OWN T rp_expm1(T x) { return rp_math_expm1(x); }
 template <class T> RP_OWN T rp_log(T x) { return rp_math_log(x); }
 template <class T> RP_OWN T rp_log1p(T x) { return rp_math_log1p(x); }
 template <class T> RP_OWN T rp_tanh(T x) { return rp_math_tanh(x); }
-#undef RP_OWN
 // np.remainder (the sign of the divisor, a zero with the divisor's sign) and C's fdim: the
 // formulas of ir/math_fns.hpp, exact operations only.
 template <class T> inline T rp_remainder(T a, T b) {
