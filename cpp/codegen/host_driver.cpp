@@ -480,31 +480,40 @@ class HostWriter : public detail::StepWriter {
   static constexpr const char* kNoPromise =
       "// no ivdep / omp simd: table sums scatter-add, samples may share an entry\n";
 
-  // The pragma of a vectorizable sample loop: samples are independent (ivdep); sums over
-  // samples become per-lane partial sums (an OpenMP SIMD reduction, -fopenmp-simd), which
-  // vectorizes them with a fixed order of additions for a given machine.
+  // The pragma of a vectorizable sample loop: samples are independent (ivdep). Sums over
+  // samples are not reduced by the vectorizer (its lanes would be the machine's vector width):
+  // the loop stores each sample's contribution and rp_lanes_add adds them in 16 fixed lanes
+  // (lane_sums()). hawk.min / hawk.max fold per lane by their own reductions (rp_min / rp_max,
+  // declared with rp_fold_min / rp_fold_max, whose result is the same in any order).
   std::string simd_pragma() const {
     if (!independent_samples()) return kNoPromise;
-    // hawk.min / hawk.max fold per lane by their own reductions (rp_min / rp_max, declared
-    // with rp_fold_min / rp_fold_max, whose result is the same in any order).
-    std::string accs, mins, maxs;
+    std::string mins, maxs;
     for (const auto& sc : sum_components()) {
       const std::string f = fold_fn(sc.first);
-      std::string& list = f.empty() ? accs : f == "rp_fold_min" ? mins : maxs;
+      if (f.empty()) continue;
+      std::string& list = f == "rp_fold_min" ? mins : maxs;
       list += (list.empty() ? "" : ", ") + std::string("acc_") + sum_name(sc);
     }
-    if (accs.empty() && mins.empty() && maxs.empty()) return "#pragma GCC ivdep\n";
+    if (mins.empty() && maxs.empty()) return "#pragma GCC ivdep\n";
     std::string pragma = "#pragma omp simd";
-    if (!accs.empty()) pragma += " reduction(+: " + accs + ")";
     if (!mins.empty()) pragma += " reduction(rp_min: " + mins + ")";
     if (!maxs.empty()) pragma += " reduction(rp_max: " + maxs + ")";
     return pragma + "\n";
   }
 
+  // The components of sums (hawk.sum, hawk.mean, Param cotangents; not hawk.min / max), which
+  // add in rp_lanes: ln_<name> (16 lanes) and pb_<name> (a block's contributions).
+  std::vector<std::pair<size_t, int>> lane_sums() const {
+    std::vector<std::pair<size_t, int>> out;
+    for (const auto& sc : sum_components())
+      if (fold_fn(sc.first).empty()) out.push_back(sc);
+    return out;
+  }
+
   // steps == 1: the per-sample lambda. With a mask it takes the zero_finished flag as a type
   // (std::true_type / std::false_type); with sums over samples it returns the sample's parts,
-  // which the loop adds into its accumulators: an accumulator the lambda updated by reference
-  // would keep GCC from vectorizing the loop's OpenMP SIMD reduction.
+  // which the loop stores for rp_lanes_add or folds (min / max): an accumulator the lambda
+  // updated by reference would keep GCC from vectorizing the loop.
   void sample_lambda() {
     const auto parts = sum_components();
     if (!parts.empty()) {
@@ -533,37 +542,75 @@ class HostWriter : public detail::StepWriter {
 
   // steps == 1: the sample loops, contiguous (vectorized) or through the active set's index
   // map, each once per value of the zero_finished flag when the kernel has a mask.
+  //
+  // Sums over samples (lane_sums) add in 16 lanes, sample s into lane s % 16 in the order the
+  // loop meets them, then the lanes in rp_lanes_total's fixed tree: the contiguous loop stores
+  // a block of RP_SUM_BLOCK samples' contributions (pb_, from a multiple of 16, the samples
+  // before the first one padded with -0.0) and rp_lanes_add adds the block into the lanes; the
+  // index loop adds each sample's into its lane. The order depends on the samples alone, not
+  // on the vector width GCC picks: the same bits on AVX-512, AVX2 and SSE2 builds, and
+  // through an index map as contiguously (a finished sample contributes -0.0 or 0.0).
   void sample_loops() {
     const auto parts = sum_components();
-    auto call = [&](const std::string& sample_index, const std::string& zero) {
+    const auto lanes = lane_sums();
+    auto call = [&](const std::string& sample_index, const std::string& zero, bool indexed) {
       std::string args = sample_index + (zero.empty() ? "" : ", " + zero);
       if (parts.empty()) return "sample(" + args + ");";
       std::string body = "{ const parts_t p = sample(" + args + ");";
       for (const auto& sc : parts)
-        body += fold_fn(sc.first).empty()
-                    ? " acc_" + sum_name(sc) + " += p." + sum_name(sc) + ";"
-                    : " acc_" + sum_name(sc) + " = " +
-                          folded(sc.first, "acc_" + sum_name(sc), "p." + sum_name(sc)) + ";";
+        body += !fold_fn(sc.first).empty()
+                    ? " acc_" + sum_name(sc) + " = " +
+                          folded(sc.first, "acc_" + sum_name(sc), "p." + sum_name(sc)) + ";"
+                : indexed ? " rp_lanes_add1(ln_" + sum_name(sc) + ", " + sample_index +
+                                " & 15, p." + sum_name(sc) + ");"
+                          : " pb_" + sum_name(sc) + "[i - base] = p." + sum_name(sc) + ";";
       return body + " }";
     };
     auto loops = [&](const std::string& zero, const std::string& indent) {
       os_ << indent << "if (a->index) {\n"
           << indent << "  const int64_t* const index = a->index;\n"
-          << indent << "  for (int64_t i = begin; i < end; ++i) " << call("index[i]", zero) << "\n"
-          << indent << "} else {\n"
-          << simd_pragma() << indent << "  for (int64_t i = begin; i < end; ++i) "
-          << call("i", zero) << "\n"
-          << indent << "}\n";
+          << indent << "  for (int64_t i = begin; i < end; ++i) " << call("index[i]", zero, true)
+          << "\n"
+          << indent << "} else {\n";
+      if (lanes.empty()) {
+        os_ << simd_pragma() << indent << "  for (int64_t i = begin; i < end; ++i) "
+            << call("i", zero, false) << "\n";
+      } else {
+        const std::string in = indent + "  ";
+        os_ << in << "for (int64_t i0 = begin; i0 < end;) {\n"
+            << in << "  const int64_t base = i0 & ~int64_t{15};\n"
+            << in
+            << "  const int64_t i1 = end - base > RP_SUM_BLOCK ? base + RP_SUM_BLOCK : end;\n";
+        for (const auto& sc : lanes)
+          os_ << in << "  for (int64_t i = base; i < i0; ++i) pb_" << sum_name(sc)
+              << "[i - base] = -0.0;\n";
+        os_ << simd_pragma() << in << "  for (int64_t i = i0; i < i1; ++i) "
+            << call("i", zero, false) << "\n";
+        for (const auto& sc : lanes)
+          os_ << in << "  rp_lanes_add(ln_" << sum_name(sc) << ", pb_" << sum_name(sc)
+              << ", i1 - base);\n";
+        os_ << in << "  i0 = i1;\n" << in << "}\n";
+      }
+      os_ << indent << "}\n";
     };
     // Bounds in locals: stores through the planes could alias *a as far as GCC knows.
     os_ << "  const int64_t begin = a->begin, end = a->end;\n";
     if (streamable()) return stream_loops();
-    if (!k_.has_mask()) return loops("", "  ");
-    os_ << "  if (zero_finished) {\n";
-    loops("std::true_type{}", "    ");
-    os_ << "  } else {\n";
-    loops("std::false_type{}", "    ");
-    os_ << "  }\n";
+    if (!lanes.empty()) os_ << "  // sums over samples in 16 lanes (rp_lanes_add)\n";
+    for (const auto& sc : lanes)
+      os_ << "  rp_lanes ln_" << sum_name(sc) << " = rp_lanes_zero();\n"
+          << "  alignas(64) double pb_" << sum_name(sc) << "[RP_SUM_BLOCK + 16];\n";
+    if (!k_.has_mask()) {
+      loops("", "  ");
+    } else {
+      os_ << "  if (zero_finished) {\n";
+      loops("std::true_type{}", "    ");
+      os_ << "  } else {\n";
+      loops("std::false_type{}", "    ");
+      os_ << "  }\n";
+    }
+    for (const auto& sc : lanes)
+      os_ << "  acc_" << sum_name(sc) << " = rp_lanes_total(ln_" << sum_name(sc) << ");\n";
   }
 
   // Whether a launch larger than the cache writes this kernel's pure outputs (Mutable planes
@@ -1172,6 +1219,69 @@ bool uses_trig(const ir::Kernel& k) {
                      [](const ir::Value& v) { return v.op == ir::Op::Sin || v.op == ir::Op::Cos; });
 }
 
+// Whether a kernel sums over samples with + (a ParamSum of Combine::Sum: hawk.sum, hawk.mean,
+// a Param's cotangent), which HostWriter::sample_loops adds with kLaneSums' helpers.
+bool uses_lane_sums(const ir::Kernel& k) {
+  return std::any_of(k.slots.begin(), k.slots.end(), [](const ir::Slot& s) {
+    return s.kind == SlotKind::ParamSum && s.combine == ir::Combine::Sum;
+  });
+}
+
+// The fixed lanes of sums over samples (HostWriter::sample_loops; docs/language.md "Sums over
+// samples"): 16 doubles held as the target's own vectors (two of 8 with AVX-512, four of 4
+// with AVX, eight of 2 with SSE2; GCC vector types, whose + adds lane by lane and is never
+// reassociated), so the lanes' values and the total's are the same bits on every x86-64
+// machine, and stay in registers across a sample loop's blocks.
+constexpr const char* kLaneSums = R"(namespace {
+#if defined(__AVX512F__)
+constexpr int RP_LANE_W = 8;
+#elif defined(__AVX__)
+constexpr int RP_LANE_W = 4;
+#else
+constexpr int RP_LANE_W = 2;
+#endif
+constexpr int RP_LANE_V = 16 / RP_LANE_W;
+typedef double rp_lane_v __attribute__((vector_size(8 * RP_LANE_W)));
+// Lane j is v[j / RP_LANE_W][j % RP_LANE_W].
+struct rp_lanes {
+  rp_lane_v v[RP_LANE_V];
+};
+constexpr int64_t RP_SUM_BLOCK = 256;  // contributions stored per rp_lanes_add
+// Every lane -0.0, the identity of + (-0.0 + x is x for every x).
+RP_OWN rp_lanes rp_lanes_zero() {
+  rp_lanes l;
+  for (int r = 0; r < RP_LANE_V; ++r)
+    for (int j = 0; j < RP_LANE_W; ++j) l.v[r][j] = -0.0;
+  return l;
+}
+// p[j] added into lane j % 16 for j < n, in order of j; p has room for n rounded up to 16,
+// where the tail is padded with -0.0.
+RP_OWN void rp_lanes_add(rp_lanes& l, double* p, int64_t n) {
+  for (int64_t j = n; (j & 15) != 0; ++j) p[j] = -0.0;
+  for (int64_t j = 0; j < n; j += 16)
+    for (int r = 0; r < RP_LANE_V; ++r) {
+      rp_lane_v x;
+      __builtin_memcpy(&x, p + j + r * RP_LANE_W, sizeof x);
+      l.v[r] += x;
+    }
+}
+// x added into lane j (j < 16).
+RP_OWN void rp_lanes_add1(rp_lanes& l, int64_t j, double x) {
+  l.v[j / RP_LANE_W][j % RP_LANE_W] += x;
+}
+// The lanes' total in a fixed tree: lane j plus lane j + 8, then j + 4, j + 2, j + 1.
+RP_OWN double rp_lanes_total(const rp_lanes& l) {
+  double t[16];
+  for (int r = 0; r < RP_LANE_V; ++r)
+    for (int j = 0; j < RP_LANE_W; ++j) t[r * RP_LANE_W + j] = l.v[r][j];
+  for (int w = 8; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) t[j] += t[j + w];
+  return t[0];
+}
+}  // namespace
+
+)";
+
 // RP_OWN (the prelude's always_inline): GCC would keep a call of functions that large, and the
 // sample loop scalar.
 constexpr const char* kTrigWrappers =
@@ -1199,6 +1309,9 @@ std::string emit_cpp(const std::vector<KernelToEmit>& kernels) {
   bool ints = false;
   for (const auto& k : kernels) ints |= detail::uses_ints(*k.kernel);
   if (ints) os << "namespace {\n" << detail::int_helpers("inline") << "}  // namespace\n\n";
+  if (std::any_of(kernels.begin(), kernels.end(),
+                  [](const KernelToEmit& k) { return uses_lane_sums(*k.kernel); }))
+    os << kLaneSums;
   bool minmax = false;
   for (const auto& k : kernels) minmax |= detail::uses_minmax(*k.kernel);
   if (minmax)

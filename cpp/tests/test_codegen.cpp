@@ -292,7 +292,8 @@ TEST(CodegenGolden, Scatter) { check_golden("scatter", scatter_kernel()); }
 // hawk.min / hawk.max beside a hawk.sum, one under where= in a kernel with a mask: each an
 // accumulator started at +inf / -inf and folded by rp_fold_min / rp_fold_max (pasted once,
 // ir/combine.hpp's rule), the live guard and where= choosing the identity for a sample left
-// out; the sample loop ivdep without an OpenMP reduction; the chunk's partial folded at the end.
+// out; the sample loop an OpenMP SIMD reduction of the two (their result is the same in any
+// order), the sum added in rp_lanes; the chunk's partials folded at the end.
 ir::Kernel extremes_kernel() {
   SpecOptions opt;
   opt.file = "examples/extremes.py";
@@ -791,38 +792,53 @@ const char* dtype_word(DType dtype) { return dtype == DType::F64 ? "float64" : "
 
 // Compiles `k` in `dtype` for each target; every contiguous sample loop (one per value of the
 // zero_finished flag when the kernel has a mask) must be vectorized. GCC reports a loop at the
-// line of its `for`, or, for an OpenMP SIMD loop, at the line of the inlined sample lambda; the
-// loop it reports at a `#pragma omp simd` line is the one that combines the reduction's
-// lanes, which is vectorized even when the sample loop is not, so it does not count.
+// line of its `for`, or, for an OpenMP SIMD loop (hawk.min / hawk.max reductions), at a line
+// of the inlined sample lambda: a `#pragma GCC ivdep` loop must be reported at its own line,
+// and there must be as many reports inside the lambda as OpenMP SIMD loops. Other loops (the
+// lanes of sums over samples, rp_lanes_add; the reduction's combine, reported at its pragma)
+// do not count.
 void expect_sample_loops_vectorized(const ir::Kernel& k, const std::string& symbol, DType dtype) {
   if (std::system("g++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "g++ is not available";
   const std::string code = codegen::emit_cpp({{&k, dtype, symbol}});
   std::vector<std::string> lines{""};  // 1-based
-  size_t contiguous_loops = 0;
+  std::vector<size_t> ivdep_loops;     // lines of the contiguous loops under #pragma GCC ivdep
+  size_t simd_loops = 0, lambda_first = 0, lambda_last = 0;
   std::istringstream in(code);
   for (std::string text; std::getline(in, text);) {
     lines.push_back(text);
+    const size_t line = lines.size() - 1;
+    if (text.find("auto sample = [&]") != std::string::npos) lambda_first = line;
+    if (lambda_first != 0 && lambda_last == 0 && text == "  };") lambda_last = line;
     if ((text.find("for (int64_t i = begin; i < end; ++i)") != std::string::npos &&
          text.find("index[i]") == std::string::npos) ||
-        text.find("for (int64_t i = i0; i < i1; ++i)") != std::string::npos)  // stream_loops
-      ++contiguous_loops;
+        text.find("for (int64_t i = i0; i < i1; ++i)") != std::string::npos) {  // blocks
+      if (lines[line - 1].find("#pragma omp simd") != std::string::npos)
+        ++simd_loops;
+      else
+        ivdep_loops.push_back(line);
+    }
   }
-  ASSERT_EQ(contiguous_loops, k.has_mask() ? 2u : 1u) << "sample loops in:\n" << code;
+  ASSERT_EQ(ivdep_loops.size() + simd_loops, k.has_mask() ? 2u : 1u) << "sample loops in:\n"
+                                                                     << code;
   for (const VecTarget& target : vec_targets()) {
     std::printf("[ vector ISA ] %s, %s: %s\n", symbol.c_str(), dtype_word(dtype),
                 target.name.c_str());
     const std::string out = vectorization_report(code, target);
-    size_t vectorized = 0;
+    for (const size_t line : ivdep_loops)
+      EXPECT_TRUE(loop_vectorized_at(out, line)) << "GCC did not vectorize the sample loop at line "
+                                                 << line << " for " << target.name << " of:\n"
+                                                 << code << "\nreport:\n"
+                                                 << out;
+    size_t in_lambda = 0;
     std::istringstream rep(out);
     for (std::string text; std::getline(rep, text);) {
       if (text.rfind("k.cpp:", 0) != 0 || text.find("loop vectorized") == std::string::npos)
         continue;
       const size_t line = std::stoul(text.substr(6));
-      if (line < lines.size() && lines[line].find("#pragma omp simd") == std::string::npos)
-        ++vectorized;
+      if (line > lambda_first && line < lambda_last) ++in_lambda;
     }
-    EXPECT_GE(vectorized, contiguous_loops)
-        << "GCC did not vectorize every sample loop for " << target.name << " of:\n"
+    EXPECT_GE(in_lambda, simd_loops)
+        << "GCC did not vectorize every OpenMP SIMD sample loop for " << target.name << " of:\n"
         << code << "\nreport:\n"
         << out;
   }
@@ -833,9 +849,9 @@ TEST(CodegenVectorize, DragSampleLoopIsVectorized) {  // one loop, plain or stre
   expect_sample_loops_vectorized(drag_kernel(), "raptor_drag_vec_f32", DType::F32);
 }
 
-// The drag step's adjoint with respect to its Params: sums over samples (an OpenMP SIMD
-// reduction) in a kernel bound by its square root and divisions, so its float64 build
-// prefers 256-bit vectors (RP_NARROW): vectorized at that width too.
+// The drag step's adjoint with respect to its Params: sums over samples (rp_lanes) in a kernel
+// bound by its square root and divisions, so its float64 build prefers 256-bit vectors (RP_NARROW):
+// vectorized at that width too.
 TEST(CodegenVectorize, NarrowSumsOverSamplesAreVectorized) {
   const ir::Kernel adj = optimized(ad::adjoint(drag_kernel(), {"v", "cd", "dt"}));
   ASSERT_NE(codegen::emit_cpp({{&adj, DType::F64, "raptor_drag_adjoint_vec_f64"}})
@@ -961,7 +977,13 @@ TEST(CodegenVectorize, RefilledLaneStepsAreVectorized) {
   }
 }
 
-// An adjoint with respect to Params: a mask and sums over samples (an OpenMP SIMD reduction).
+// hawk.min / hawk.max (OpenMP SIMD reductions) beside a hawk.sum (rp_lanes), with a mask.
+TEST(CodegenVectorize, MinMaxBesideSumsAreVectorized) {
+  expect_sample_loops_vectorized(extremes_kernel(), "raptor_extremes_vec_f64", DType::F64);
+  expect_sample_loops_vectorized(extremes_kernel(), "raptor_extremes_vec_f32", DType::F32);
+}
+
+// An adjoint with respect to Params: a mask and sums over samples (rp_lanes).
 TEST(CodegenVectorize, SumsOverSamplesAreVectorized) {
   const ir::Kernel adj = optimized(ad::adjoint(oscillator_kernel(), {"x", "v", "c", "dt"}));
   expect_sample_loops_vectorized(adj, "raptor_oscillator_adjoint_vec_f64", DType::F64);

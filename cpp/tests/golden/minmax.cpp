@@ -581,6 +581,54 @@ template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
 #endif
 
 namespace {
+#if defined(__AVX512F__)
+constexpr int RP_LANE_W = 8;
+#elif defined(__AVX__)
+constexpr int RP_LANE_W = 4;
+#else
+constexpr int RP_LANE_W = 2;
+#endif
+constexpr int RP_LANE_V = 16 / RP_LANE_W;
+typedef double rp_lane_v __attribute__((vector_size(8 * RP_LANE_W)));
+// Lane j is v[j / RP_LANE_W][j % RP_LANE_W].
+struct rp_lanes {
+  rp_lane_v v[RP_LANE_V];
+};
+constexpr int64_t RP_SUM_BLOCK = 256;  // contributions stored per rp_lanes_add
+// Every lane -0.0, the identity of + (-0.0 + x is x for every x).
+RP_OWN rp_lanes rp_lanes_zero() {
+  rp_lanes l;
+  for (int r = 0; r < RP_LANE_V; ++r)
+    for (int j = 0; j < RP_LANE_W; ++j) l.v[r][j] = -0.0;
+  return l;
+}
+// p[j] added into lane j % 16 for j < n, in order of j; p has room for n rounded up to 16,
+// where the tail is padded with -0.0.
+RP_OWN void rp_lanes_add(rp_lanes& l, double* p, int64_t n) {
+  for (int64_t j = n; (j & 15) != 0; ++j) p[j] = -0.0;
+  for (int64_t j = 0; j < n; j += 16)
+    for (int r = 0; r < RP_LANE_V; ++r) {
+      rp_lane_v x;
+      __builtin_memcpy(&x, p + j + r * RP_LANE_W, sizeof x);
+      l.v[r] += x;
+    }
+}
+// x added into lane j (j < 16).
+RP_OWN void rp_lanes_add1(rp_lanes& l, int64_t j, double x) {
+  l.v[j / RP_LANE_W][j % RP_LANE_W] += x;
+}
+// The lanes' total in a fixed tree: lane j plus lane j + 8, then j + 4, j + 2, j + 1.
+RP_OWN double rp_lanes_total(const rp_lanes& l) {
+  double t[16];
+  for (int r = 0; r < RP_LANE_V; ++r)
+    for (int j = 0; j < RP_LANE_W; ++j) t[r * RP_LANE_W + j] = l.v[r][j];
+  for (int w = 8; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) t[j] += t[j + w];
+  return t[0];
+}
+}  // namespace
+
+namespace {
 // hawk.min / hawk.max over samples (ir/combine.hpp): NaN wins (the first met is kept),
 // -0.0 is below +0.0, so any order of folding gives the same bits; +inf / -inf when
 // no sample contributes.
@@ -639,23 +687,41 @@ RAPTOR_EXPORT void raptor_extremes_0123456789abcdef_f64(raptor_args* a) {
     return {part_lo_0, part_hi_0, part_s_0};
   };
   const int64_t begin = a->begin, end = a->end;
+  // sums over samples in 16 lanes (rp_lanes_add)
+  rp_lanes ln_s_0 = rp_lanes_zero();
+  alignas(64) double pb_s_0[RP_SUM_BLOCK + 16];
   if (zero_finished) {
     if (a->index) {
       const int64_t* const index = a->index;
-      for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(index[i], std::true_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); acc_s_0 += p.s_0; }
+      for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(index[i], std::true_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); rp_lanes_add1(ln_s_0, index[i] & 15, p.s_0); }
     } else {
-#pragma omp simd reduction(+: acc_s_0) reduction(rp_min: acc_lo_0) reduction(rp_max: acc_hi_0)
-      for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(i, std::true_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); acc_s_0 += p.s_0; }
+      for (int64_t i0 = begin; i0 < end;) {
+        const int64_t base = i0 & ~int64_t{15};
+        const int64_t i1 = end - base > RP_SUM_BLOCK ? base + RP_SUM_BLOCK : end;
+        for (int64_t i = base; i < i0; ++i) pb_s_0[i - base] = -0.0;
+#pragma omp simd reduction(rp_min: acc_lo_0) reduction(rp_max: acc_hi_0)
+        for (int64_t i = i0; i < i1; ++i) { const parts_t p = sample(i, std::true_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); pb_s_0[i - base] = p.s_0; }
+        rp_lanes_add(ln_s_0, pb_s_0, i1 - base);
+        i0 = i1;
+      }
     }
   } else {
     if (a->index) {
       const int64_t* const index = a->index;
-      for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(index[i], std::false_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); acc_s_0 += p.s_0; }
+      for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(index[i], std::false_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); rp_lanes_add1(ln_s_0, index[i] & 15, p.s_0); }
     } else {
-#pragma omp simd reduction(+: acc_s_0) reduction(rp_min: acc_lo_0) reduction(rp_max: acc_hi_0)
-      for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(i, std::false_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); acc_s_0 += p.s_0; }
+      for (int64_t i0 = begin; i0 < end;) {
+        const int64_t base = i0 & ~int64_t{15};
+        const int64_t i1 = end - base > RP_SUM_BLOCK ? base + RP_SUM_BLOCK : end;
+        for (int64_t i = base; i < i0; ++i) pb_s_0[i - base] = -0.0;
+#pragma omp simd reduction(rp_min: acc_lo_0) reduction(rp_max: acc_hi_0)
+        for (int64_t i = i0; i < i1; ++i) { const parts_t p = sample(i, std::false_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); pb_s_0[i - base] = p.s_0; }
+        rp_lanes_add(ln_s_0, pb_s_0, i1 - base);
+        i0 = i1;
+      }
     }
   }
+  acc_s_0 = rp_lanes_total(ln_s_0);
   sum_lo[0] = rp_fold_min(sum_lo[0], acc_lo_0);
   sum_hi[0] = rp_fold_max(sum_hi[0], acc_hi_0);
   sum_s[0] += acc_s_0;

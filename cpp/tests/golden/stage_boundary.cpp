@@ -1156,6 +1156,54 @@ template <class T> inline int64_t rp_toint(T x) { return rp_int_ok(x) ? static_c
 template <class T> inline T rp_tofloat(int64_t i) { const T r = static_cast<T>(i); return r == T(0) ? T(0) : r; }
 }  // namespace
 
+namespace {
+#if defined(__AVX512F__)
+constexpr int RP_LANE_W = 8;
+#elif defined(__AVX__)
+constexpr int RP_LANE_W = 4;
+#else
+constexpr int RP_LANE_W = 2;
+#endif
+constexpr int RP_LANE_V = 16 / RP_LANE_W;
+typedef double rp_lane_v __attribute__((vector_size(8 * RP_LANE_W)));
+// Lane j is v[j / RP_LANE_W][j % RP_LANE_W].
+struct rp_lanes {
+  rp_lane_v v[RP_LANE_V];
+};
+constexpr int64_t RP_SUM_BLOCK = 256;  // contributions stored per rp_lanes_add
+// Every lane -0.0, the identity of + (-0.0 + x is x for every x).
+RP_OWN rp_lanes rp_lanes_zero() {
+  rp_lanes l;
+  for (int r = 0; r < RP_LANE_V; ++r)
+    for (int j = 0; j < RP_LANE_W; ++j) l.v[r][j] = -0.0;
+  return l;
+}
+// p[j] added into lane j % 16 for j < n, in order of j; p has room for n rounded up to 16,
+// where the tail is padded with -0.0.
+RP_OWN void rp_lanes_add(rp_lanes& l, double* p, int64_t n) {
+  for (int64_t j = n; (j & 15) != 0; ++j) p[j] = -0.0;
+  for (int64_t j = 0; j < n; j += 16)
+    for (int r = 0; r < RP_LANE_V; ++r) {
+      rp_lane_v x;
+      __builtin_memcpy(&x, p + j + r * RP_LANE_W, sizeof x);
+      l.v[r] += x;
+    }
+}
+// x added into lane j (j < 16).
+RP_OWN void rp_lanes_add1(rp_lanes& l, int64_t j, double x) {
+  l.v[j / RP_LANE_W][j % RP_LANE_W] += x;
+}
+// The lanes' total in a fixed tree: lane j plus lane j + 8, then j + 4, j + 2, j + 1.
+RP_OWN double rp_lanes_total(const rp_lanes& l) {
+  double t[16];
+  for (int r = 0; r < RP_LANE_V; ++r)
+    for (int j = 0; j < RP_LANE_W; ++j) t[r * RP_LANE_W + j] = l.v[r][j];
+  for (int w = 8; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) t[j] += t[j + w];
+  return t[0];
+}
+}  // namespace
+
 // ---- kernel 'mean_field' from examples/mean_field.py, float64, steps=1
 //   slot 0: x (plane)
 //   slot 1: m (sum over samples)
@@ -1191,13 +1239,29 @@ RAPTOR_EXPORT RP_NARROW void raptor_mean_field_stage1_0123456789abcdef_f64(rapto
     return {part_m_0, part_hawk_sum0_0};
   };
   const int64_t begin = a->begin, end = a->end;
+  // sums over samples in 16 lanes (rp_lanes_add)
+  rp_lanes ln_m_0 = rp_lanes_zero();
+  alignas(64) double pb_m_0[RP_SUM_BLOCK + 16];
+  rp_lanes ln_hawk_sum0_0 = rp_lanes_zero();
+  alignas(64) double pb_hawk_sum0_0[RP_SUM_BLOCK + 16];
   if (a->index) {
     const int64_t* const index = a->index;
-    for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(index[i]); acc_m_0 += p.m_0; acc_hawk_sum0_0 += p.hawk_sum0_0; }
+    for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(index[i]); rp_lanes_add1(ln_m_0, index[i] & 15, p.m_0); rp_lanes_add1(ln_hawk_sum0_0, index[i] & 15, p.hawk_sum0_0); }
   } else {
-#pragma omp simd reduction(+: acc_m_0, acc_hawk_sum0_0)
-    for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(i); acc_m_0 += p.m_0; acc_hawk_sum0_0 += p.hawk_sum0_0; }
+    for (int64_t i0 = begin; i0 < end;) {
+      const int64_t base = i0 & ~int64_t{15};
+      const int64_t i1 = end - base > RP_SUM_BLOCK ? base + RP_SUM_BLOCK : end;
+      for (int64_t i = base; i < i0; ++i) pb_m_0[i - base] = -0.0;
+      for (int64_t i = base; i < i0; ++i) pb_hawk_sum0_0[i - base] = -0.0;
+#pragma GCC ivdep
+      for (int64_t i = i0; i < i1; ++i) { const parts_t p = sample(i); pb_m_0[i - base] = p.m_0; pb_hawk_sum0_0[i - base] = p.hawk_sum0_0; }
+      rp_lanes_add(ln_m_0, pb_m_0, i1 - base);
+      rp_lanes_add(ln_hawk_sum0_0, pb_hawk_sum0_0, i1 - base);
+      i0 = i1;
+    }
   }
+  acc_m_0 = rp_lanes_total(ln_m_0);
+  acc_hawk_sum0_0 = rp_lanes_total(ln_hawk_sum0_0);
   sum_m[0] += acc_m_0;
   sum_hawk_sum0[0] += acc_hawk_sum0_0;
   a->finished = finished;
