@@ -2,8 +2,8 @@
 """Differential fuzzing of the hawk compiler, the long run (issue 10 item 5).
 
 Generates random well-typed kernels (tests/kernelgen.py) and checks each: compiled C++ in
-both dtypes against the reference interpreter (bitwise; sums within their reordering
-bound), its tangent against central differences, the adjoint identity, and (unless --no-xla)
+both dtypes against the reference interpreter (bitwise, sums included: the interpreter adds
+them in a launch's order), its tangent against central differences, the adjoint identity, and (unless --no-xla)
 the JAX bridge's "xla" lowering against the interpreter and jax.jvp / jax.vjp through the
 bridge on both lowerings against the interpreter's tangent and adjoint kernels, float32
 calls with their jax.jvp on "ffi", and jax.vmap over two input sets on both lowerings

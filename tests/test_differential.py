@@ -2,8 +2,8 @@
 
 The kernels and the checks are tests/kernelgen.py's (start there): compiled C++ in both
 dtypes against the reference interpreter (bitwise, except where an inexact library function
-is involved: within how far its outputs move when those results are 2 ulp off; sums within
-their reordering bound), tangents against central differences, the adjoint identity to
+is involved: within how far its outputs move when those results are 2 ulp off; sums
+included, which the interpreter adds in a launch's order), tangents against central differences, the adjoint identity to
 1e-10, and the JAX bridge (its "xla" lowering, jax.jvp / jax.vjp on both lowerings and float32
 calls, jax.vmap on both lowerings) against the interpreter, stepping loops against their
 plain loop of launches, and reverse sweeps of records against the tangent kernel's loop. Seeded and bounded (about 3 minutes on 2 cores, half of it
@@ -406,7 +406,7 @@ JAX_AD_SEEDS = range(40, 48)  # ~60 s: the bridge builds each kernel's own deriv
 def test_derivatives_through_the_jax_bridge_match_the_derived_kernels(unrecorded):
     """jax.jvp and jax.vjp through eagle.frameworks.jax.function, on "ffi" and "xla" (float64),
     against the interpreter's tangent and adjoint kernels (kernelgen.check_jax_ad): the
-    tangents on "ffi" by compare()'s rule (bit for bit, sums within their reordering bound),
+    tangents on "ffi" by compare()'s rule (bit for bit, sums included),
     the rest within check_xla's rule; then the float32 calls and their jvp on "ffi"."""
     st = kernelgen.check_batch(JAX_AD_SEEDS, None, compiled=False, checks=("jax",))
     assert not st.mismatches, _fail_text(st)
@@ -864,8 +864,8 @@ def _scattering(count: int, seeds: range) -> list[int]:
 
 def test_scatter_kernels_pass_every_check_compiled(tmp_path, unrecorded):
     """4 kernels with scatter-adds (one translation unit, x3 with derivatives): compiled in both
-    dtypes against the interpreter (the target compared as a sum, within its reordering
-    bound), tangents against differences, the adjoint identity (the target's cotangent the
+    dtypes against the interpreter (the target bit for bit too: the interpreter adds it in
+    the launch's order), tangents against differences, the adjoint identity (the target's cotangent the
     adjoint's Table), the xla lowering where it applies."""
     seeds = _scattering(4, FEATURE_SEEDS)
     st = kernelgen.check_batch(seeds, str(tmp_path / "c"), checks=("interp", "tangent", "adjoint", "xla"))
@@ -1110,23 +1110,30 @@ def _sum_kernel(x: Scalar, t: Table[Scalar], p: Param, y: Mutable[Scalar]):
     y = x * p + t.at(x * 2.0)
 
 
-def test_sums_are_compared_within_their_reordering_bound(tmp_path):
-    """An adjoint's Param and Table sums, compiled (SIMD partials) against the interpreter."""
+@pytest.mark.parametrize("n", [1000, 10_001])
+def test_sums_are_compared_bit_for_bit(tmp_path, n):
+    """An adjoint's Param and Table sums, compiled against the interpreter, which adds them in
+    the launch's order (ir/combine.hpp: chunks, 16 lanes): equal bit for bit at one chunk and
+    at three, both dtypes; one ulp off is a mismatch."""
     import eagle.plan
 
     ak = _sum_kernel.adjoint(["x", "t", "p"])
     (plan,) = eagle.plan.auto([ak], cache_dir=tmp_path / "c")
     rng = np.random.default_rng(5)
-    n, m = 1000, 4
+    m = 4
     vals = {"x": rng.uniform(0.0, 1.99, n), "t": rng.standard_normal(m), "p": 0.3, "y_bar": rng.standard_normal(n)}
     for dtype in (np.float64, np.float32):
         got = kernelgen.launch(plan, n, m, vals, dtype)
         want = kernelgen.interpret(ak, n, m, vals, float32=dtype is np.float32)
+        for name in ("p_bar", "t_bar"):
+            w = want.outs[name].astype(dtype).astype(np.float64)
+            assert got.outs[name].tobytes() == w.tobytes(), (name, got.outs[name], w)
         assert kernelgen.compare(ak, got, want, n, dtype) is None
-        assert want.sum_abs["p_bar"][0] > abs(want.outs["p_bar"][0])  # the scale of the bound
-        bad = kernelgen.Run({k: v.copy() for k, v in got.outs.items()}, None, None)
-        bad.outs["p_bar"][0] += 1e-3 * want.sum_abs["p_bar"][0]
-        assert "p_bar" in kernelgen.compare(ak, bad, want, n, dtype)
+        assert want.sum_abs["p_bar"][0] > abs(want.outs["p_bar"][0])  # terms that cancel
+        for name in ("p_bar", "t_bar"):
+            bad = kernelgen.Run({k: v.copy() for k, v in got.outs.items()}, None, None)
+            bad.outs[name][0] = np.nextafter(bad.outs[name][0].astype(dtype), dtype(np.inf)).astype(np.float64)
+            assert name in kernelgen.compare(ak, bad, want, n, dtype)
 
 
 def test_table_errors_agree(tmp_path):

@@ -5,13 +5,15 @@ depends on the launch alone, so the bits do not depend on the machine's vector w
 
 1. A launch's hawk.sum equals, bit for bit, a NumPy restatement of that order (``lane_sum``),
    in float64 and float32, under where= and a Terminated mask, at sizes that end chunks,
-   blocks (RP_SUM_BLOCK) and lanes at odd places.
+   blocks (256 samples) and lanes at odd places.
 2. Builds of one kernel for x86-64 (SSE2), x86-64-v2, x86-64-v3 (AVX2), x86-64-v4 (AVX-512) and
    the default flags give the same bits (each ISA this machine can run): a hawk.sum, and an
    adjoint kernel's Param cotangents (the gradient of a reverse pass).
 3. A Guard(active_set=True) launch (through the index map of live samples) equals the masked
    launch over every sample bit for bit where both are one chunk: the lanes follow the
    sample's index, not its place in the map.
+4. The reference interpreter adds in the same order (ir/combine.hpp): its sums equal
+   ``lane_sum``'s, so the differential fuzzer compares launches' sums with it bit for bit.
 """
 
 from __future__ import annotations
@@ -177,3 +179,13 @@ def test_active_set_launch_equals_the_masked_launch(tmp_path, dtype):
     want = _launch(plans["stats"], x, done)
     assert [v.hex() for v in got] == [v.hex() for v in want]
     assert [v.hex() for v in want] == [v.hex() for v in _expected(x, done)]
+
+
+@pytest.mark.parametrize("n", [17, 70_001])
+def test_interpreter_follows_the_documented_order(n):
+    """The reference interpreter (ir/interp.cpp, which the differential fuzzer compares launches
+    with bit for bit) adds in the same order: its float64 sums equal ``lane_sum``'s."""
+    x, done = _values(n, np.float64)
+    outs = stats._core.interpret(n, {"x": list(x), "k": [K]}, list(done.astype(np.uint8)))[0]
+    got = float(outs["e"][0]), float(outs["pos"][0])
+    assert [v.hex() for v in got] == [v.hex() for v in _expected(x, done)]

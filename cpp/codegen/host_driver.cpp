@@ -501,6 +501,14 @@ class HostWriter : public detail::StepWriter {
     return pragma + "\n";
   }
 
+  // The samples whose contributions a sample loop stores before rp_lanes_add adds them, for
+  // `components` lane sums: 256 (the loop's own overhead then is small), fewer for many sums,
+  // so that their buffers (pb_, on the stack) stay within 16 KB, and a multiple of 16.
+  static int64_t sum_block(size_t components) {
+    const int64_t fit = static_cast<int64_t>(2048 / std::max<size_t>(components, 1)) / 16 * 16;
+    return std::clamp<int64_t>(fit, 16, 256);
+  }
+
   // The components of sums (hawk.sum, hawk.mean, Param cotangents; not hawk.min / max), which
   // add in rp_lanes: ln_<name> (16 lanes) and pb_<name> (a block's contributions).
   std::vector<std::pair<size_t, int>> lane_sums() const {
@@ -545,7 +553,7 @@ class HostWriter : public detail::StepWriter {
   //
   // Sums over samples (lane_sums) add in 16 lanes, sample s into lane s % 16 in the order the
   // loop meets them, then the lanes in rp_lanes_total's fixed tree: the contiguous loop stores
-  // a block of RP_SUM_BLOCK samples' contributions (pb_, from a multiple of 16, the samples
+  // a block of sum_block() samples' contributions (pb_, from a multiple of 16, the samples
   // before the first one padded with -0.0) and rp_lanes_add adds the block into the lanes; the
   // index loop adds each sample's into its lane. The order depends on the samples alone, not
   // on the vector width GCC picks: the same bits on AVX-512, AVX2 and SSE2 builds, and
@@ -579,8 +587,7 @@ class HostWriter : public detail::StepWriter {
         const std::string in = indent + "  ";
         os_ << in << "for (int64_t i0 = begin; i0 < end;) {\n"
             << in << "  const int64_t base = i0 & ~int64_t{15};\n"
-            << in
-            << "  const int64_t i1 = end - base > RP_SUM_BLOCK ? base + RP_SUM_BLOCK : end;\n";
+            << in << "  const int64_t i1 = end - base > sum_block ? base + sum_block : end;\n";
         for (const auto& sc : lanes)
           os_ << in << "  for (int64_t i = base; i < i0; ++i) pb_" << sum_name(sc)
               << "[i - base] = -0.0;\n";
@@ -596,10 +603,12 @@ class HostWriter : public detail::StepWriter {
     // Bounds in locals: stores through the planes could alias *a as far as GCC knows.
     os_ << "  const int64_t begin = a->begin, end = a->end;\n";
     if (streamable()) return stream_loops();
-    if (!lanes.empty()) os_ << "  // sums over samples in 16 lanes (rp_lanes_add)\n";
+    if (!lanes.empty())
+      os_ << "  // sums over samples in 16 lanes (rp_lanes_add), a block of samples at a time\n"
+          << "  constexpr int64_t sum_block = " << sum_block(lanes.size()) << ";\n";
     for (const auto& sc : lanes)
       os_ << "  rp_lanes ln_" << sum_name(sc) << " = rp_lanes_zero();\n"
-          << "  alignas(64) double pb_" << sum_name(sc) << "[RP_SUM_BLOCK + 16];\n";
+          << "  alignas(64) double pb_" << sum_name(sc) << "[sum_block + 16];\n";
     if (!k_.has_mask()) {
       loops("", "  ");
     } else {
@@ -1246,7 +1255,6 @@ typedef double rp_lane_v __attribute__((vector_size(8 * RP_LANE_W)));
 struct rp_lanes {
   rp_lane_v v[RP_LANE_V];
 };
-constexpr int64_t RP_SUM_BLOCK = 256;  // contributions stored per rp_lanes_add
 // Every lane -0.0, the identity of + (-0.0 + x is x for every x).
 RP_OWN rp_lanes rp_lanes_zero() {
   rp_lanes l;

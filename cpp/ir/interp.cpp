@@ -34,10 +34,21 @@ int64_t table_entries(const Kernel& k, const InterpBinding& b, int s) {
   return static_cast<int64_t>(b.slots[t].in.size()) / k.slots[t].width;
 }
 
+// A chunk's sums as a launch adds them (ir/combine.hpp): per sum slot, the running sample's
+// parts and the chunk's lanes (a Param's sum, Combine::Sum: part[s][c], lanes[s][c * 16 + j]),
+// or the chunk's partial table (a Table's: table[s][entry * width + c]).
+struct ChunkSums {
+  std::vector<std::vector<double>> part, lanes, table;
+};
+
+bool lane_sum(const Slot& slot) {
+  return slot.kind == SlotKind::ParamSum && slot.combine == Combine::Sum;
+}
+
 class SampleRunner {
  public:
-  SampleRunner(const Kernel& k, InterpBinding& b)
-      : k_(k), b_(b), f_(k.values.size()), i_(k.values.size()) {}
+  SampleRunner(const Kernel& k, InterpBinding& b, ChunkSums& sums)
+      : k_(k), b_(b), sums_(sums), f_(k.values.size()), i_(k.values.size()) {}
 
   void run(int64_t n) {
     const int64_t N = b_.n;
@@ -56,6 +67,8 @@ class SampleRunner {
       }
       return;
     }
+    for (size_t s = 0; s < k_.slots.size(); ++s)
+      if (lane_sum(k_.slots[s])) sums_.part[s].assign(sums_.part[s].size(), -0.0);
     // state[s][c]; only Mutable slots are used.
     std::vector<std::vector<double>> state(k_.slots.size());
     for (size_t s = 0; s < k_.slots.size(); ++s) {
@@ -83,14 +96,14 @@ class SampleRunner {
         } else if (slot.kind == SlotKind::ParamSum && slot.combine != Combine::Sum) {
           if (on) fold(b_.slots[st.slot], st.comp, slot.combine, x);  // hawk.min / hawk.max
         } else if (slot.kind == SlotKind::ParamSum) {
-          if (on) add(b_.slots[st.slot], st.comp, x);
+          if (on) add(sums_.part[st.slot], b_.slots[st.slot], st.comp, x);
         } else if (slot.kind == SlotKind::TableSum && on) {
           const int64_t idx = i_[st.index];
           const int64_t m = table_entries(k_, b_, st.slot);
           if (idx < 0 || idx >= m)
             error(st.slot, idx, n);
           else
-            add(b_.slots[st.slot], idx * slot.width + st.comp, x);
+            add(sums_.table[st.slot], b_.slots[st.slot], idx * slot.width + st.comp, x);
         }
       }
       state = std::move(next);
@@ -105,11 +118,19 @@ class SampleRunner {
       if (slot.kind != SlotKind::Mutable) continue;
       for (int c = 0; c < slot.width; ++c) b_.slots[s].out[c * N + n] = state[s][c];
     }
+    // The sample's parts of a Param's sums into its lane (ir/combine.hpp).
+    for (size_t s = 0; s < k_.slots.size(); ++s)
+      if (lane_sum(k_.slots[s]))
+        for (int c = 0; c < k_.slots[s].width; ++c)
+          sums_.lanes[s][static_cast<size_t>(c) * kSumLanes + static_cast<size_t>(n % kSumLanes)] +=
+              sums_.part[s][static_cast<size_t>(c)];
   }
 
  private:
-  static void add(InterpSlot& d, int64_t at, double x) {
-    d.out[at] += x;
+  // x added into `acc` (a sample's parts, a chunk's partial table) at `at`, and its magnitude
+  // into the slot's sum_abs.
+  static void add(std::vector<double>& acc, InterpSlot& d, int64_t at, double x) {
+    acc[static_cast<size_t>(at)] += x;
     if (d.sum_abs.size() != d.out.size()) d.sum_abs.assign(d.out.size(), 0.0);
     d.sum_abs[at] += std::fabs(x);
   }
@@ -418,6 +439,7 @@ class SampleRunner {
 
   const Kernel& k_;
   InterpBinding& b_;
+  ChunkSums& sums_;
   std::vector<double> f_;                  // F and B values (bools as 0/1)
   std::vector<int64_t> i_;                 // I values
   std::map<int, std::vector<int>> nexts_;  // LoopEnd -> its loop's LoopNext values
@@ -511,8 +533,52 @@ void interpret(const Kernel& k, InterpBinding& b) {
     b.trace_out.assign(N * static_cast<size_t>(k.steps) * b.trace_values.size(),
                        std::numeric_limits<double>::quiet_NaN());
   }
-  SampleRunner runner(k, b);
-  for (int64_t n = 0; n < b.n; ++n) runner.run(n);
+  // The sums in a launch's order (ir/combine.hpp): the launch's chunks, a Param's sum in
+  // lanes and a Table's in sample order within each, the chunks' partials in chunk order.
+  const size_t ns = k.slots.size();
+  ChunkSums sums;
+  sums.part.resize(ns);
+  sums.lanes.resize(ns);
+  sums.table.resize(ns);
+  std::vector<std::vector<double>> total(ns);
+  int64_t sum_entries = 0;
+  for (size_t s = 0; s < ns; ++s) {
+    const Slot& slot = k.slots[s];
+    if (slot.kind != SlotKind::ParamSum && slot.kind != SlotKind::TableSum) continue;
+    sum_entries += static_cast<int64_t>(b.slots[s].out.size());
+    if (lane_sum(slot)) {
+      sums.part[s].assign(static_cast<size_t>(slot.width), -0.0);
+      total[s].assign(static_cast<size_t>(slot.width), 0.0);
+    } else if (slot.kind == SlotKind::TableSum) {
+      total[s].assign(b.slots[s].out.size(), 0.0);
+    }
+  }
+  const int64_t chunk = sum_entries > 0 ? sum_chunk_length(b.n, sum_entries) : b.n;
+  SampleRunner runner(k, b, sums);
+  for (int64_t c0 = 0; c0 < b.n; c0 += chunk) {
+    for (size_t s = 0; s < ns; ++s) {
+      if (lane_sum(k.slots[s]))
+        sums.lanes[s].assign(static_cast<size_t>(k.slots[s].width) * kSumLanes, -0.0);
+      else if (k.slots[s].kind == SlotKind::TableSum)
+        sums.table[s].assign(b.slots[s].out.size(), 0.0);
+    }
+    for (int64_t n = c0; n < std::min(b.n, c0 + chunk); ++n) runner.run(n);
+    for (size_t s = 0; s < ns; ++s) {
+      if (lane_sum(k.slots[s]))
+        for (size_t c = 0; c < total[s].size(); ++c)
+          total[s][c] += 0.0 + lanes_total(sums.lanes[s].data() + c * kSumLanes);
+      else if (k.slots[s].kind == SlotKind::TableSum)
+        for (size_t j = 0; j < total[s].size(); ++j) total[s][j] += sums.table[s][j];
+    }
+  }
+  // Onto the outputs: a scatter target keeps its bound values after a kernel error, as a
+  // launch leaves the caller's array.
+  for (size_t s = 0; s < ns; ++s) {
+    const Slot& slot = k.slots[s];
+    if (total[s].empty() || (slot.kind == SlotKind::TableSum && slot.inout && b.error[0] != 0))
+      continue;
+    for (size_t j = 0; j < total[s].size(); ++j) b.slots[s].out[j] += total[s][j];
+  }
 }
 
 }  // namespace raptor::ir

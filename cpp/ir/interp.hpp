@@ -8,10 +8,15 @@
 //   it is left untouched; nothing else happens for that sample.
 // - Otherwise the state of each Mutable component starts as its in value (in-out) or 0
 //   (pure), and the body runs `steps` times: values in index order, then the stores (a
-//   Mutable store sets the next state, a ParamSum/TableSum store adds into `out` when its
-//   predicate holds, or folds into it by min / max for a hawk.min / hawk.max slot,
+//   Mutable store sets the next state, a ParamSum/TableSum store adds its value when its
+//   predicate holds, or folds it into `out` by min / max for a hawk.min / hawk.max slot,
 //   ir/combine.hpp), then, if `terminate` is true, the mask is set, `finished` grows and
 //   the sample stops stepping. At the end each Mutable's out is its final state.
+// - Sums are added in a host launch's order (ir/combine.hpp): the samples in the launch's
+//   chunks (sum_chunk_length of n and the sums' sizes); in a chunk a ParamSum's sample parts
+//   (its contributions added from -0.0) go into lane n % 16, each lane in sample order, and a
+//   TableSum's contributions into the chunk's table in sample order; the chunks' totals are
+//   added in chunk order and then onto `out`. A compiled launch gives the same bits.
 // - LoadMask is the mask at kernel start (false for a sample that runs). LoadPlane of an
 //   in-out Mutable reads its `in`, not the state.
 // - A table index outside [0, M) is an error (RAPTOR_ERR_TABLE_INDEX, the first one is
@@ -63,7 +68,7 @@ namespace raptor::ir {
 //   (M read from it), out = in plus the contributions (the caller starts out as a copy of in).
 // - Terminated: unused (see InterpBinding::mask). Random: unused (InterpBinding::rng_key).
 // - sum_abs (ParamSum, TableSum): the sum of |contribution|, sized like out: the scale of the
-//   rounding error of a sum added in another order (a build's SIMD and chunked partials).
+//   rounding error of a sum added in another order (the JAX bridge's "xla" lowering, XLA's).
 struct InterpSlot {
   std::vector<double> in;
   std::vector<double> out;

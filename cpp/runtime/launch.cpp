@@ -19,9 +19,6 @@ using ir::SlotKind;
 
 constexpr int64_t kAlign = 64;                 // chunk boundaries, in samples
 constexpr int64_t kParallelCombine = 1 << 16;  // sum elements above which combining is split
-// Launches with sums over samples: their chunking depends on the launch only (see launch()).
-constexpr int64_t kSumChunks = 16;
-constexpr int64_t kSumChunkMin = 4096;
 // A masked kernel of several steps: up to kMaskedChunks chunks per thread, each of at least
 // kMaskedChunkMin samples (see launch()).
 constexpr int64_t kMaskedChunks = 4;
@@ -164,11 +161,9 @@ LaunchResult launch(const KernelEntry& e, const Binding& b, ThreadPool* pool,
     // Sums over samples: the chunks, whose partials are added in chunk order, depend on the
     // launch alone (its positions and the size of its sums), never on the thread count or
     // on whether it runs split: the same bits on 1 thread or 64 (docs/runtime.md "Sums over
-    // samples"). At most kSumChunks chunks of at least kSumChunkMin positions, and at least
-    // as many positions as partial elements, so clearing and combining a chunk's partials
-    // never costs more than running it. Serial launches run the same chunks in order.
-    chunk_len = std::max({kSumChunkMin, (count + kSumChunks - 1) / kSumChunks, sum_total});
-    chunk_len = (chunk_len + kAlign - 1) / kAlign * kAlign;
+    // samples"; ir/combine.hpp's sum_chunk_length, which the interpreter cuts too). Serial
+    // launches run the same chunks in order.
+    chunk_len = ir::sum_chunk_length(count, sum_total);
     n_chunks = (count + chunk_len - 1) / chunk_len;
   } else if (parallel) {
     // One contiguous chunk per thread: each thread streams one long run, as a static OpenMP

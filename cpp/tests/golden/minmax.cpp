@@ -594,7 +594,6 @@ typedef double rp_lane_v __attribute__((vector_size(8 * RP_LANE_W)));
 struct rp_lanes {
   rp_lane_v v[RP_LANE_V];
 };
-constexpr int64_t RP_SUM_BLOCK = 256;  // contributions stored per rp_lanes_add
 // Every lane -0.0, the identity of + (-0.0 + x is x for every x).
 RP_OWN rp_lanes rp_lanes_zero() {
   rp_lanes l;
@@ -687,9 +686,10 @@ RAPTOR_EXPORT void raptor_extremes_0123456789abcdef_f64(raptor_args* a) {
     return {part_lo_0, part_hi_0, part_s_0};
   };
   const int64_t begin = a->begin, end = a->end;
-  // sums over samples in 16 lanes (rp_lanes_add)
+  // sums over samples in 16 lanes (rp_lanes_add), a block of samples at a time
+  constexpr int64_t sum_block = 256;
   rp_lanes ln_s_0 = rp_lanes_zero();
-  alignas(64) double pb_s_0[RP_SUM_BLOCK + 16];
+  alignas(64) double pb_s_0[sum_block + 16];
   if (zero_finished) {
     if (a->index) {
       const int64_t* const index = a->index;
@@ -697,7 +697,7 @@ RAPTOR_EXPORT void raptor_extremes_0123456789abcdef_f64(raptor_args* a) {
     } else {
       for (int64_t i0 = begin; i0 < end;) {
         const int64_t base = i0 & ~int64_t{15};
-        const int64_t i1 = end - base > RP_SUM_BLOCK ? base + RP_SUM_BLOCK : end;
+        const int64_t i1 = end - base > sum_block ? base + sum_block : end;
         for (int64_t i = base; i < i0; ++i) pb_s_0[i - base] = -0.0;
 #pragma omp simd reduction(rp_min: acc_lo_0) reduction(rp_max: acc_hi_0)
         for (int64_t i = i0; i < i1; ++i) { const parts_t p = sample(i, std::true_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); pb_s_0[i - base] = p.s_0; }
@@ -712,7 +712,7 @@ RAPTOR_EXPORT void raptor_extremes_0123456789abcdef_f64(raptor_args* a) {
     } else {
       for (int64_t i0 = begin; i0 < end;) {
         const int64_t base = i0 & ~int64_t{15};
-        const int64_t i1 = end - base > RP_SUM_BLOCK ? base + RP_SUM_BLOCK : end;
+        const int64_t i1 = end - base > sum_block ? base + sum_block : end;
         for (int64_t i = base; i < i0; ++i) pb_s_0[i - base] = -0.0;
 #pragma omp simd reduction(rp_min: acc_lo_0) reduction(rp_max: acc_hi_0)
         for (int64_t i = i0; i < i1; ++i) { const parts_t p = sample(i, std::false_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); pb_s_0[i - base] = p.s_0; }

@@ -1170,7 +1170,6 @@ typedef double rp_lane_v __attribute__((vector_size(8 * RP_LANE_W)));
 struct rp_lanes {
   rp_lane_v v[RP_LANE_V];
 };
-constexpr int64_t RP_SUM_BLOCK = 256;  // contributions stored per rp_lanes_add
 // Every lane -0.0, the identity of + (-0.0 + x is x for every x).
 RP_OWN rp_lanes rp_lanes_zero() {
   rp_lanes l;
@@ -1239,18 +1238,19 @@ RAPTOR_EXPORT RP_NARROW void raptor_mean_field_stage1_0123456789abcdef_f64(rapto
     return {part_m_0, part_hawk_sum0_0};
   };
   const int64_t begin = a->begin, end = a->end;
-  // sums over samples in 16 lanes (rp_lanes_add)
+  // sums over samples in 16 lanes (rp_lanes_add), a block of samples at a time
+  constexpr int64_t sum_block = 256;
   rp_lanes ln_m_0 = rp_lanes_zero();
-  alignas(64) double pb_m_0[RP_SUM_BLOCK + 16];
+  alignas(64) double pb_m_0[sum_block + 16];
   rp_lanes ln_hawk_sum0_0 = rp_lanes_zero();
-  alignas(64) double pb_hawk_sum0_0[RP_SUM_BLOCK + 16];
+  alignas(64) double pb_hawk_sum0_0[sum_block + 16];
   if (a->index) {
     const int64_t* const index = a->index;
     for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(index[i]); rp_lanes_add1(ln_m_0, index[i] & 15, p.m_0); rp_lanes_add1(ln_hawk_sum0_0, index[i] & 15, p.hawk_sum0_0); }
   } else {
     for (int64_t i0 = begin; i0 < end;) {
       const int64_t base = i0 & ~int64_t{15};
-      const int64_t i1 = end - base > RP_SUM_BLOCK ? base + RP_SUM_BLOCK : end;
+      const int64_t i1 = end - base > sum_block ? base + sum_block : end;
       for (int64_t i = base; i < i0; ++i) pb_m_0[i - base] = -0.0;
       for (int64_t i = base; i < i0; ++i) pb_hawk_sum0_0[i - base] = -0.0;
 #pragma GCC ivdep
