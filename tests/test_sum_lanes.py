@@ -14,6 +14,8 @@ depends on the launch alone, so the bits do not depend on the machine's vector w
    sample's index, not its place in the map.
 4. The reference interpreter adds in the same order (ir/combine.hpp): its sums equal
    ``lane_sum``'s, so the differential fuzzer compares launches' sums with it bit for bit.
+5. A kernel of 40 sums (an adjoint's Param cotangents), stored in smaller blocks, equals the
+   interpreter bit for bit.
 """
 
 from __future__ import annotations
@@ -189,3 +191,41 @@ def test_interpreter_follows_the_documented_order(n):
     outs = stats._core.interpret(n, {"x": list(x), "k": [K]}, list(done.astype(np.uint8)))[0]
     got = float(outs["e"][0]), float(outs["pos"][0])
     assert [v.hex() for v in got] == [v.hex() for v in _expected(x, done)]
+
+
+def test_many_sums_in_smaller_blocks_equal_the_interpreter(tmp_path):
+    """An adjoint with 40 Param cotangents stores 48 samples' terms per block (the buffers stay
+    within 16 KB of stack; codegen/host_driver.cpp sum_block), and still equals the reference
+    interpreter bit for bit, both dtypes, at three chunks."""
+    import importlib.util
+
+    names = [f"p{i}" for i in range(40)]
+    terms = " + ".join(f"{p} * {('x', 'x * x', 'hm.sin(x)')[i % 3]}" for i, p in enumerate(names))
+    src = (
+        "import hawk\nimport hawk.math as hm\nfrom hawk import Mutable, Param, Scalar\n\n\n"
+        f"@hawk.kernel\ndef many(x: Scalar, {', '.join(n + ': Param' for n in names)}, f: Mutable[Scalar]):\n"
+        f"    f = {terms}\n"
+    )
+    path = tmp_path / "many_params.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("many_params", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    adj = mod.many.adjoint(names)
+    assert "constexpr int64_t sum_block = 48;" in adj.cpp("float64")
+    plan = plan_kernels([adj], str(tmp_path / "c"))[adj.name]
+    n = 10_001
+    rng = np.random.default_rng(7)
+    x, ct = rng.standard_normal(n), rng.standard_normal(n)
+    pvals = {p: float(v) for p, v in zip(names, rng.standard_normal(40))}
+    sums = [s.name for s in adj.slots if s.kind == "param_sum"]
+    assert len(sums) == 40
+    ct_name = next(s.name for s in adj.slots if s.kind == "plane" and s.name != "x")
+    want = adj._core.interpret(n, {"x": list(x), ct_name: list(ct), **{p: [v] for p, v in pvals.items()}})[0]
+    f32 = adj._core.interpret(n, {"x": list(x.astype(np.float32)), ct_name: list(ct.astype(np.float32)),
+                                  **{p: [v] for p, v in pvals.items()}}, float32=True)[0]
+    for dtype, ref in ((np.float64, want), (np.float32, f32)):
+        arrays = {"x": x.astype(dtype), ct_name: ct.astype(dtype), **pvals, **{s: np.zeros(1, dtype) for s in sums}}
+        plan.bind(**arrays).launch()
+        for s in sums:
+            assert float(arrays[s][0]).hex() == float(dtype(ref[s][0])).hex(), (s, np.dtype(dtype).name)
