@@ -97,10 +97,10 @@ RP_LIBM(tan, tan)
     if constexpr (std::is_same_v<T, float>) return ::call##f(x, y);            \
     else return ::call(x, y);                                                  \
   }
-RP_LIBM2(pow, pow) RP_LIBM2(atan2, atan2)
+RP_LIBM2(pow, pow)
 @LIBM2@#undef RP_LIBM2
-// exp, expm1, log, log1p and tanh are raptor's own (rp_math.h, above): no call, so a sample loop
-// around them vectorizes; the interpreter and the fold pass compute the same functions. sin
+// exp, expm1, log, log1p, tanh, atan and atan2 are raptor's own (rp_math.h, above): no call, so
+// a sample loop around them vectorizes; the interpreter and the fold pass compute the same functions. sin
 // and cos are too (rp_trig.h), pasted with their rp_sin / rp_cos where a kernel calls them.
 // always_inline: in a large unit GCC kept rp_tanh a call, which left that unit's sample loop
 // scalar where a smaller unit's build of the same kernel vectorized it, and the two summed a
@@ -112,6 +112,8 @@ template <class T> RP_OWN T rp_expm1(T x) { return rp_math_expm1(x); }
 template <class T> RP_OWN T rp_log(T x) { return rp_math_log(x); }
 template <class T> RP_OWN T rp_log1p(T x) { return rp_math_log1p(x); }
 template <class T> RP_OWN T rp_tanh(T x) { return rp_math_tanh(x); }
+template <class T> RP_OWN T rp_atan(T x) { return rp_math_atan(x); }
+template <class T> RP_OWN T rp_atan2(T y, T x) { return rp_math_atan2(y, x); }
 // np.remainder (the sign of the divisor, a zero with the divisor's sign) and C's fdim: the
 // formulas of ir/math_fns.hpp, exact operations only.
 template <class T> inline T rp_remainder(T a, T b) {

@@ -15,7 +15,7 @@ constexpr MathKind O = MathKind::Own;
 constexpr MathFn kFns[] = {
     {Op::Asin, "asin", 1, Type::F, L, "asin"},
     {Op::Acos, "acos", 1, Type::F, L, "acos"},
-    {Op::Atan, "atan", 1, Type::F, L, "atan"},
+    {Op::Atan, "atan", 1, Type::F, O, "atan"},
     {Op::Sinh, "sinh", 1, Type::F, L, "sinh"},
     {Op::Cosh, "cosh", 1, Type::F, L, "cosh"},
     {Op::Asinh, "asinh", 1, Type::F, L, "asinh"},

@@ -3,7 +3,7 @@
 // and how it is computed, which every stage reads:
 // - the IR's op names and arities (ir.cpp), the front end's hawk.math names (lower_math.cpp);
 // - the meaning, `eval_math` below: the C library's function of the same name in the
-//   arithmetic of T (std::asin(float) is asinf), or raptor's own (`Own`: expm1, log1p, from
+//   arithmetic of T (std::asin(float) is asinf), or raptor's own (`Own`: expm1, log1p, atan, from
 //   runtime/rp_math.h), shared by constant folding and the reference interpreter
 //   (passes/eval.cpp), so compiled code equals interpreted code bit for bit;
 // - the generated code: `Libm` functions through the host prelude's noipa `rp_` wrappers
@@ -30,8 +30,9 @@ enum class MathKind : uint8_t {
             //  through a noipa wrapper so GCC never folds it (correctly rounded) itself
   Exact,    // exact by definition (ceil, rint, fmod, fma, copysign, predicates): a builtin
   Formula,  // a short formula of exact operations, written once per target's prelude
-  Own,  // raptor's own function (runtime/rp_math.h: expm1, log1p, as exp and log), not correctly
-        //  rounded but the same bits wherever the host computes it; vectorizable
+  Own,      // raptor's own function (runtime/rp_math.h: expm1, log1p, atan, as exp and log), not
+            // correctly
+            //  rounded but the same bits wherever the host computes it; vectorizable
 };
 
 struct MathFn {
@@ -71,7 +72,8 @@ T eval_math(Op op, const T* a) {
   switch (op) {
     case Op::Asin: return std::asin(a[0]);
     case Op::Acos: return std::acos(a[0]);
-    case Op::Atan: return std::atan(a[0]);
+    case Op::Atan:
+      return rp_math_atan(a[0]);  // raptor's own (Own)
     case Op::Sinh: return std::sinh(a[0]);
     case Op::Cosh: return std::cosh(a[0]);
     case Op::Asinh: return std::asinh(a[0]);

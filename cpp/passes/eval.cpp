@@ -91,7 +91,7 @@ T eval_in(Op op, const T* a, int64_t iimm) {
     case Op::Pow:
       return std::pow(a[0], a[1]);
     case Op::Atan2:
-      return std::atan2(a[0], a[1]);
+      return rp_math_atan2(a[0], a[1]);  // raptor's own (runtime/rp_math.h)
     case Op::Min:
       return nan_min(a[0], a[1]);
     case Op::Max:

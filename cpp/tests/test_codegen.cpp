@@ -914,6 +914,19 @@ def th(x: Scalar, y: Mutable[Scalar]):
   expect_sample_loops_vectorized(k, "raptor_th_vec_f32", DType::F32);
 }
 
+// atan and atan2 are raptor's own (fdlibm's forms selected, one division; atan2's quotient
+// residual an fma or Dekker's product; runtime/rp_math.h): vectorized for every target
+// vec_targets() lists (glibc's, a call per sample, kept these loops scalar).
+TEST(CodegenVectorize, AtanAtan2SampleLoopsAreVectorized) {
+  const ir::Kernel k = lowered(R"(@hawk.kernel
+def angles(x: Scalar, z: Scalar, y: Mutable[Scalar]):
+    y = atan2(x * y, z) + atan(x) + y
+)",
+                               {Scalar("x"), Scalar("z"), MutScalar("y")});
+  expect_sample_loops_vectorized(k, "raptor_angles_vec_f64", DType::F64);
+  expect_sample_loops_vectorized(k, "raptor_angles_vec_f32", DType::F32);
+}
+
 // sin and cos are raptor's own too (an exact range reduction with a table read, the gather):
 // vectorized where the ISA has the gather (and, for double, FMA): x86-64-v3 and up, every
 // target vec_targets() lists.
