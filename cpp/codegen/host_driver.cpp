@@ -99,9 +99,10 @@ RP_LIBM(tan, tan)
   }
 RP_LIBM2(pow, pow)
 @LIBM2@#undef RP_LIBM2
-// exp, expm1, log, log1p, tanh, atan and atan2 are raptor's own (rp_math.h, above): no call, so
-// a sample loop around them vectorizes; the interpreter and the fold pass compute the same functions. sin
-// and cos are too (rp_trig.h), pasted with their rp_sin / rp_cos where a kernel calls them.
+// exp, expm1, log, log1p and tanh are raptor's own (rp_math.h, above): no call, so a sample loop
+// around them vectorizes; the interpreter and the fold pass compute the same functions. sin
+// and cos are too (rp_trig.h), and atan and atan2 (rp_atan.h), pasted with their wrappers where
+// a kernel calls them.
 // always_inline: in a large unit GCC kept rp_tanh a call, which left that unit's sample loop
 // scalar where a smaller unit's build of the same kernel vectorized it, and the two summed a
 // hawk.sum in different orders (a staged kernel through the JAX bridge, 2 ulps from its launch).
@@ -112,8 +113,6 @@ template <class T> RP_OWN T rp_expm1(T x) { return rp_math_expm1(x); }
 template <class T> RP_OWN T rp_log(T x) { return rp_math_log(x); }
 template <class T> RP_OWN T rp_log1p(T x) { return rp_math_log1p(x); }
 template <class T> RP_OWN T rp_tanh(T x) { return rp_math_tanh(x); }
-template <class T> RP_OWN T rp_atan(T x) { return rp_math_atan(x); }
-template <class T> RP_OWN T rp_atan2(T y, T x) { return rp_math_atan2(y, x); }
 // np.remainder (the sign of the divisor, a zero with the divisor's sign) and C's fdim: the
 // formulas of ir/math_fns.hpp, exact operations only.
 template <class T> inline T rp_remainder(T a, T b) {
@@ -1300,6 +1299,19 @@ constexpr const char* kTrigWrappers =
     "template <class T> RP_OWN T rp_cos(T x) { return rp_math_cos(x); }\n"
     "}  // namespace\n\n";
 
+// Whether a kernel calls atan or atan2, whose unit then pastes rp_atan.h and its wrappers.
+bool uses_atan(const ir::Kernel& k) {
+  return std::any_of(k.values.begin(), k.values.end(), [](const ir::Value& v) {
+    return v.op == ir::Op::Atan || v.op == ir::Op::Atan2;
+  });
+}
+
+constexpr const char* kAtanWrappers =
+    "namespace {\n"
+    "template <class T> RP_OWN T rp_atan(T x) { return rp_math_atan(x); }\n"
+    "template <class T> RP_OWN T rp_atan2(T y, T x) { return rp_math_atan2(y, x); }\n"
+    "}  // namespace\n\n";
+
 }  // namespace
 
 std::string emit_cpp(const std::vector<KernelToEmit>& kernels) {
@@ -1316,6 +1328,9 @@ std::string emit_cpp(const std::vector<KernelToEmit>& kernels) {
   if (std::any_of(kernels.begin(), kernels.end(),
                   [](const KernelToEmit& k) { return uses_trig(*k.kernel); }))
     os << runtime::trig_header_source() << "\n" << kTrigWrappers;
+  if (std::any_of(kernels.begin(), kernels.end(),
+                  [](const KernelToEmit& k) { return uses_atan(*k.kernel); }))
+    os << runtime::atan_header_source() << "\n" << kAtanWrappers;
   bool ints = false;
   for (const auto& k : kernels) ints |= detail::uses_ints(*k.kernel);
   if (ints) os << "namespace {\n" << detail::int_helpers("inline") << "}  // namespace\n\n";

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "ir/math_fns.hpp"
+#include "runtime/rp_atan.h"
 #include "runtime/rp_math.h"
 #include "runtime/rp_trig.h"
 
@@ -91,7 +92,7 @@ T eval_in(Op op, const T* a, int64_t iimm) {
     case Op::Pow:
       return std::pow(a[0], a[1]);
     case Op::Atan2:
-      return rp_math_atan2(a[0], a[1]);  // raptor's own (runtime/rp_math.h)
+      return rp_math_atan2(a[0], a[1]);  // raptor's own (runtime/rp_atan.h)
     case Op::Min:
       return nan_min(a[0], a[1]);
     case Op::Max:

@@ -24,12 +24,16 @@ std::string_view abi_cuda_header_source();
 std::string_view random_header_source();
 std::string_view random_device_source();
 
-// rp_math.h, byte for byte: raptor's own exp, expm1, log and log1p, which every host unit pastes
-// before its prelude (codegen/host_driver.cpp).
+// rp_math.h, byte for byte: raptor's own exp, expm1, log, log1p and tanh, which every host unit
+// pastes before its prelude (codegen/host_driver.cpp).
 std::string_view math_header_source();
 
 // rp_trig.h, byte for byte: raptor's own sin and cos, which the host units whose kernels call
 // them paste after rp_math.h (codegen/host_driver.cpp).
 std::string_view trig_header_source();
+
+// rp_atan.h, byte for byte: raptor's own atan and atan2, which the host units whose kernels
+// call them paste after rp_math.h (codegen/host_driver.cpp).
+std::string_view atan_header_source();
 
 }  // namespace raptor::runtime

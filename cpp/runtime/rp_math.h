@@ -1,6 +1,7 @@
-/* raptor's own exp, expm1, log, log1p, tanh, atan and atan2: those functions of the kernel language
- * on the host (docs/language.md "hawk.math"), and the logarithm under the normal draws' erfinv
- * (runtime/random.h). sin and cos are in rp_trig.h, which builds on this file.
+/* raptor's own exp, expm1, log, log1p and tanh: those functions of the kernel language on the host
+ * (docs/language.md "hawk.math"), and the logarithm under the normal draws' erfinv
+ * (runtime/random.h). sin and cos are in rp_trig.h, atan and atan2 in rp_atan.h, which build on
+ * this file.
  *
  * Why not the C library's: a call to glibc's exp is a call per sample, so a sample loop around
  * it stays scalar (GCC vectorizes libm calls only through libmvec under -ffast-math, whose
@@ -15,9 +16,8 @@
  * cpp/tests/test_runtime_math.cpp against long double over random and edge arguments, and for
  * float over every float in the tested ranges. Special values as C99 Annex F: exp(-inf) = 0,
  * exp(+inf) = +inf, log(0) = -inf, log(x < 0) = NaN, log1p(-1) = -inf, log1p(-0) = -0,
- * expm1(-inf) = -1, expm1(-0) = -0, tanh(+-inf) = +-1, tanh(-0) = -0, atan(+-inf) = +-pi/2,
- * atan2's zeros and infinities, NaN in NaN out. The float versions compute in double and round
- * once to float.
+ * expm1(-inf) = -1, expm1(-0) = -0, tanh(+-inf) = +-1, tanh(-0) = -0, NaN in NaN out. The
+ * float versions compute in double and round once to float.
  *
  * The methods are fdlibm's (Sun Microsystems, 1993; e_exp.c, s_expm1.c, e_log.c, s_log1p.c: x = k
  * ln2 + r with a rational approximation of exp(r); x = 2^k (1 + f) with log(1 + f) = 2 atanh(f / (2
@@ -25,12 +25,10 @@
  * rounded with the 1.5 * 2^52 shift, 2^k is built from its bits in two factors (so subnormal
  * and overflowing results round once). tanh is fdlibm's s_tanh.c over this exp with its
  * rounding errors carried, and a Taylor series near 0 (glibc's tanh, fdlibm's without them, is
- * 2 ulps off). atan and atan2 are fdlibm's s_atan.c and e_atan2.c, atan2 with its quotient's
- * rounding carried and x < 0 reduced otherwise (fdlibm's is 1.5 ulps off).
+ * 2 ulps off).
  *
  * CUDA units paste this file too (with random.h; the device's functions are __device__), for
- * the erfinv's logarithm; the CUDA emitter's exp / expm1 / log / log1p / tanh / atan / atan2
- * are CUDA's own.
+ * the erfinv's logarithm; the CUDA emitter's exp / expm1 / log / log1p / tanh are CUDA's own.
  * Start at rp_math_exp. */
 #ifndef RAPTOR_MATH_H
 #define RAPTOR_MATH_H
@@ -351,103 +349,6 @@ RP_MATH_FN double rp_math_tanh(double x) {
   return a < 0.55 ? near : far;
 }
 
-/* atan(a) + corr for a >= 0 and a small corr (atan2's first-order correction for the rounding
- * of its quotient, 0 for atan): fdlibm's s_atan.c (Sun Microsystems, 1993) branch-free. Below
- * 7/16 its polynomial of a; above, atan(h) + atan(t) with (h, t) = (1/2, (2a - 1) / (2 + a))
- * below 11/16, (1, (a - 1) / (a + 1)) below 19/16, (3/2, (a - 1.5) / (1 + 1.5a)) below 39/16
- * and (inf, -1 / a) above, atan(h) = hi + lo: each form's operands selected, one division;
- * corr joins the small terms before the last rounding. */
-RP_MATH_FN double rp_atan_pos(double a, double corr) {
-  const bool r0 = a < 0.6875, r1 = a < 1.1875, r2 = a < 2.4375;
-  const double num = r0 ? 2.0 * a - 1.0 : (r1 ? a - 1.0 : (r2 ? a - 1.5 : -1.0));
-  const double den = r0 ? 2.0 + a : (r1 ? a + 1.0 : (r2 ? 1.0 + 1.5 * a : a));
-  const double hi =
-      r0 ? 0x1.dac670561bb4fp-2
-         : (r1 ? 0x1.921fb54442d18p-1 : (r2 ? 0x1.f730bd281f69bp-1 : 0x1.921fb54442d18p+0));
-  const double lo =
-      r0 ? 0x1.a2b7f222f65e2p-56
-         : (r1 ? 0x1.1a62633145c07p-55 : (r2 ? 0x1.007887af0cbbdp-56 : 0x1.1a62633145c07p-54));
-  const bool near = a < 0.4375;
-  const double t = near ? a : num / den;
-  const double z = t * t, w = z * z;
-  const double s1 = z * (0x1.555555555550dp-2 +
-                         w * (0x1.24924920083ffp-3 +
-                              w * (0x1.745cdc54c206ep-4 +
-                                   w * (0x1.10d66a0d03d51p-4 +
-                                        w * (0x1.97b4b24760debp-5 + w * 0x1.0ad3ae322da11p-6)))));
-  const double s2 =
-      w *
-      (-0x1.999999998ebc4p-3 +
-       w * (-0x1.c71c6fe231671p-4 +
-            w * (-0x1.3b0f2af749a6dp-4 + w * (-0x1.dde2d52defd9ap-5 + w * -0x1.2b4442c6a6c2fp-5))));
-  const double at_near = a - (a * (s1 + s2) - corr);
-  const double at_far = hi - ((t * (s1 + s2) - (lo + corr)) - t);
-  const double v = near ? at_near : at_far;
-  return a < 0x1p-27 ? a + corr : v;
-}
-
-/* atan(x) in double: rp_atan_pos of |x| with x's sign (odd; +-0 gives +-0), +-inf +-pi/2,
- * NaN NaN. Measured within 0.84 ulp (glibc's: 0.52) over 4e6 random arguments. */
-RP_MATH_FN double rp_math_atan(double x) {
-  const double a = x < 0.0 ? -x : x;
-  const double r = rp_atan_pos(a, 0.0);
-  // r >= 0: x's sign bit onto it (odd; -0 gives -0)
-  uint64_t bx, br;
-  RP_F64_TO_BITS(bx, x);
-  RP_F64_TO_BITS(br, r);
-  br |= bx & 0x8000000000000000ull;
-  double out;
-  RP_F64_FROM_BITS(out, br);
-  return x != x ? x : out;
-}
-
-/* atan2(y, x) in double: fdlibm's e_atan2.c branch-free, more accurate. w = atan(|y / x|), or
- * for x < 0 and |y| >= |x| pi/2 + atan(|x / y|) (fdlibm's pi - atan(|y / x|) there lost up to
- * 1.5 ulp), with the quotient's rounding carried (rp_math_div_residual) into rp_atan_pos's last
- * rounding; pi - w for x < 0 otherwise; y's sign. Zeros, infinities and NaNs as C99 Annex F
- * (glibc's bits on each). Measured within 0.84 ulp (glibc's: 0.52) over 4e6 random pairs. */
-RP_MATH_FN double rp_math_atan2(double y, double x) {
-  const double pi = 0x1.921fb54442d18p+1, pi_lo = 0x1.1a62633145c07p-53;
-  const double pi_2 = 0x1.921fb54442d18p+0, pi_4 = 0x1.921fb54442d18p-1;
-  uint64_t bx, by;
-  RP_F64_TO_BITS(bx, x);
-  RP_F64_TO_BITS(by, y);
-  const bool ny = (by >> 63) != 0, nx = (bx >> 63) != 0;
-  const double ax = x < 0.0 ? -x : x, ay = y < 0.0 ? -y : y;
-  // x < 0 and |y| >= |x|: pi/2 + atan(|x / y|), whose atan (at most pi/4) is then small
-  // beside the result; otherwise atan(|y / x|), and pi minus it for x < 0
-  const bool swap = nx & (ay >= ax);
-  const double n = swap ? ax : ay, d = swap ? ay : ax;
-  const double q = n / d;
-  // atan(n / d) = atan(q) + r / (d (1 + q^2)) to first order in r = n - q d (exact)
-  const double w = rp_atan_pos(q, rp_math_div_residual(q, d, n) / (d + q * n));
-  const double z = nx ? (swap ? pi_2 + (w + 0.5 * pi_lo) : pi - (w - pi_lo)) : w;
-  // |y / x| above 2^60 (the exponents' difference, fdlibm's k): pi/2; below 2^-60 with x < 0:
-  // pi (fdlibm's cut-offs, where q and its correction would overflow or underflow; either side
-  // of them the result rounds the same)
-  const int32_t k = static_cast<int32_t>(static_cast<uint32_t>((by >> 32) & 0x7FFFFFFFu) -
-                                         static_cast<uint32_t>((bx >> 32) & 0x7FFFFFFFu)) >>
-                    20;
-  const double zk = k > 60 ? pi_2 : ((nx & (k < -60)) ? pi : z);
-  // atan2 is odd in y (zeros and infinities too): its magnitude here, y's sign bit below.
-  // x = +-inf: y infinite pi/4 or 3pi/4, else 0 or pi; y = +-0: 0 or pi; x = +-0 or y = +-inf:
-  // pi/2
-  const double inf = rp_math_inf();
-  const bool xinf = ax == inf, yinf = ay == inf;
-  const double by_x = nx ? pi : 0.0;
-  const double both_inf = nx ? 0x1.2d97c7f3321d2p+1 : pi_4;
-  const double m0 = (ax == 0.0) ? pi_2 : zk;
-  const double m1 = yinf ? pi_2 : m0;
-  const double m2 = (ay == 0.0) ? by_x : m1;
-  const double m3 = xinf ? (yinf ? both_inf : by_x) : m2;
-  uint64_t bm;
-  RP_F64_TO_BITS(bm, m3);
-  bm |= by & 0x8000000000000000ull;
-  double v;
-  RP_F64_FROM_BITS(v, bm);
-  return ((x != x) | (y != y)) ? x + y : v;
-}
-
 /* The float versions: the double function of the float argument, rounded once to float (the
  * double result is within an ulp of double, so the float one is within an ulp of float). */
 RP_MATH_FN float rp_math_exp(float x) {
@@ -464,12 +365,6 @@ RP_MATH_FN float rp_math_expm1(float x) {
 }
 RP_MATH_FN float rp_math_tanh(float x) {
   return static_cast<float>(rp_math_tanh(static_cast<double>(x)));
-}
-RP_MATH_FN float rp_math_atan(float x) {
-  return static_cast<float>(rp_math_atan(static_cast<double>(x)));
-}
-RP_MATH_FN float rp_math_atan2(float y, float x) {
-  return static_cast<float>(rp_math_atan2(static_cast<double>(y), static_cast<double>(x)));
 }
 
 #endif /* RAPTOR_MATH_H */

@@ -12,6 +12,7 @@
 #include <random>
 #include <tuple>
 
+#include "runtime/rp_atan.h"
 #include "runtime/rp_math.h"
 #include "runtime/rp_trig.h"
 
