@@ -1682,7 +1682,7 @@ def check_staged(g: GenKernel, k: Any, plan: Any, st: Stats) -> None:
                     return
                 st.table_errors += 1
                 break
-            why = compare(stage, Run(outs, got.mask, got.error if last else None), want, n, dtype, moved)
+            why = compare(stage, Run(outs, got.mask, got.error if last else None), want, dtype, moved)
             st.runs_compared += 1
             if why:
                 st.mismatches.append(Mismatch(g.seed, f"staged (stage {j + 1})", why, g.report()))
@@ -2020,7 +2020,7 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 LIBM_ULPS = 0
 
 
-def compare(kernel: Any, got: Run, want: Run, n: int, dtype: Any, moved: tuple[Run, ...] = ()) -> str | None:
+def compare(kernel: Any, got: Run, want: Run, dtype: Any, moved: tuple[Run, ...] = ()) -> str | None:
     """Why a compiled run differs from the interpreter's, or None. `moved`: interpreter runs
     with the inexact library results moved by +-LIBM_ULPS; a value may differ from `want` by
     as much as those moved it (0 where the chain of operators is exact: bitwise)."""
@@ -2564,7 +2564,7 @@ def check_jax_ad(g: GenKernel, k: Any, tk: Any, ak: Any, awrt: list[str], values
                 if name not in outs:
                     continue
                 if lowering == "ffi":  # the compiled tangent kernel: compare()'s rule
-                    why = _bridge_vs(tk, {tn[name]: dot}, tw, n, np.float64)
+                    why = _bridge_vs(tk, {tn[name]: dot}, tw, np.float64)
                 else:
                     why = _outside_moved(name, dot, tw.outs[tn[name]], [r.outs[tn[name]] for r in tmoved], tw.sum_abs.get(tn[name]), n)
                 if why:
@@ -2633,16 +2633,16 @@ def _check_jax_f32(g: GenKernel, k: Any, tk: Any, values: dict[str, Any], tvals:
         got[name] = p
         if name in tn and k.slot(name).dtype == "float":
             tgot[tn[name]] = dot
-    why = _bridge_vs(k, got, want, n, np.float32) or _bridge_vs(tk, tgot, twant, n, np.float32)
+    why = _bridge_vs(k, got, want, np.float32) or _bridge_vs(tk, tgot, twant, np.float32)
     if why:
         st.mismatches.append(Mismatch(g.seed, "jax float32 (ffi)-vs-interpreter", why, g.report()))
 
 
-def _bridge_vs(kernel: Any, got: dict[str, Any], want: Run, n: int, dtype: Any) -> str | None:
+def _bridge_vs(kernel: Any, got: dict[str, Any], want: Run, dtype: Any) -> str | None:
     """compare()'s rule (bit for bit, sums included) for the outputs the
     bridge returned, by `kernel`'s slot names."""
     return compare(kernel, Run({name: np.asarray(v).astype(np.float64).reshape(-1) for name, v in got.items()}, None, None),
-                   Run({name: want.outs[name] for name in got}, None, None, want.sum_abs), n, dtype)
+                   Run({name: want.outs[name] for name in got}, None, None, want.sum_abs), dtype)
 
 
 def check_jax_vmap(g: GenKernel, k: Any, st: Stats, awrt: list[str] | None = None, tk: Any = None, ak: Any = None,
@@ -3025,7 +3025,7 @@ def _check_one(g, k, tk, ak, wrt, pk, ptk, pak, st: Stats, checks, awrt=None) ->
             st.runs_compared += 1
             if want.error is not None and got.error is not None:
                 st.table_errors += 1
-            why = compare(kern, got, want, n, dtype, moved)
+            why = compare(kern, got, want, dtype, moved)
             if why:
                 st.mismatches.append(Mismatch(g.seed, f"compiled-vs-interpreter ({what})", why, g.report()))
                 return

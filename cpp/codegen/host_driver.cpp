@@ -14,6 +14,7 @@
 
 #include "codegen/cpp_emitter.hpp"
 #include "codegen/step_writer.hpp"
+#include "ir/combine.hpp"
 #include "ir/math_fns.hpp"
 #include "passes/stages.hpp"
 #include "runtime/abi_source.hpp"
@@ -515,7 +516,7 @@ class HostWriter : public detail::StepWriter {
   std::vector<std::pair<size_t, int>> lane_sums() const {
     std::vector<std::pair<size_t, int>> out;
     for (const auto& sc : sum_components())
-      if (fold_fn(sc.first).empty()) out.push_back(sc);
+      if (ir::is_lane_sum(k_.slots[sc.first])) out.push_back(sc);
     return out;
   }
 
@@ -1232,10 +1233,9 @@ bool uses_trig(const ir::Kernel& k) {
 // Whether a kernel sums over samples with + (a ParamSum of Combine::Sum: hawk.sum, hawk.mean,
 // a Param's cotangent), which HostWriter::sample_loops adds with kLaneSums' helpers.
 bool uses_lane_sums(const ir::Kernel& k) {
-  return std::any_of(k.slots.begin(), k.slots.end(), [](const ir::Slot& s) {
-    return s.kind == SlotKind::ParamSum && s.combine == ir::Combine::Sum;
-  });
+  return std::any_of(k.slots.begin(), k.slots.end(), ir::is_lane_sum);
 }
+static_assert(ir::kSumLanes == 16, "kLaneSums and HostWriter::sample_loops write 16 lanes");
 
 // The fixed lanes of sums over samples (HostWriter::sample_loops; docs/language.md "Sums over
 // samples"): 16 doubles held as the target's own vectors (two of 8 with AVX-512, four of 4

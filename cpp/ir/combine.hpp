@@ -72,6 +72,12 @@ inline int64_t sum_chunk_length(int64_t count, int64_t sum_entries) {
 // A Param's sum over a chunk's samples: kSumLanes lanes, sample s into lane s % kSumLanes.
 constexpr int kSumLanes = 16;
 
+// Whether slot `s` adds in those lanes: a ParamSum of Combine::Sum (hawk.sum, hawk.mean, a
+// Param's cotangent); a Table's sum adds in sample order, hawk.min / hawk.max fold in any.
+inline bool is_lane_sum(const Slot& s) {
+  return s.kind == SlotKind::ParamSum && s.combine == Combine::Sum;
+}
+
 // The lanes' total in a fixed tree: lane j + 8 into lane j, then j + 4, j + 2, j + 1.
 inline double lanes_total(const double* lanes) {
   double t[kSumLanes];

@@ -41,10 +41,6 @@ struct ChunkSums {
   std::vector<std::vector<double>> part, lanes, table;
 };
 
-bool lane_sum(const Slot& slot) {
-  return slot.kind == SlotKind::ParamSum && slot.combine == Combine::Sum;
-}
-
 class SampleRunner {
  public:
   SampleRunner(const Kernel& k, InterpBinding& b, ChunkSums& sums)
@@ -68,7 +64,7 @@ class SampleRunner {
       return;
     }
     for (size_t s = 0; s < k_.slots.size(); ++s)
-      if (lane_sum(k_.slots[s])) sums_.part[s].assign(sums_.part[s].size(), -0.0);
+      if (is_lane_sum(k_.slots[s])) sums_.part[s].assign(sums_.part[s].size(), -0.0);
     // state[s][c]; only Mutable slots are used.
     std::vector<std::vector<double>> state(k_.slots.size());
     for (size_t s = 0; s < k_.slots.size(); ++s) {
@@ -120,7 +116,7 @@ class SampleRunner {
     }
     // The sample's parts of a Param's sums into its lane (ir/combine.hpp).
     for (size_t s = 0; s < k_.slots.size(); ++s)
-      if (lane_sum(k_.slots[s]))
+      if (is_lane_sum(k_.slots[s]))
         for (int c = 0; c < k_.slots[s].width; ++c)
           sums_.lanes[s][static_cast<size_t>(c) * kSumLanes + static_cast<size_t>(n % kSumLanes)] +=
               sums_.part[s][static_cast<size_t>(c)];
@@ -546,7 +542,7 @@ void interpret(const Kernel& k, InterpBinding& b) {
     const Slot& slot = k.slots[s];
     if (slot.kind != SlotKind::ParamSum && slot.kind != SlotKind::TableSum) continue;
     sum_entries += static_cast<int64_t>(b.slots[s].out.size());
-    if (lane_sum(slot)) {
+    if (is_lane_sum(slot)) {
       sums.part[s].assign(static_cast<size_t>(slot.width), -0.0);
       total[s].assign(static_cast<size_t>(slot.width), 0.0);
     } else if (slot.kind == SlotKind::TableSum) {
@@ -557,14 +553,14 @@ void interpret(const Kernel& k, InterpBinding& b) {
   SampleRunner runner(k, b, sums);
   for (int64_t c0 = 0; c0 < b.n; c0 += chunk) {
     for (size_t s = 0; s < ns; ++s) {
-      if (lane_sum(k.slots[s]))
+      if (is_lane_sum(k.slots[s]))
         sums.lanes[s].assign(static_cast<size_t>(k.slots[s].width) * kSumLanes, -0.0);
       else if (k.slots[s].kind == SlotKind::TableSum)
         sums.table[s].assign(b.slots[s].out.size(), 0.0);
     }
     for (int64_t n = c0; n < std::min(b.n, c0 + chunk); ++n) runner.run(n);
     for (size_t s = 0; s < ns; ++s) {
-      if (lane_sum(k.slots[s]))
+      if (is_lane_sum(k.slots[s]))
         for (size_t c = 0; c < total[s].size(); ++c)
           total[s][c] += 0.0 + lanes_total(sums.lanes[s].data() + c * kSumLanes);
       else if (k.slots[s].kind == SlotKind::TableSum)

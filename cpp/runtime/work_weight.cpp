@@ -13,10 +13,10 @@ namespace {
 // One operation's cost per sample, in units of about 10 ps: measured on one core of an AMD
 // EPYC (Zen 5, AVX-512) at 8192 samples (the planes in cache), as the time per sample of a
 // small kernel around the operation less y = a * x + b's (0.13 ns). Plain arithmetic 1; a
-// plane or table read 4; a division or square root 4; raptor's own exp / log / expm1 / log1p /
-// atan (runtime/rp_math.h) 80 (atan 110 measured); its sin / cos (rp_trig.h, both reductions
-// computed) 370 in float64, 140 in float32; its tanh 320 / 260; its atan2 250 in both; a C
-// library call per sample (tan, pow, ...: the sample loop stays scalar) 800; a uniform or integer
+// plane or table read 4; a division or square root 4; raptor's own exp / log / expm1 / log1p
+// (runtime/rp_math.h) and atan (rp_atan.h) 80 (atan 110 measured); its sin / cos (rp_trig.h, both
+// reductions computed) 370 in float64, 140 in float32; its tanh 320 / 260; its atan2 250 in both; a
+// C library call per sample (tan, pow, ...: the sample loop stays scalar) 800; a uniform or integer
 // draw 100, a normal one 600; gamma and poisson (rejection loops) 5000. Other machines differ by a
 // factor of two or so, which the threshold tolerates.
 int64_t op_cost(const ir::Value& v, codegen::DType dtype) {
