@@ -98,12 +98,11 @@ RP_LIBM(tan, tan)
     if constexpr (std::is_same_v<T, float>) return ::call##f(x, y);            \
     else return ::call(x, y);                                                  \
   }
-RP_LIBM2(pow, pow)
 @LIBM2@#undef RP_LIBM2
 // exp, expm1, log, log1p and tanh are raptor's own (rp_math.h, above): no call, so a sample loop
 // around them vectorizes; the interpreter and the fold pass compute the same functions. sin
-// and cos are too (rp_trig.h), and atan and atan2 (rp_atan.h), pasted with their wrappers where
-// a kernel calls them.
+// and cos are too (rp_trig.h), atan and atan2 (rp_atan.h) and pow (rp_pow.h), pasted with their
+// wrappers where a kernel calls them.
 // always_inline: in a large unit GCC kept rp_tanh a call, which left that unit's sample loop
 // scalar where a smaller unit's build of the same kernel vectorized it, and the two summed a
 // hawk.sum in different orders (a staged kernel through the JAX bridge, 2 ulps from its launch).
@@ -1312,6 +1311,18 @@ constexpr const char* kAtanWrappers =
     "template <class T> RP_OWN T rp_atan2(T y, T x) { return rp_math_atan2(y, x); }\n"
     "}  // namespace\n\n";
 
+// Whether a kernel calls pow (x ** y but for a constant integer y), whose unit then pastes
+// rp_pow.h and its wrapper.
+bool uses_pow(const ir::Kernel& k) {
+  return std::any_of(k.values.begin(), k.values.end(),
+                     [](const ir::Value& v) { return v.op == ir::Op::Pow; });
+}
+
+constexpr const char* kPowWrappers =
+    "namespace {\n"
+    "template <class T> RP_OWN T rp_pow(T x, T y) { return rp_math_pow(x, y); }\n"
+    "}  // namespace\n\n";
+
 }  // namespace
 
 std::string emit_cpp(const std::vector<KernelToEmit>& kernels) {
@@ -1331,6 +1342,9 @@ std::string emit_cpp(const std::vector<KernelToEmit>& kernels) {
   if (std::any_of(kernels.begin(), kernels.end(),
                   [](const KernelToEmit& k) { return uses_atan(*k.kernel); }))
     os << runtime::atan_header_source() << "\n" << kAtanWrappers;
+  if (std::any_of(kernels.begin(), kernels.end(),
+                  [](const KernelToEmit& k) { return uses_pow(*k.kernel); }))
+    os << runtime::pow_header_source() << "\n" << kPowWrappers;
   bool ints = false;
   for (const auto& k : kernels) ints |= detail::uses_ints(*k.kernel);
   if (ints) os << "namespace {\n" << detail::int_helpers("inline") << "}  // namespace\n\n";

@@ -7,6 +7,7 @@
 #include "ir/math_fns.hpp"
 #include "runtime/rp_atan.h"
 #include "runtime/rp_math.h"
+#include "runtime/rp_pow.h"
 #include "runtime/rp_trig.h"
 
 namespace raptor::passes {
@@ -90,7 +91,7 @@ T eval_in(Op op, const T* a, int64_t iimm) {
     case Op::Div:
       return a[0] / a[1];
     case Op::Pow:
-      return std::pow(a[0], a[1]);
+      return rp_math_pow(a[0], a[1]);  // raptor's own (runtime/rp_pow.h)
     case Op::Atan2:
       return rp_math_atan2(a[0], a[1]);  // raptor's own (runtime/rp_atan.h)
     case Op::Min:

@@ -36,4 +36,8 @@ std::string_view trig_header_source();
 // call them paste after rp_math.h (codegen/host_driver.cpp).
 std::string_view atan_header_source();
 
+// rp_pow.h, byte for byte: raptor's own pow, which the host units whose kernels call it paste
+// after rp_math.h (codegen/host_driver.cpp).
+std::string_view pow_header_source();
+
 }  // namespace raptor::runtime

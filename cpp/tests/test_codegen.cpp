@@ -927,6 +927,18 @@ def angles(x: Scalar, z: Scalar, y: Mutable[Scalar]):
   expect_sample_loops_vectorized(k, "raptor_angles_vec_f32", DType::F32);
 }
 
+// pow (x ** y, y not a constant integer) is raptor's own (rp_pow.h): branch-free, vectorized in
+// both dtypes, with the kernel's other arithmetic around it.
+TEST(CodegenVectorize, PowSampleLoopsAreVectorized) {
+  const ir::Kernel k = lowered(R"(@hawk.kernel
+def powers(x: Scalar, z: Scalar, y: Mutable[Scalar]):
+    y = x ** z + (x * y) ** 0.75 + y
+)",
+                               {Scalar("x"), Scalar("z"), MutScalar("y")});
+  expect_sample_loops_vectorized(k, "raptor_powers_vec_f64", DType::F64);
+  expect_sample_loops_vectorized(k, "raptor_powers_vec_f32", DType::F32);
+}
+
 // sin and cos are raptor's own too (an exact range reduction with a table read, the gather):
 // vectorized where the ISA has the gather (and, for double, FMA): x86-64-v3 and up, every
 // target vec_targets() lists.

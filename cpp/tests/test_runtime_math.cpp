@@ -1,8 +1,9 @@
-// Tests of raptor's own exp, expm1, log, log1p and tanh, and sin and cos in double
-// (runtime/rp_math.h), the kernel language's functions on the host: within one ulp of the exact
-// value (faithful, as glibc's) against long double for double (random arguments over the whole
-// range, densely where the methods switch, and the subnormal and overflow edges) and against the
-// double C library for float (every 61st float, all binades), and C99 Annex F's special values.
+// Tests of raptor's own exp, expm1, log, log1p and tanh, sin and cos, atan and atan2, and pow
+// (runtime/rp_math.h, rp_trig.h, rp_atan.h, rp_pow.h), the kernel language's functions on the host:
+// within one ulp of the exact value (faithful, as glibc's) against long double for double (random
+// arguments over the whole range, densely where the methods switch, and the subnormal and overflow
+// edges) and against the double C library for float (every 61st float, all binades), and C99 Annex
+// F's special values.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 
 #include "runtime/rp_atan.h"
 #include "runtime/rp_math.h"
+#include "runtime/rp_pow.h"
 #include "runtime/rp_trig.h"
 
 namespace {
@@ -388,9 +390,80 @@ TEST(RuntimeMath, Atan2IsWithinAnUlp) {
     }
 }
 
+// pow against long double over pairs where the result is neither 0 nor +inf nor exact: moderate
+// x and y; x over the whole range (subnormals too) with |y| <= 1; x near 1 with huge y; results
+// near the overflow and underflow thresholds (z = y log2 x in [-1080, 1030]); negative x with
+// integer y. Normal results within 0.7 ulp, subnormal ones (rounded twice) within an ulp.
+TEST(RuntimeMath, PowIsWithinAnUlp) {
+  std::mt19937_64 gen(7);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  double worst = 0, worst_sub = 0, wx = 0, wy = 0;
+  for (int i = 0; i < 1500000; ++i) {
+    const int kind = i % 5;
+    double x, y;
+    if (kind == 0) {
+      x = 4.0 * u(gen), y = 40.0 * (u(gen) - 0.5);
+    } else if (kind == 1) {
+      x = std::exp2(2150.0 * (u(gen) - 0.5)) * (1.0 + u(gen)), y = 2.0 * (u(gen) - 0.5);
+    } else if (kind == 2) {
+      x = 1.0 + 1e-6 * (u(gen) - 0.5), y = 1e9 * (u(gen) - 0.5);
+    } else if (kind == 3) {
+      x = 1.5 + 6.0 * u(gen), y = (-1080.0 + 2110.0 * u(gen)) / std::log2(x);
+    } else {
+      x = -std::exp2(60.0 * (u(gen) - 0.5)), y = std::rint(70.0 * (u(gen) - 0.5));
+    }
+    const long double exact = std::pow(static_cast<long double>(x), static_cast<long double>(y));
+    const double got = rp_math_pow(x, y);
+    const double r = static_cast<double>(exact);
+    if (std::isinf(r) || r == 0.0) {
+      EXPECT_EQ(got, r) << "pow(" << x << ", " << y << ")";
+      continue;
+    }
+    const double w = ulps(got, exact);
+    if (std::fabs(r) < 0x1p-1022) {
+      worst_sub = std::max(worst_sub, w);
+    } else if (w > worst) {
+      worst = w;
+      wx = x;
+      wy = y;
+    }
+  }
+  EXPECT_LT(worst, 0.7) << "pow(" << wx << ", " << wy << ")";
+  EXPECT_LT(worst_sub, 1.0);
+  // integer powers of integers: exact wherever the result is a double
+  for (int b = -30; b <= 30; ++b)
+    for (int n = -40; n <= 60; ++n) {
+      const long double exact = std::pow(static_cast<long double>(b), static_cast<long double>(n));
+      const double r = static_cast<double>(exact);
+      if (static_cast<long double>(r) == exact && std::isfinite(r))
+        EXPECT_EQ(rp_math_pow(double(b), double(n)), r) << b << " ** " << n;
+    }
+  // the special arguments: glibc's bits (the sign of zeros and infinities, 1 for y = 0 or
+  // x = 1 whatever the other, NaN for a negative x and a y that is not an integer)
+  const double vals[] = {
+      0.0,    -0.0,        1.0,        -1.0,         0.5,          -0.5,
+      2.0,    -3.0,        2.5,        -2.5,         kInf,         -kInf,
+      1e308,  0x1p-1074,   -0x1p-1074, 0x1p53 + 2.0, 0x1p52 + 1.0, -(0x1p52 + 1.0),
+      0x1p64, std::nan("")};
+  for (const double x : vals)
+    for (const double y : vals) {
+      const double got = rp_math_pow(x, y), want = std::pow(x, y);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got)) << "pow(" << x << ", " << y << ")";
+      } else if (want == 0.0 || std::isinf(want) || std::fabs(want) == 1.0) {
+        EXPECT_EQ(got, want) << "pow(" << x << ", " << y << ")";
+        EXPECT_EQ(std::signbit(got), std::signbit(want)) << "pow(" << x << ", " << y << ")";
+      } else {  // ordinary pairs: within an ulp
+        EXPECT_LT(ulps(got, std::pow(static_cast<long double>(x), static_cast<long double>(y))),
+                  1.0)
+            << "pow(" << x << ", " << y << ")";
+      }
+    }
+}
+
 TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
   double worst_exp = 0, worst_log = 0, worst_log1p = 0, worst_expm1 = 0, worst_sin = 0,
-         worst_cos = 0, worst_tanh = 0, worst_atan = 0, worst_atan2 = 0;
+         worst_cos = 0, worst_tanh = 0, worst_atan = 0, worst_atan2 = 0, worst_pow = 0;
   for (uint64_t b = 0; b < 0x100000000ull; b += 61) {
     const uint32_t bits = static_cast<uint32_t>(b);
     float x;
@@ -416,6 +489,16 @@ TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
       std::memcpy(&y, &ybits, 4);
       if (std::isfinite(y))
         worst_atan2 = std::max(worst_atan2, ulps_f(rp_math_atan2(y, x), std::atan2(double(y), xd)));
+      // pow of |x| and an exponent keeping |y log|x|| within float's range
+      const double ax = std::fabs(xd);
+      if (ax > 0.0 && std::isfinite(y)) {
+        const double lx = std::log(ax);
+        const float e =
+            lx == 0.0 ? y : static_cast<float>(std::fmod(double(y), 100.0 / std::fabs(lx)));
+        const double exact = std::pow(ax, double(e));
+        if (exact > 0x1p-126 && exact < 0x1p127)
+          worst_pow = std::max(worst_pow, ulps_f(rp_math_pow(std::fabs(x), e), exact));
+      }
     }
   }
   EXPECT_LT(worst_exp, 1.0);
@@ -427,6 +510,13 @@ TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
   EXPECT_LT(worst_tanh, 1.0);
   EXPECT_LT(worst_atan, 1.0);
   EXPECT_LT(worst_atan2, 1.0);
+  EXPECT_LT(worst_pow, 1.0);
+  EXPECT_EQ(rp_math_pow(-2.0f, 3.0f), -8.0f);
+  EXPECT_TRUE(std::isnan(rp_math_pow(-2.0f, 0.5f)));
+  EXPECT_EQ(rp_math_pow(-0.0f, -3.0f), -kInfF);
+  EXPECT_EQ(rp_math_pow(std::nanf(""), 0.0f), 1.0f);
+  EXPECT_EQ(rp_math_pow(2.0f, 128.0f), kInfF);
+  EXPECT_EQ(rp_math_pow(2.0f, -149.0f), 0x1p-149f);
   EXPECT_TRUE(std::signbit(rp_math_tanh(-0.0f)));
   EXPECT_TRUE(std::signbit(rp_math_atan(-0.0f)));
   EXPECT_EQ(rp_math_atan2(0.0f, -1.0f), static_cast<float>(std::atan2(0.0, -1.0)));

@@ -475,13 +475,12 @@ RP_LIBM(cbrt, cbrt)
     if constexpr (std::is_same_v<T, float>) return ::call##f(x, y);            \
     else return ::call(x, y);                                                  \
   }
-RP_LIBM2(pow, pow)
 RP_LIBM2(hypot, hypot)
 #undef RP_LIBM2
 // exp, expm1, log, log1p and tanh are raptor's own (rp_math.h, above): no call, so a sample loop
 // around them vectorizes; the interpreter and the fold pass compute the same functions. sin
-// and cos are too (rp_trig.h), and atan and atan2 (rp_atan.h), pasted with their wrappers where
-// a kernel calls them.
+// and cos are too (rp_trig.h), atan and atan2 (rp_atan.h) and pow (rp_pow.h), pasted with their
+// wrappers where a kernel calls them.
 // always_inline: in a large unit GCC kept rp_tanh a call, which left that unit's sample loop
 // scalar where a smaller unit's build of the same kernel vectorized it, and the two summed a
 // hawk.sum in different orders (a staged kernel through the JAX bridge, 2 ulps from its launch).
