@@ -91,7 +91,6 @@ template <class T> inline int64_t rp_index(T a) {
     if constexpr (std::is_same_v<T, float>) return ::call##f(x);               \
     else return ::call(x);                                                     \
   }
-RP_LIBM(tan, tan)
 @LIBM1@#undef RP_LIBM
 #define RP_LIBM2(name, call)                                                  \
   template <class T> __attribute__((noipa, const)) T rp_##name(T x, T y) {    \
@@ -100,9 +99,9 @@ RP_LIBM(tan, tan)
   }
 @LIBM2@#undef RP_LIBM2
 // exp, expm1, log, log1p and tanh are raptor's own (rp_math.h, above): no call, so a sample loop
-// around them vectorizes; the interpreter and the fold pass compute the same functions. sin
-// and cos are too (rp_trig.h), atan and atan2 (rp_atan.h) and pow (rp_pow.h), pasted with their
-// wrappers where a kernel calls them.
+// around them vectorizes; the interpreter and the fold pass compute the same functions. sin,
+// cos and tan are too (rp_trig.h), atan, atan2, asin and acos (rp_atan.h), pow (rp_pow.h) and
+// hypot (rp_hypot.h), pasted with their wrappers where a kernel calls them.
 // always_inline: in a large unit GCC kept rp_tanh a call, which left that unit's sample loop
 // scalar where a smaller unit's build of the same kernel vectorized it, and the two summed a
 // hawk.sum in different orders (a staged kernel through the JAX bridge, 2 ulps from its launch).
@@ -1222,13 +1221,6 @@ class HostWriter : public detail::StepWriter {
   }
 };
 
-// Whether `k` calls sin or cos: its unit pastes rp_trig.h (35 KB of source, half of it the
-// tables of 2/pi) and these wrappers only then.
-bool uses_trig(const ir::Kernel& k) {
-  return std::any_of(k.values.begin(), k.values.end(),
-                     [](const ir::Value& v) { return v.op == ir::Op::Sin || v.op == ir::Op::Cos; });
-}
-
 // Whether a kernel sums over samples with + (a ParamSum of Combine::Sum: hawk.sum, hawk.mean,
 // a Param's cotangent), which HostWriter::sample_loops adds with kLaneSums' helpers.
 bool uses_lane_sums(const ir::Kernel& k) {
@@ -1290,38 +1282,52 @@ RP_OWN double rp_lanes_total(const rp_lanes& l) {
 
 )";
 
-// RP_OWN (the prelude's always_inline): GCC would keep a call of functions that large, and the
-// sample loop scalar.
-constexpr const char* kTrigWrappers =
-    "namespace {\n"
-    "template <class T> RP_OWN T rp_sin(T x) { return rp_math_sin(x); }\n"
-    "template <class T> RP_OWN T rp_cos(T x) { return rp_math_cos(x); }\n"
-    "}  // namespace\n\n";
+// raptor's own functions kept in headers of their own, each pasted with its wrappers only into
+// the units whose kernels call one of its ops (every other unit's source stays as small, and
+// its parse as quick): sin, cos and tan (runtime/rp_trig.h, 35 KB of source, half of it the
+// tables of 2/pi), atan, atan2, asin and acos (rp_atan.h), pow (rp_pow.h: x ** y but for a
+// constant integer y), hypot (rp_hypot.h). The wrappers are RP_OWN (the prelude's
+// always_inline): GCC would keep a call of functions that large, and the sample loop scalar.
+struct OwnHeader {
+  bool (*calls)(ir::Op);  // whether an op calls one of its functions
+  std::string_view (*source)();
+  const char* wrappers;
+};
+const OwnHeader kOwnHeaders[] = {
+    {[](ir::Op o) { return o == ir::Op::Sin || o == ir::Op::Cos || o == ir::Op::Tan; },
+     runtime::trig_header_source,
+     "namespace {\n"
+     "template <class T> RP_OWN T rp_sin(T x) { return rp_math_sin(x); }\n"
+     "template <class T> RP_OWN T rp_cos(T x) { return rp_math_cos(x); }\n"
+     "template <class T> RP_OWN T rp_tan(T x) { return rp_math_tan(x); }\n"
+     "}  // namespace\n\n"},
+    {[](ir::Op o) {
+       return o == ir::Op::Atan || o == ir::Op::Atan2 || o == ir::Op::Asin || o == ir::Op::Acos;
+     },
+     runtime::atan_header_source,
+     "namespace {\n"
+     "template <class T> RP_OWN T rp_atan(T x) { return rp_math_atan(x); }\n"
+     "template <class T> RP_OWN T rp_atan2(T y, T x) { return rp_math_atan2(y, x); }\n"
+     "template <class T> RP_OWN T rp_asin(T x) { return rp_math_asin(x); }\n"
+     "template <class T> RP_OWN T rp_acos(T x) { return rp_math_acos(x); }\n"
+     "}  // namespace\n\n"},
+    {[](ir::Op o) { return o == ir::Op::Pow; }, runtime::pow_header_source,
+     "namespace {\n"
+     "template <class T> RP_OWN T rp_pow(T x, T y) { return rp_math_pow(x, y); }\n"
+     "}  // namespace\n\n"},
+    {[](ir::Op o) { return o == ir::Op::Hypot; }, runtime::hypot_header_source,
+     "namespace {\n"
+     "template <class T> RP_OWN T rp_hypot(T x, T y) { return rp_math_hypot(x, y); }\n"
+     "}  // namespace\n\n"},
+};
 
-// Whether a kernel calls atan or atan2, whose unit then pastes rp_atan.h and its wrappers.
-bool uses_atan(const ir::Kernel& k) {
-  return std::any_of(k.values.begin(), k.values.end(), [](const ir::Value& v) {
-    return v.op == ir::Op::Atan || v.op == ir::Op::Atan2;
+// Whether any of `kernels` calls one of `h`'s ops.
+bool uses(const OwnHeader& h, const std::vector<KernelToEmit>& kernels) {
+  return std::any_of(kernels.begin(), kernels.end(), [&](const KernelToEmit& k) {
+    return std::any_of(k.kernel->values.begin(), k.kernel->values.end(),
+                       [&](const ir::Value& v) { return h.calls(v.op); });
   });
 }
-
-constexpr const char* kAtanWrappers =
-    "namespace {\n"
-    "template <class T> RP_OWN T rp_atan(T x) { return rp_math_atan(x); }\n"
-    "template <class T> RP_OWN T rp_atan2(T y, T x) { return rp_math_atan2(y, x); }\n"
-    "}  // namespace\n\n";
-
-// Whether a kernel calls pow (x ** y but for a constant integer y), whose unit then pastes
-// rp_pow.h and its wrapper.
-bool uses_pow(const ir::Kernel& k) {
-  return std::any_of(k.values.begin(), k.values.end(),
-                     [](const ir::Value& v) { return v.op == ir::Op::Pow; });
-}
-
-constexpr const char* kPowWrappers =
-    "namespace {\n"
-    "template <class T> RP_OWN T rp_pow(T x, T y) { return rp_math_pow(x, y); }\n"
-    "}  // namespace\n\n";
 
 }  // namespace
 
@@ -1336,15 +1342,8 @@ std::string emit_cpp(const std::vector<KernelToEmit>& kernels) {
   for (const auto& n : names) os << " " << n;
   os << "\n\n" << runtime::abi_header_source() << "\n" << prelude() << "\n";
   if (detail::StepWriter::any_random(kernels)) os << runtime::random_header_source() << "\n";
-  if (std::any_of(kernels.begin(), kernels.end(),
-                  [](const KernelToEmit& k) { return uses_trig(*k.kernel); }))
-    os << runtime::trig_header_source() << "\n" << kTrigWrappers;
-  if (std::any_of(kernels.begin(), kernels.end(),
-                  [](const KernelToEmit& k) { return uses_atan(*k.kernel); }))
-    os << runtime::atan_header_source() << "\n" << kAtanWrappers;
-  if (std::any_of(kernels.begin(), kernels.end(),
-                  [](const KernelToEmit& k) { return uses_pow(*k.kernel); }))
-    os << runtime::pow_header_source() << "\n" << kPowWrappers;
+  for (const OwnHeader& h : kOwnHeaders)
+    if (uses(h, kernels)) os << h.source() << "\n" << h.wrappers;
   bool ints = false;
   for (const auto& k : kernels) ints |= detail::uses_ints(*k.kernel);
   if (ints) os << "namespace {\n" << detail::int_helpers("inline") << "}  // namespace\n\n";

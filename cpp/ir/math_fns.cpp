@@ -13,8 +13,8 @@ constexpr MathKind X = MathKind::Formula;
 constexpr MathKind O = MathKind::Own;
 
 constexpr MathFn kFns[] = {
-    {Op::Asin, "asin", 1, Type::F, L, "asin"},
-    {Op::Acos, "acos", 1, Type::F, L, "acos"},
+    {Op::Asin, "asin", 1, Type::F, O, "asin"},
+    {Op::Acos, "acos", 1, Type::F, O, "acos"},
     {Op::Atan, "atan", 1, Type::F, O, "atan"},
     {Op::Sinh, "sinh", 1, Type::F, L, "sinh"},
     {Op::Cosh, "cosh", 1, Type::F, L, "cosh"},
@@ -35,7 +35,7 @@ constexpr MathFn kFns[] = {
     {Op::IsNan, "isnan", 1, Type::B, E, "isnan"},
     {Op::IsInf, "isinf", 1, Type::B, E, "isinf"},
     {Op::IsFinite, "isfinite", 1, Type::B, E, "isfinite"},
-    {Op::Hypot, "hypot", 2, Type::F, L, "hypot"},
+    {Op::Hypot, "hypot", 2, Type::F, O, "hypot"},
     {Op::Fmod, "fmod", 2, Type::F, E, "fmod"},
     {Op::Remainder, "remainder", 2, Type::F, X, "rp_remainder"},
     {Op::Copysign, "copysign", 2, Type::F, E, "copysign"},

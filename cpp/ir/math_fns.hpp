@@ -3,9 +3,10 @@
 // and how it is computed, which every stage reads:
 // - the IR's op names and arities (ir.cpp), the front end's hawk.math names (lower_math.cpp);
 // - the meaning, `eval_math` below: the C library's function of the same name in the
-//   arithmetic of T (std::asin(float) is asinf), or raptor's own (`Own`: expm1, log1p, atan, from
-//   runtime/rp_math.h and rp_atan.h), shared by constant folding and the reference interpreter
-//   (passes/eval.cpp), so compiled code equals interpreted code bit for bit;
+//   arithmetic of T (std::asin(float) is asinf), or raptor's own (`Own`: expm1, log1p, asin, acos,
+//   atan, hypot, from runtime/rp_math.h, rp_atan.h and rp_hypot.h), shared by constant folding and
+//   the reference interpreter (passes/eval.cpp), so compiled code equals interpreted code bit for
+//   bit;
 // - the generated code: `Libm` functions through the host prelude's noipa `rp_` wrappers
 //   (written from this table, codegen/host_driver.cpp), `Exact` ones as `std::` builtins GCC
 //   may inline and vectorize (exact, so folding them cannot change a bit), `Formula` ones as
@@ -22,6 +23,7 @@
 
 #include "ir/ir.hpp"
 #include "runtime/rp_atan.h"
+#include "runtime/rp_hypot.h"
 #include "runtime/rp_math.h"
 
 namespace raptor::ir {
@@ -31,7 +33,8 @@ enum class MathKind : uint8_t {
             //  through a noipa wrapper so GCC never folds it (correctly rounded) itself
   Exact,    // exact by definition (ceil, rint, fmod, fma, copysign, predicates): a builtin
   Formula,  // a short formula of exact operations, written once per target's prelude
-  Own,      // raptor's own function (runtime/rp_math.h: expm1, log1p; rp_atan.h: atan), not
+  Own,      // raptor's own function (runtime/rp_math.h: expm1, log1p; rp_atan.h: asin, acos, atan;
+            //  rp_hypot.h: hypot), not
             //  correctly rounded but the same bits wherever the host computes it; vectorizable
 };
 
@@ -70,8 +73,10 @@ T fdim_of(T a, T b) {
 template <class T>
 T eval_math(Op op, const T* a) {
   switch (op) {
-    case Op::Asin: return std::asin(a[0]);
-    case Op::Acos: return std::acos(a[0]);
+    case Op::Asin:
+      return rp_math_asin(a[0]);  // raptor's own (Own)
+    case Op::Acos:
+      return rp_math_acos(a[0]);  // raptor's own (Own)
     case Op::Atan:
       return rp_math_atan(a[0]);  // raptor's own (Own)
     case Op::Sinh: return std::sinh(a[0]);
@@ -95,7 +100,8 @@ T eval_math(Op op, const T* a) {
     case Op::IsNan: return std::isnan(a[0]) ? T(1) : T(0);
     case Op::IsInf: return std::isinf(a[0]) ? T(1) : T(0);
     case Op::IsFinite: return std::isfinite(a[0]) ? T(1) : T(0);
-    case Op::Hypot: return std::hypot(a[0], a[1]);
+    case Op::Hypot:
+      return rp_math_hypot(a[0], a[1]);  // raptor's own (Own)
     case Op::Fmod: return std::fmod(a[0], a[1]);
     case Op::Remainder: return py_remainder(a[0], a[1]);
     case Op::Copysign: return std::copysign(a[0], a[1]);

@@ -40,4 +40,8 @@ std::string_view atan_header_source();
 // after rp_math.h (codegen/host_driver.cpp).
 std::string_view pow_header_source();
 
+// rp_hypot.h, byte for byte: raptor's own hypot, which the host units whose kernels call it
+// paste after rp_math.h (codegen/host_driver.cpp).
+std::string_view hypot_header_source();
+
 }  // namespace raptor::runtime

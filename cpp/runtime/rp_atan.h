@@ -1,13 +1,13 @@
-/* raptor's own atan and atan2 on the host (docs/language.md "hawk.math"): fdlibm's s_atan.c and
- * e_atan2.c (Sun Microsystems, 1993) restated branch-free, so a sample loop around them
- * vectorizes (x86-64-v3 and up), within an ulp of the exact value, the same bits wherever they
- * run. atan2 is more accurate than fdlibm's (1.5 ulps): its quotient's rounding is carried into
- * atan's last rounding, and x < 0 with |y| >= |x| is pi/2 + atan(|x / y|). The generated host
- * code pastes this file into the units whose kernels call atan or atan2 (codegen/host_driver,
- * after rp_math.h, whose helpers it uses); the IR interpreter and the fold pass
- * (ir/math_fns.hpp, passes/eval.cpp) include it, so a compiled kernel equals the interpreter bit
- * for bit. Host code only: the CUDA emitter's atan and atan2 are CUDA's own. Tests:
- * cpp/tests/test_runtime_math.cpp. Start at rp_math_atan2. */
+/* raptor's own inverse trigonometric functions on the host (docs/language.md "hawk.math"): atan,
+ * atan2, asin and acos, fdlibm's s_atan.c, e_atan2.c, e_asin.c and e_acos.c (Sun Microsystems,
+ * 1993) restated branch-free, so a sample loop around them vectorizes (x86-64-v3 and up), within
+ * an ulp of the exact value, the same bits wherever they run. atan2 is more accurate than
+ * fdlibm's (1.5 ulps): its quotient's rounding is carried into atan's last rounding, and x < 0
+ * with |y| >= |x| is pi/2 + atan(|x / y|). The generated host code pastes this file into the
+ * units whose kernels call one of them (codegen/host_driver, after rp_math.h, whose helpers it
+ * uses); the IR interpreter and the fold pass (ir/math_fns.hpp, passes/eval.cpp) include it, so
+ * a compiled kernel equals the interpreter bit for bit. Host code only: the CUDA emitter's are
+ * CUDA's own. Tests: cpp/tests/test_runtime_math.cpp. Start at rp_math_atan2. */
 #ifndef RAPTOR_ATAN_H
 #define RAPTOR_ATAN_H
 
@@ -112,12 +112,97 @@ RP_MATH_FN double rp_math_atan2(double y, double x) {
   return ((x != x) | (y != y)) ? x + y : v;
 }
 
+/* fdlibm's R(t) = p(t) / q(t) of e_asin.c and e_acos.c: asin(v) = v + v R(v^2) for |v| <= 0.5. */
+RP_MATH_FN double rp_asin_r(double t) {
+  const double p = t * (0x1.5555555555555p-3 +
+                        t * (-0x1.4d61203eb6f7dp-2 +
+                             t * (0x1.9c1550e884455p-3 +
+                                  t * (-0x1.48228b5688f3bp-5 +
+                                       t * (0x1.9efe07501b288p-11 + t * 0x1.23de10dfdf709p-15)))));
+  const double q =
+      1.0 +
+      t * (-0x1.33a271c8a2d4bp+1 +
+           t * (0x1.02ae59c598ac8p+1 + t * (-0x1.6066c1b8d0159p-1 + t * 0x1.3b8c5b12e9282p-4)));
+  return p / q;
+}
+
+/* s with the low 32 bits of its mantissa cleared (fdlibm's SET_LOW_WORD(s, 0)): its square is
+ * exact. */
+RP_MATH_FN double rp_asin_high(double s) {
+  uint64_t b;
+  RP_F64_TO_BITS(b, s);
+  b &= 0xFFFFFFFF00000000ull;
+  double h;
+  RP_F64_FROM_BITS(h, b);
+  return h;
+}
+
+/* asin(x) in double: fdlibm's e_asin.c branch-free. |x| < 0.5: x + x R(x^2); above, with
+ * t = (1 - |x|) / 2 and s = sqrt(t), pi/2 - 2 (s + s R(t)), below |x| = 0.975 with s's high
+ * part f and c = (t - f^2) / (s + f) carried (f + c = s to far more than 53 bits); x's sign.
+ * One R for both (its t selected). |x| > 1 gives NaN, +-1 +-pi/2, NaN NaN. */
+RP_MATH_FN double rp_math_asin(double x) {
+  const double pio2_hi = 0x1.921fb54442d18p+0, pio2_lo = 0x1.1a62633145c07p-54;
+  const double pio4_hi = 0x1.921fb54442d18p-1;
+  const double ax = x < 0.0 ? -x : x;
+  const bool small = ax < 0.5;
+  const double t = small ? x * x : (1.0 - ax) * 0.5;  // 1 - |x| exact from 0.5 on
+  const double r = rp_asin_r(t);
+  const double at_small = x + x * r;
+  const double s = rp_math_sqrt(t);
+  const double far = pio2_hi - (2.0 * (s + s * r) - pio2_lo);
+  const double f = rp_asin_high(s);
+  const double c = (t - f * f) / (s + f);
+  const double mid = pio4_hi - ((2.0 * s * r - (pio2_lo - 2.0 * c)) - (pio4_hi - 2.0 * f));
+  const double big = ax > 0x1.f3333p-1 ? far : mid;  // 0.975
+  const double big_signed = x < 0.0 ? -big : big;
+  const double v = small ? (ax < 0x1p-27 ? x : at_small) : big_signed;
+  const uint64_t nan_bits = 0x7FF8000000000000ull;  // a quiet NaN, glibc's bits
+  double nan_v;
+  RP_F64_FROM_BITS(nan_v, nan_bits);
+  const double in_range = ax > 1.0 ? nan_v : v;
+  return x != x ? x + x : in_range;
+}
+
+/* acos(x) in double: fdlibm's e_acos.c branch-free. |x| < 0.5: pi/2 - (x + x R(x^2)) with pi/2's
+ * low part; x < -0.5: pi - 2 (s + s R(t)), t = (1 + x) / 2, s = sqrt(t); x > 0.5: 2 (f + (s R(t)
+ * + c)), t = (1 - x) / 2, f the high part of s and c = (t - f^2) / (s + f). One R for all three.
+ * acos(1) = +0, acos(-1) = pi, |x| > 1 NaN, NaN NaN. */
+RP_MATH_FN double rp_math_acos(double x) {
+  const double pio2_hi = 0x1.921fb54442d18p+0, pio2_lo = 0x1.1a62633145c07p-54;
+  const double pi = 0x1.921fb54442d18p+1;
+  const double ax = x < 0.0 ? -x : x;
+  const bool small = ax < 0.5;
+  const double t = small ? x * x : (1.0 - ax) * 0.5;
+  const double r = rp_asin_r(t);
+  const double at_small = pio2_hi - (x - (pio2_lo - x * r));
+  const double s = rp_math_sqrt(t);
+  const double at_neg = pi - 2.0 * (s + (r * s - pio2_lo));
+  const double f = rp_asin_high(s);
+  const double c = (t - f * f) / (s + f);  // 0 / 0 at x = 1, selected away below
+  const double at_pos = 2.0 * (f + (r * s + c));
+  const double big = x < 0.0 ? at_neg : (x == 1.0 ? 0.0 : at_pos);
+  const double v = small ? at_small : big;
+  const uint64_t nan_bits = 0x7FF8000000000000ull;
+  double nan_v;
+  RP_F64_FROM_BITS(nan_v, nan_bits);
+  const double in_range = ax > 1.0 ? nan_v : v;
+  return x != x ? x + x : in_range;
+}
+
 /* The float versions: the double function of the float arguments, rounded once to float. */
 RP_MATH_FN float rp_math_atan(float x) {
   return static_cast<float>(rp_math_atan(static_cast<double>(x)));
 }
 RP_MATH_FN float rp_math_atan2(float y, float x) {
   return static_cast<float>(rp_math_atan2(static_cast<double>(y), static_cast<double>(x)));
+}
+
+RP_MATH_FN float rp_math_asin(float x) {
+  return static_cast<float>(rp_math_asin(static_cast<double>(x)));
+}
+RP_MATH_FN float rp_math_acos(float x) {
+  return static_cast<float>(rp_math_acos(static_cast<double>(x)));
 }
 
 #endif /* RAPTOR_ATAN_H */

@@ -139,6 +139,16 @@ RP_MATH_FN float rp_log_f32(float x) {
   return far ? far_form : near_form;
 }
 
+/* The correctly rounded square root (IEEE's operation: the instruction on x86-64 and the
+ * device; no errno). rp_atan.h's asin / acos and rp_hypot.h use it. */
+RP_MATH_FN double rp_math_sqrt(double v) {
+#ifdef __CUDACC__
+  return sqrt(v);
+#else
+  return __builtin_sqrt(v);
+#endif
+}
+
 /* +inf, from its bits (no library macro: NVRTC has no <math.h>). */
 RP_MATH_FN double rp_math_inf() {
   const uint64_t b = 0x7FF0000000000000ull;

@@ -1,11 +1,11 @@
-/* raptor's own sin and cos on the host (docs/language.md "hawk.math"): branch-free, with an exact
- * range reduction for every argument, so a sample loop around them vectorizes (from x86-64-v3
+/* raptor's own sin, cos and tan on the host (docs/language.md "hawk.math"): branch-free, with an
+ * exact range reduction for every argument, so a sample loop around them vectorizes (from x86-64-v3
  * on, where the table reads below are gathers and the fma an instruction), within an ulp of the
  * exact value, the same bits wherever they run. The generated host code pastes this file into
- * the units whose kernels call sin or cos (codegen/host_driver, after rp_math.h, whose helpers
+ * the units whose kernels call sin, cos or tan (codegen/host_driver, after rp_math.h, whose helpers
  * it uses); the IR interpreter and the fold pass (passes/eval.cpp) include it, so a compiled
- * kernel equals the interpreter bit for bit. Host code only: the CUDA emitter's sin and cos are
- * CUDA's own. Tests: cpp/tests/test_runtime_math.cpp (accuracy), tests/test_math_numpy.py (the
+ * kernel equals the interpreter bit for bit. Host code only: the CUDA emitter's sin, cos and tan
+ * are CUDA's own. Tests: cpp/tests/test_runtime_math.cpp (accuracy), tests/test_math_numpy.py (the
  * tables, recomputed). Start at rp_math_sin. */
 #ifndef RAPTOR_TRIG_H
 #define RAPTOR_TRIG_H
@@ -208,6 +208,63 @@ RP_MATH_FN double rp_math_sin(double x) {
 RP_MATH_FN double rp_math_cos(double x) {
   const rp_trig_parts p = rp_trig_reduce(x);
   return rp_trig_quadrant(rp_trig_sin_kernel(p.y0, p.y1), rp_trig_cos_kernel(p.y0, p.y1), p.n + 1u);
+}
+
+/* tan(r) for r = x + y, |x| <= pi/4 + a little, or -1 / tan(r) where `odd` (x = n pi/2 + r with n
+ * odd): fdlibm's k_tan.c (FreeBSD's form) branch-free. Its polynomial of degree 27 in r; above
+ * |x| = 0.6744 tan(pi/4 - r) instead, from 1 - 2 (t - t^2 / (1 + t)); -1 / (x + r) formed with
+ * the quotient's low part carried. Each form computed, one selected. */
+RP_MATH_FN double rp_trig_tan_kernel(double x, double y, bool odd) {
+  const double ax = x < 0.0 ? -x : x;
+  const bool big = ax >= 0x1.59428p-1;
+  const double xs = x < 0.0 ? -x : x, ys = x < 0.0 ? -y : y;
+  const double xb = (0x1.921fb54442d18p-1 - xs) + (0x1.1a62633145c07p-55 - ys);
+  const double x2 = big ? xb : x, y2 = big ? 0.0 : y;
+  const double z = x2 * x2, w = z * z;
+  const double r0 = 0x1.111111110fe7ap-3 +
+                    w * (0x1.664f48406d637p-6 +
+                         w * (0x1.d6d22c9560328p-9 +
+                              w * (0x1.344d8f2f26501p-11 +
+                                   w * (0x1.47e88a03792a6p-14 + w * -0x1.375cbdb605373p-16))));
+  const double v0 = z * (0x1.ba1ba1bb341fep-5 +
+                         w * (0x1.226e3e96e8493p-7 +
+                              w * (0x1.7dbc8fee08315p-10 +
+                                   w * (0x1.026f71a8d1068p-12 +
+                                        w * (0x1.2b80f32f0a7e9p-14 + w * 0x1.b2a7074bf7ad4p-16)))));
+  const double s = z * x2;
+  const double r1 = y2 + z * (s * (r0 + v0) + y2);
+  const double r = r1 + 0x1.5555555555563p-2 * s;
+  const double t = x2 + r;  // tan of the (reflected) argument
+  // |x| >= 0.6744: tan(pi/4 - x2) or its -1 / tan, x's sign
+  const double v = odd ? -1.0 : 1.0;
+  const double far = v - 2.0 * (x2 - (t * t / (t + v) - r));
+  const double far_signed = x < 0.0 ? -far : far;
+  // -1 / (x2 + r): a = -1 / t and its high part th, z + e = t exactly in two parts
+  uint64_t bt;
+  RP_F64_TO_BITS(bt, t);
+  bt &= 0xFFFFFFFF00000000ull;
+  double th;
+  RP_F64_FROM_BITS(th, bt);
+  const double e = r - (th - x2);
+  const double a = -1.0 / t;
+  uint64_t ba;
+  RP_F64_TO_BITS(ba, a);
+  ba &= 0xFFFFFFFF00000000ull;
+  double ah;
+  RP_F64_FROM_BITS(ah, ba);
+  const double inv = ah + a * ((1.0 + ah * th) + ah * e);
+  const double near = odd ? inv : t;
+  return big ? far_signed : near;
+}
+
+/* tan(x) in double: tan(-x) = -tan(x), the reduction of |x| (rp_trig_reduce), then
+ * rp_trig_tan_kernel with n's parity; |x| < 2^-27 gives x (and keeps -0); +-inf and NaN NaN. */
+RP_MATH_FN double rp_math_tan(double x) {
+  const rp_trig_parts p = rp_trig_reduce(x);
+  const double v = rp_trig_tan_kernel(p.y0, p.y1, (p.n & 1u) != 0u);
+  const double ax = x < 0.0 ? -x : x;
+  const double signed_v = x < 0.0 ? -v : v;
+  return ax < 0x1p-27 ? x : signed_v;
 }
 
 /* sin and cos in float: computed in double, reduced in one way for every float. x = M 2^E
@@ -535,6 +592,17 @@ RP_MATH_FN float rp_math_cos(float x) {
   const float ax = x < 0.0f ? -x : x;
   const float finite_v = ax <= 0x1.fffffep127f ? value : x - x;
   return ax < 0x1p-12f ? 1.0f : finite_v;  // cos(x) rounds to 1
+}
+
+/* tan in float: the float reduction, the double kernel (r exact to 2^-60 or so, the kernel within
+ * an ulp of double), rounded once to float. */
+RP_MATH_FN float rp_math_tan(float x) {
+  const rp_trig_parts p = rp_trig_reduce_f32(x);
+  const double v = rp_trig_tan_kernel(p.y0, 0.0, (p.n & 1u) != 0u);
+  const float ax = x < 0.0f ? -x : x;
+  const float signed_v = static_cast<float>(x < 0.0f ? -v : v);
+  const float finite_v = ax <= 0x1.fffffep127f ? signed_v : x - x;  // inf, NaN: NaN
+  return ax < 0x1p-12f ? x : finite_v;  // tan(x) rounds to x (and keeps -0)
 }
 
 #endif /* RAPTOR_TRIG_H */

@@ -14,12 +14,12 @@ namespace {
 // EPYC (Zen 5, AVX-512) at 8192 samples (the planes in cache), as the time per sample of a
 // small kernel around the operation less y = a * x + b's (0.13 ns). Plain arithmetic 1; a
 // plane or table read 4; a division or square root 4; raptor's own exp / log / expm1 / log1p
-// (runtime/rp_math.h) and atan (rp_atan.h) 80 (atan 110 measured); its sin / cos (rp_trig.h, both
-// reductions computed) 370 in float64, 140 in float32; its tanh 320 / 260; its atan2 250 in both;
-// its pow (rp_pow.h) 460 / 350; a C library call per sample (tan, sinh, ...: the sample loop stays
-// scalar) 800; a uniform or integer
-// draw 100, a normal one 600; gamma and poisson (rejection loops) 5000. Other machines differ by a
-// factor of two or so, which the threshold tolerates.
+// (runtime/rp_math.h), atan (rp_atan.h) and hypot (rp_hypot.h) 80 (atan 110, hypot 110 / 45
+// measured); its sin / cos (rp_trig.h, both reductions computed) 370 in float64, 140 in
+// float32; its tan 450 / 270; its tanh 320 / 260; its atan2 250 in both; its pow (rp_pow.h)
+// 460 / 350; a C library call per sample (sinh, asin, ...: the sample loop stays scalar) 800; a
+// uniform or integer draw 100, a normal one 600; gamma and poisson (rejection loops) 5000. Other
+// machines differ by a factor of two or so, which the threshold tolerates.
 int64_t op_cost(const ir::Value& v, codegen::DType dtype) {
   using ir::Op;
   switch (v.op) {
@@ -53,7 +53,7 @@ int64_t op_cost(const ir::Value& v, codegen::DType dtype) {
     case Op::Pow:
       return dtype == codegen::DType::F32 ? 350 : 460;
     case Op::Tan:
-      return 800;
+      return dtype == codegen::DType::F32 ? 270 : 450;
     case Op::RandUniform:
     case Op::RandUniformAt:
     case Op::RandInt:

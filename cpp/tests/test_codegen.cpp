@@ -914,13 +914,13 @@ def th(x: Scalar, y: Mutable[Scalar]):
   expect_sample_loops_vectorized(k, "raptor_th_vec_f32", DType::F32);
 }
 
-// atan and atan2 are raptor's own (fdlibm's forms selected, one division; atan2's quotient
-// residual an fma or Dekker's product; runtime/rp_math.h): vectorized for every target
+// atan, atan2, asin and acos are raptor's own (fdlibm's forms selected, one division; atan2's
+// quotient residual an fma or Dekker's product; runtime/rp_atan.h): vectorized for every target
 // vec_targets() lists (glibc's, a call per sample, kept these loops scalar).
 TEST(CodegenVectorize, AtanAtan2SampleLoopsAreVectorized) {
   const ir::Kernel k = lowered(R"(@hawk.kernel
 def angles(x: Scalar, z: Scalar, y: Mutable[Scalar]):
-    y = atan2(x * y, z) + atan(x) + y
+    y = atan2(x * y, z) + atan(x) + asin(0.25 * z) + acos(0.25 * x) + y
 )",
                                {Scalar("x"), Scalar("z"), MutScalar("y")});
   expect_sample_loops_vectorized(k, "raptor_angles_vec_f64", DType::F64);
@@ -939,13 +939,25 @@ def powers(x: Scalar, z: Scalar, y: Mutable[Scalar]):
   expect_sample_loops_vectorized(k, "raptor_powers_vec_f32", DType::F32);
 }
 
-// sin and cos are raptor's own too (an exact range reduction with a table read, the gather):
+// hypot is raptor's own (rp_hypot.h: exact squares by fma or Dekker's product, one correction):
+// vectorized in both dtypes.
+TEST(CodegenVectorize, HypotSampleLoopsAreVectorized) {
+  const ir::Kernel k = lowered(R"(@hawk.kernel
+def dist(x: Scalar, z: Scalar, y: Mutable[Scalar]):
+    y = hypot(x - y, z) + y
+)",
+                               {Scalar("x"), Scalar("z"), MutScalar("y")});
+  expect_sample_loops_vectorized(k, "raptor_dist_vec_f64", DType::F64);
+  expect_sample_loops_vectorized(k, "raptor_dist_vec_f32", DType::F32);
+}
+
+// sin, cos and tan are raptor's own too (an exact range reduction with a table read, the gather):
 // vectorized where the ISA has the gather (and, for double, FMA): x86-64-v3 and up, every
 // target vec_targets() lists.
 TEST(CodegenVectorize, SinCosSampleLoopsAreVectorized) {
   const ir::Kernel k = lowered(R"(@hawk.kernel
 def sc(x: Scalar, y: Mutable[Scalar]):
-    y = sin(x) * y + cos(x + y)
+    y = sin(x) * y + cos(x + y) + tan(0.5 * x)
 )",
                                {Scalar("x"), MutScalar("y")});
   expect_sample_loops_vectorized(k, "raptor_sc_vec_f64", DType::F64);

@@ -1,9 +1,9 @@
-// Tests of raptor's own exp, expm1, log, log1p and tanh, sin and cos, atan and atan2, and pow
-// (runtime/rp_math.h, rp_trig.h, rp_atan.h, rp_pow.h), the kernel language's functions on the host:
-// within one ulp of the exact value (faithful, as glibc's) against long double for double (random
-// arguments over the whole range, densely where the methods switch, and the subnormal and overflow
-// edges) and against the double C library for float (every 61st float, all binades), and C99 Annex
-// F's special values.
+// Tests of raptor's own exp, expm1, log, log1p and tanh, sin, cos and tan, atan, atan2, asin and
+// acos, pow and hypot (runtime/rp_math.h, rp_trig.h, rp_atan.h, rp_pow.h, rp_hypot.h), the kernel
+// language's functions on the host: within one ulp of the exact value (faithful, as glibc's)
+// against long double for double (random arguments over the whole range, densely where the methods
+// switch, and the subnormal and overflow edges) and against the double C library for float (every
+// 61st float, all binades), and C99 Annex F's special values.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "runtime/rp_atan.h"
+#include "runtime/rp_hypot.h"
 #include "runtime/rp_math.h"
 #include "runtime/rp_pow.h"
 #include "runtime/rp_trig.h"
@@ -269,6 +270,37 @@ TEST(RuntimeMath, SinCosAreWithinAnUlp) {
   }
 }
 
+// tan against long double: arguments on [-4, 4], up to 1e6, over every binade below 2^50 (the
+// Cody-Waite and the Payne-Hanek reductions) and within 1e-9 of multiples of pi/2 (the poles and
+// zeros, where the reduction cancels); C99's special values.
+TEST(RuntimeMath, TanIsWithinAnUlp) {
+  std::mt19937_64 gen(13);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::uniform_int_distribution<int> e(-60, 50);
+  double at = 0;
+  const double worst =
+      worst_of([](double x) { return rp_math_tan(x); }, [](long double x) { return std::tan(x); },
+               [&](int i) {
+                 switch (i % 4) {
+                   case 0:
+                     return 4.0 * u(gen);
+                   case 1:
+                     return 1e6 * u(gen);
+                   case 2:
+                     return std::ldexp(u(gen), e(gen));
+                   default:
+                     return std::rint(200.0 * u(gen)) * 0x1.921fb54442d18p0 + 1e-9 * u(gen);
+                 }
+               },
+               3000000, &at);
+  EXPECT_LT(worst, 1.0) << "tan(" << at << ")";
+  EXPECT_TRUE(std::signbit(rp_math_tan(-0.0)));
+  EXPECT_EQ(rp_math_tan(0x1p-40), 0x1p-40);
+  EXPECT_TRUE(std::isnan(rp_math_tan(kInf)) && std::isnan(rp_math_tan(-kInf)));
+  EXPECT_TRUE(std::isnan(rp_math_tan(std::nan(""))));
+  EXPECT_EQ(rp_math_tan(0x1.921fb54442d18p0), std::tan(0x1.921fb54442d18p0));  // pi/2 rounded
+}
+
 TEST(RuntimeMath, TanhIsWithinAnUlp) {
   std::mt19937_64 gen(31);
   std::uniform_real_distribution<double> wide(-25.0, 25.0), seam(0.5, 0.6), e(-1074.0, 6.0);
@@ -461,9 +493,93 @@ TEST(RuntimeMath, PowIsWithinAnUlp) {
     }
 }
 
+// hypot against long double: pairs of every ratio and magnitude (the scaled ranges, overflowing
+// and subnormal results); normal results correctly rounded but for a hair (0.5005 ulp measured),
+// subnormal ones (rounded twice) within an ulp; the special arguments glibc's bits.
+TEST(RuntimeMath, HypotIsCorrectlyRoundedButForAHair) {
+  std::mt19937_64 gen(11);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  double worst = 0, worst_sub = 0, wx = 0, wy = 0;
+  for (int i = 0; i < 2000000; ++i) {
+    const int kind = i % 4;
+    const double x =
+        std::ldexp(u(gen), kind == 0 ? 0 : static_cast<int>(u(gen) * (kind == 1 ? 60 : 1080)));
+    const double y = kind == 3 ? std::ldexp(u(gen), static_cast<int>(u(gen) * 1080))
+                               : x * u(gen) * (kind == 2 ? 1e-5 : 3.0);
+    const long double exact =
+        std::sqrt(static_cast<long double>(x) * x + static_cast<long double>(y) * y);
+    const double got = rp_math_hypot(x, y);
+    const double w = ulps(got, exact);
+    if (static_cast<double>(exact) < 0x1p-1022) {
+      worst_sub = std::max(worst_sub, w);
+    } else if (w > worst) {
+      worst = w;
+      wx = x;
+      wy = y;
+    }
+  }
+  EXPECT_LT(worst, 0.501) << "hypot(" << wx << ", " << wy << ")";
+  EXPECT_LT(worst_sub, 1.0);
+  EXPECT_EQ(rp_math_hypot(3.0, 4.0), 5.0);
+  EXPECT_EQ(rp_math_hypot(1.7976931348623157e308, 1.7976931348623157e308), kInf);
+  EXPECT_EQ(rp_math_hypot(1e308, 1e308), std::hypot(1e308, 1e308));
+  const double vals[] = {0.0,          -0.0,  1.0,    -3.0,   kInf,      -kInf,
+                         std::nan(""), 1e308, 1e-300, 3e-320, 0x1p-1074, 0x1.fffffffffffffp+1023};
+  for (const double x : vals)
+    for (const double y : vals) {
+      const double got = rp_math_hypot(x, y), want = std::hypot(x, y);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got)) << "hypot(" << x << ", " << y << ")";
+      } else {
+        EXPECT_EQ(got, want) << "hypot(" << x << ", " << y << ")";
+        EXPECT_FALSE(std::signbit(got)) << "hypot(" << x << ", " << y << ")";
+      }
+    }
+}
+
+// asin and acos against long double: uniform on [-1, 1], within 2^-50 of +-1 (the square root's
+// form) and down to 2^-60 (the polynomial's); glibc's bits at +-0, +-1, beyond +-1 (NaN) and
+// NaN.
+TEST(RuntimeMath, AsinAcosAreWithinAnUlp) {
+  std::mt19937_64 gen(17);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  double worst_asin = 0, worst_acos = 0, at_asin = 0, at_acos = 0;
+  for (int i = 0; i < 3000000; ++i) {
+    const double m = u(gen);
+    const double x =
+        i % 3 == 0 ? m
+        : i % 3 == 1
+            ? std::copysign(
+                  1.0 - std::ldexp(std::fabs(u(gen)), -static_cast<int>(std::fabs(m) * 50)), m)
+            : std::ldexp(m, -static_cast<int>(std::fabs(u(gen)) * 60));
+    const double a = ulps(rp_math_asin(x), std::asin(static_cast<long double>(x)));
+    const double c = ulps(rp_math_acos(x), std::acos(static_cast<long double>(x)));
+    if (a > worst_asin) worst_asin = a, at_asin = x;
+    if (c > worst_acos) worst_acos = c, at_acos = x;
+  }
+  EXPECT_LT(worst_asin, 1.0) << "asin(" << at_asin << ")";
+  EXPECT_LT(worst_acos, 1.0) << "acos(" << at_acos << ")";
+  const double vals[] = {0.0, -0.0, 1.0,  -1.0,  0.5,          -0.5,
+                         2.0, -2.0, kInf, -kInf, std::nan(""), 0x1p-1074};
+  for (const double x : vals) {
+    for (const bool is_acos : {false, true}) {
+      const double got = is_acos ? rp_math_acos(x) : rp_math_asin(x);
+      const double want = is_acos ? std::acos(x) : std::asin(x);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got)) << (is_acos ? "acos(" : "asin(") << x << ")";
+      } else {
+        EXPECT_EQ(got, want) << (is_acos ? "acos(" : "asin(") << x << ")";
+        EXPECT_EQ(std::signbit(got), std::signbit(want))
+            << (is_acos ? "acos(" : "asin(") << x << ")";
+      }
+    }
+  }
+}
+
 TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
   double worst_exp = 0, worst_log = 0, worst_log1p = 0, worst_expm1 = 0, worst_sin = 0,
-         worst_cos = 0, worst_tanh = 0, worst_atan = 0, worst_atan2 = 0, worst_pow = 0;
+         worst_cos = 0, worst_tanh = 0, worst_atan = 0, worst_atan2 = 0, worst_pow = 0,
+         worst_hypot = 0, worst_tan = 0, worst_asin = 0, worst_acos = 0;
   for (uint64_t b = 0; b < 0x100000000ull; b += 61) {
     const uint32_t bits = static_cast<uint32_t>(b);
     float x;
@@ -479,9 +595,14 @@ TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
     if (std::isfinite(x)) {  // every binade: sin and cos reduce every float exactly
       worst_sin = std::max(worst_sin, ulps_f(rp_math_sin(x), std::sin(xd)));
       worst_cos = std::max(worst_cos, ulps_f(rp_math_cos(x), std::cos(xd)));
+      worst_tan = std::max(worst_tan, ulps_f(rp_math_tan(x), std::tan(xd)));
     }
     worst_tanh = std::max(worst_tanh, ulps_f(rp_math_tanh(x), std::tanh(xd)));
     worst_atan = std::max(worst_atan, ulps_f(rp_math_atan(x), std::atan(xd)));
+    if (xd >= -1.0 && xd <= 1.0) {
+      worst_asin = std::max(worst_asin, ulps_f(rp_math_asin(x), std::asin(xd)));
+      worst_acos = std::max(worst_acos, ulps_f(rp_math_acos(x), std::acos(xd)));
+    }
     // against a float from another binade (the bits of x shifted): every ratio and quadrant
     if (std::isfinite(x)) {
       const uint32_t ybits = (bits * 2654435761u) ^ 0x5A5A5A5Au;
@@ -489,6 +610,8 @@ TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
       std::memcpy(&y, &ybits, 4);
       if (std::isfinite(y))
         worst_atan2 = std::max(worst_atan2, ulps_f(rp_math_atan2(y, x), std::atan2(double(y), xd)));
+      if (std::isfinite(y))
+        worst_hypot = std::max(worst_hypot, ulps_f(rp_math_hypot(y, x), std::hypot(double(y), xd)));
       // pow of |x| and an exponent keeping |y log|x|| within float's range
       const double ax = std::fabs(xd);
       if (ax > 0.0 && std::isfinite(y)) {
@@ -511,6 +634,16 @@ TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
   EXPECT_LT(worst_atan, 1.0);
   EXPECT_LT(worst_atan2, 1.0);
   EXPECT_LT(worst_pow, 1.0);
+  EXPECT_LT(worst_hypot, 0.501);
+  EXPECT_LT(worst_tan, 1.0);
+  EXPECT_LT(worst_asin, 1.0);
+  EXPECT_LT(worst_acos, 1.0);
+  EXPECT_TRUE(std::isnan(rp_math_asin(1.5f)));
+  EXPECT_EQ(rp_math_acos(1.0f), 0.0f);
+  EXPECT_TRUE(std::signbit(rp_math_tan(-0.0f)));
+  EXPECT_TRUE(std::isnan(rp_math_tan(kInfF)));
+  EXPECT_EQ(rp_math_hypot(kInfF, std::nanf("")), kInfF);
+  EXPECT_EQ(rp_math_hypot(3e38f, 3e38f), kInfF);
   EXPECT_EQ(rp_math_pow(-2.0f, 3.0f), -8.0f);
   EXPECT_TRUE(std::isnan(rp_math_pow(-2.0f, 0.5f)));
   EXPECT_EQ(rp_math_pow(-0.0f, -3.0f), -kInfF);

@@ -208,6 +208,16 @@ RP_MATH_FN float rp_log_f32(float x) {
   return far ? far_form : near_form;
 }
 
+/* The correctly rounded square root (IEEE's operation: the instruction on x86-64 and the
+ * device; no errno). rp_atan.h's asin / acos and rp_hypot.h use it. */
+RP_MATH_FN double rp_math_sqrt(double v) {
+#ifdef __CUDACC__
+  return sqrt(v);
+#else
+  return __builtin_sqrt(v);
+#endif
+}
+
 /* +inf, from its bits (no library macro: NVRTC has no <math.h>). */
 RP_MATH_FN double rp_math_inf() {
   const uint64_t b = 0x7FF0000000000000ull;
@@ -464,23 +474,20 @@ template <class T> inline int64_t rp_index(T a) {
     if constexpr (std::is_same_v<T, float>) return ::call##f(x);               \
     else return ::call(x);                                                     \
   }
-RP_LIBM(tan, tan)
-RP_LIBM(asin, asin) RP_LIBM(acos, acos) RP_LIBM(sinh, sinh) RP_LIBM(cosh, cosh)
-RP_LIBM(asinh, asinh) RP_LIBM(acosh, acosh) RP_LIBM(atanh, atanh) RP_LIBM(erf, erf)
-RP_LIBM(erfc, erfc) RP_LIBM(exp2, exp2) RP_LIBM(log2, log2) RP_LIBM(log10, log10)
-RP_LIBM(cbrt, cbrt)
+RP_LIBM(sinh, sinh) RP_LIBM(cosh, cosh) RP_LIBM(asinh, asinh) RP_LIBM(acosh, acosh)
+RP_LIBM(atanh, atanh) RP_LIBM(erf, erf) RP_LIBM(erfc, erfc) RP_LIBM(exp2, exp2)
+RP_LIBM(log2, log2) RP_LIBM(log10, log10) RP_LIBM(cbrt, cbrt)
 #undef RP_LIBM
 #define RP_LIBM2(name, call)                                                  \
   template <class T> __attribute__((noipa, const)) T rp_##name(T x, T y) {    \
     if constexpr (std::is_same_v<T, float>) return ::call##f(x, y);            \
     else return ::call(x, y);                                                  \
   }
-RP_LIBM2(hypot, hypot)
 #undef RP_LIBM2
 // exp, expm1, log, log1p and tanh are raptor's own (rp_math.h, above): no call, so a sample loop
-// around them vectorizes; the interpreter and the fold pass compute the same functions. sin
-// and cos are too (rp_trig.h), atan and atan2 (rp_atan.h) and pow (rp_pow.h), pasted with their
-// wrappers where a kernel calls them.
+// around them vectorizes; the interpreter and the fold pass compute the same functions. sin,
+// cos and tan are too (rp_trig.h), atan, atan2, asin and acos (rp_atan.h), pow (rp_pow.h) and
+// hypot (rp_hypot.h), pasted with their wrappers where a kernel calls them.
 // always_inline: in a large unit GCC kept rp_tanh a call, which left that unit's sample loop
 // scalar where a smaller unit's build of the same kernel vectorized it, and the two summed a
 // hawk.sum in different orders (a staged kernel through the JAX bridge, 2 ulps from its launch).

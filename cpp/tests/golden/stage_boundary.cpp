@@ -208,6 +208,16 @@ RP_MATH_FN float rp_log_f32(float x) {
   return far ? far_form : near_form;
 }
 
+/* The correctly rounded square root (IEEE's operation: the instruction on x86-64 and the
+ * device; no errno). rp_atan.h's asin / acos and rp_hypot.h use it. */
+RP_MATH_FN double rp_math_sqrt(double v) {
+#ifdef __CUDACC__
+  return sqrt(v);
+#else
+  return __builtin_sqrt(v);
+#endif
+}
+
 /* +inf, from its bits (no library macro: NVRTC has no <math.h>). */
 RP_MATH_FN double rp_math_inf() {
   const uint64_t b = 0x7FF0000000000000ull;
@@ -464,23 +474,20 @@ template <class T> inline int64_t rp_index(T a) {
     if constexpr (std::is_same_v<T, float>) return ::call##f(x);               \
     else return ::call(x);                                                     \
   }
-RP_LIBM(tan, tan)
-RP_LIBM(asin, asin) RP_LIBM(acos, acos) RP_LIBM(sinh, sinh) RP_LIBM(cosh, cosh)
-RP_LIBM(asinh, asinh) RP_LIBM(acosh, acosh) RP_LIBM(atanh, atanh) RP_LIBM(erf, erf)
-RP_LIBM(erfc, erfc) RP_LIBM(exp2, exp2) RP_LIBM(log2, log2) RP_LIBM(log10, log10)
-RP_LIBM(cbrt, cbrt)
+RP_LIBM(sinh, sinh) RP_LIBM(cosh, cosh) RP_LIBM(asinh, asinh) RP_LIBM(acosh, acosh)
+RP_LIBM(atanh, atanh) RP_LIBM(erf, erf) RP_LIBM(erfc, erfc) RP_LIBM(exp2, exp2)
+RP_LIBM(log2, log2) RP_LIBM(log10, log10) RP_LIBM(cbrt, cbrt)
 #undef RP_LIBM
 #define RP_LIBM2(name, call)                                                  \
   template <class T> __attribute__((noipa, const)) T rp_##name(T x, T y) {    \
     if constexpr (std::is_same_v<T, float>) return ::call##f(x, y);            \
     else return ::call(x, y);                                                  \
   }
-RP_LIBM2(hypot, hypot)
 #undef RP_LIBM2
 // exp, expm1, log, log1p and tanh are raptor's own (rp_math.h, above): no call, so a sample loop
-// around them vectorizes; the interpreter and the fold pass compute the same functions. sin
-// and cos are too (rp_trig.h), atan and atan2 (rp_atan.h) and pow (rp_pow.h), pasted with their
-// wrappers where a kernel calls them.
+// around them vectorizes; the interpreter and the fold pass compute the same functions. sin,
+// cos and tan are too (rp_trig.h), atan, atan2, asin and acos (rp_atan.h), pow (rp_pow.h) and
+// hypot (rp_hypot.h), pasted with their wrappers where a kernel calls them.
 // always_inline: in a large unit GCC kept rp_tanh a call, which left that unit's sample loop
 // scalar where a smaller unit's build of the same kernel vectorized it, and the two summed a
 // hawk.sum in different orders (a staged kernel through the JAX bridge, 2 ulps from its launch).
@@ -581,14 +588,14 @@ template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
 #define RP_NARROW
 #endif
 
-/* raptor's own sin and cos on the host (docs/language.md "hawk.math"): branch-free, with an exact
- * range reduction for every argument, so a sample loop around them vectorizes (from x86-64-v3
+/* raptor's own sin, cos and tan on the host (docs/language.md "hawk.math"): branch-free, with an
+ * exact range reduction for every argument, so a sample loop around them vectorizes (from x86-64-v3
  * on, where the table reads below are gathers and the fma an instruction), within an ulp of the
  * exact value, the same bits wherever they run. The generated host code pastes this file into
- * the units whose kernels call sin or cos (codegen/host_driver, after rp_math.h, whose helpers
+ * the units whose kernels call sin, cos or tan (codegen/host_driver, after rp_math.h, whose helpers
  * it uses); the IR interpreter and the fold pass (passes/eval.cpp) include it, so a compiled
- * kernel equals the interpreter bit for bit. Host code only: the CUDA emitter's sin and cos are
- * CUDA's own. Tests: cpp/tests/test_runtime_math.cpp (accuracy), tests/test_math_numpy.py (the
+ * kernel equals the interpreter bit for bit. Host code only: the CUDA emitter's sin, cos and tan
+ * are CUDA's own. Tests: cpp/tests/test_runtime_math.cpp (accuracy), tests/test_math_numpy.py (the
  * tables, recomputed). Start at rp_math_sin. */
 #ifndef RAPTOR_TRIG_H
 #define RAPTOR_TRIG_H
@@ -791,6 +798,63 @@ RP_MATH_FN double rp_math_sin(double x) {
 RP_MATH_FN double rp_math_cos(double x) {
   const rp_trig_parts p = rp_trig_reduce(x);
   return rp_trig_quadrant(rp_trig_sin_kernel(p.y0, p.y1), rp_trig_cos_kernel(p.y0, p.y1), p.n + 1u);
+}
+
+/* tan(r) for r = x + y, |x| <= pi/4 + a little, or -1 / tan(r) where `odd` (x = n pi/2 + r with n
+ * odd): fdlibm's k_tan.c (FreeBSD's form) branch-free. Its polynomial of degree 27 in r; above
+ * |x| = 0.6744 tan(pi/4 - r) instead, from 1 - 2 (t - t^2 / (1 + t)); -1 / (x + r) formed with
+ * the quotient's low part carried. Each form computed, one selected. */
+RP_MATH_FN double rp_trig_tan_kernel(double x, double y, bool odd) {
+  const double ax = x < 0.0 ? -x : x;
+  const bool big = ax >= 0x1.59428p-1;
+  const double xs = x < 0.0 ? -x : x, ys = x < 0.0 ? -y : y;
+  const double xb = (0x1.921fb54442d18p-1 - xs) + (0x1.1a62633145c07p-55 - ys);
+  const double x2 = big ? xb : x, y2 = big ? 0.0 : y;
+  const double z = x2 * x2, w = z * z;
+  const double r0 = 0x1.111111110fe7ap-3 +
+                    w * (0x1.664f48406d637p-6 +
+                         w * (0x1.d6d22c9560328p-9 +
+                              w * (0x1.344d8f2f26501p-11 +
+                                   w * (0x1.47e88a03792a6p-14 + w * -0x1.375cbdb605373p-16))));
+  const double v0 = z * (0x1.ba1ba1bb341fep-5 +
+                         w * (0x1.226e3e96e8493p-7 +
+                              w * (0x1.7dbc8fee08315p-10 +
+                                   w * (0x1.026f71a8d1068p-12 +
+                                        w * (0x1.2b80f32f0a7e9p-14 + w * 0x1.b2a7074bf7ad4p-16)))));
+  const double s = z * x2;
+  const double r1 = y2 + z * (s * (r0 + v0) + y2);
+  const double r = r1 + 0x1.5555555555563p-2 * s;
+  const double t = x2 + r;  // tan of the (reflected) argument
+  // |x| >= 0.6744: tan(pi/4 - x2) or its -1 / tan, x's sign
+  const double v = odd ? -1.0 : 1.0;
+  const double far = v - 2.0 * (x2 - (t * t / (t + v) - r));
+  const double far_signed = x < 0.0 ? -far : far;
+  // -1 / (x2 + r): a = -1 / t and its high part th, z + e = t exactly in two parts
+  uint64_t bt;
+  RP_F64_TO_BITS(bt, t);
+  bt &= 0xFFFFFFFF00000000ull;
+  double th;
+  RP_F64_FROM_BITS(th, bt);
+  const double e = r - (th - x2);
+  const double a = -1.0 / t;
+  uint64_t ba;
+  RP_F64_TO_BITS(ba, a);
+  ba &= 0xFFFFFFFF00000000ull;
+  double ah;
+  RP_F64_FROM_BITS(ah, ba);
+  const double inv = ah + a * ((1.0 + ah * th) + ah * e);
+  const double near = odd ? inv : t;
+  return big ? far_signed : near;
+}
+
+/* tan(x) in double: tan(-x) = -tan(x), the reduction of |x| (rp_trig_reduce), then
+ * rp_trig_tan_kernel with n's parity; |x| < 2^-27 gives x (and keeps -0); +-inf and NaN NaN. */
+RP_MATH_FN double rp_math_tan(double x) {
+  const rp_trig_parts p = rp_trig_reduce(x);
+  const double v = rp_trig_tan_kernel(p.y0, p.y1, (p.n & 1u) != 0u);
+  const double ax = x < 0.0 ? -x : x;
+  const double signed_v = x < 0.0 ? -v : v;
+  return ax < 0x1p-27 ? x : signed_v;
 }
 
 /* sin and cos in float: computed in double, reduced in one way for every float. x = M 2^E
@@ -1120,11 +1184,23 @@ RP_MATH_FN float rp_math_cos(float x) {
   return ax < 0x1p-12f ? 1.0f : finite_v;  // cos(x) rounds to 1
 }
 
+/* tan in float: the float reduction, the double kernel (r exact to 2^-60 or so, the kernel within
+ * an ulp of double), rounded once to float. */
+RP_MATH_FN float rp_math_tan(float x) {
+  const rp_trig_parts p = rp_trig_reduce_f32(x);
+  const double v = rp_trig_tan_kernel(p.y0, 0.0, (p.n & 1u) != 0u);
+  const float ax = x < 0.0f ? -x : x;
+  const float signed_v = static_cast<float>(x < 0.0f ? -v : v);
+  const float finite_v = ax <= 0x1.fffffep127f ? signed_v : x - x;  // inf, NaN: NaN
+  return ax < 0x1p-12f ? x : finite_v;  // tan(x) rounds to x (and keeps -0)
+}
+
 #endif /* RAPTOR_TRIG_H */
 
 namespace {
 template <class T> RP_OWN T rp_sin(T x) { return rp_math_sin(x); }
 template <class T> RP_OWN T rp_cos(T x) { return rp_math_cos(x); }
+template <class T> RP_OWN T rp_tan(T x) { return rp_math_tan(x); }
 }  // namespace
 
 namespace {
