@@ -27,16 +27,15 @@ namespace {
 
 const char* prelude_template();
 
-// The RP_LIBM / RP_LIBM2 lines of hawk.math's NumPy-named library functions of `arity`
-// (ir/math_fns.hpp), four to a line.
-std::string libm_wrappers(int arity) {
+// The RP_LIBM lines of hawk.math's NumPy-named library functions (ir/math_fns.hpp: each of one
+// argument), four to a line.
+std::string libm_wrappers() {
   std::string out;
   int on_line = 0;
   for (const ir::MathFn& f : ir::math_fns()) {
-    if (f.kind != ir::MathKind::Libm || f.arity != arity) continue;
+    if (f.kind != ir::MathKind::Libm) continue;
     const std::string n = f.name;
-    out += (on_line ? " " : "") + std::string(arity == 1 ? "RP_LIBM(" : "RP_LIBM2(") + n + ", " +
-           n + ")";
+    out += (on_line ? " " : "") + std::string("RP_LIBM(") + n + ", " + n + ")";
     if (++on_line == 4) {
       out += "\n";
       on_line = 0;
@@ -50,10 +49,9 @@ std::string replaced(std::string text, const std::string& key, const std::string
 }
 
 const std::string& prelude() {
-  static const std::string text = replaced(
+  static const std::string text =
       replaced(replaced(prelude_template(), "@MATH@", std::string(runtime::math_header_source())),
-               "@LIBM1@", libm_wrappers(1)),
-      "@LIBM2@", libm_wrappers(2));
+               "@LIBM@", libm_wrappers());
   return text;
 }
 
@@ -91,13 +89,7 @@ template <class T> inline int64_t rp_index(T a) {
     if constexpr (std::is_same_v<T, float>) return ::call##f(x);               \
     else return ::call(x);                                                     \
   }
-@LIBM1@#undef RP_LIBM
-#define RP_LIBM2(name, call)                                                  \
-  template <class T> __attribute__((noipa, const)) T rp_##name(T x, T y) {    \
-    if constexpr (std::is_same_v<T, float>) return ::call##f(x, y);            \
-    else return ::call(x, y);                                                  \
-  }
-@LIBM2@#undef RP_LIBM2
+@LIBM@#undef RP_LIBM
 // exp, expm1, log, log1p and tanh are raptor's own (rp_math.h, above): no call, so a sample loop
 // around them vectorizes; the interpreter and the fold pass compute the same functions. sin,
 // cos and tan are too (rp_trig.h), atan, atan2, asin and acos (rp_atan.h), pow (rp_pow.h) and

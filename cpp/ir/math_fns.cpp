@@ -57,6 +57,14 @@ constexpr bool in_enum_order() {
   return true;
 }
 static_assert(in_enum_order(), "math_fns() must list the ops in ir.hpp's order");
+// The host prelude wraps the C library's functions of one argument only (codegen/host_driver.cpp,
+// RP_LIBM): a Libm function of two would need its wrapper back.
+constexpr bool libm_unary() {
+  for (const MathFn& f : kFns)
+    if (f.kind == MathKind::Libm && f.arity != 1) return false;
+  return true;
+}
+static_assert(libm_unary(), "a Libm function of more than one argument has no host wrapper");
 
 const MathFn* math_fn(Op op) {
   const int i = static_cast<int>(op) - static_cast<int>(Op::Asin);

@@ -3,10 +3,10 @@
 // and how it is computed, which every stage reads:
 // - the IR's op names and arities (ir.cpp), the front end's hawk.math names (lower_math.cpp);
 // - the meaning, `eval_math` below: the C library's function of the same name in the
-//   arithmetic of T (std::asin(float) is asinf), or raptor's own (`Own`: expm1, log1p, asin, acos,
-//   atan, hypot, from runtime/rp_math.h, rp_atan.h and rp_hypot.h), shared by constant folding and
-//   the reference interpreter (passes/eval.cpp), so compiled code equals interpreted code bit for
-//   bit;
+//   arithmetic of T (std::asin(float) is asinf), or raptor's own (`Own`: expm1, log1p, asin,
+//   acos, atan, hypot, from runtime/rp_math.h, rp_atan.h and rp_hypot.h), shared by constant
+//   folding and the reference interpreter (passes/eval.cpp), so compiled code equals interpreted
+//   code bit for bit;
 // - the generated code: `Libm` functions through the host prelude's noipa `rp_` wrappers
 //   (written from this table, codegen/host_driver.cpp), `Exact` ones as `std::` builtins GCC
 //   may inline and vectorize (exact, so folding them cannot change a bit), `Formula` ones as
@@ -33,9 +33,9 @@ enum class MathKind : uint8_t {
             //  through a noipa wrapper so GCC never folds it (correctly rounded) itself
   Exact,    // exact by definition (ceil, rint, fmod, fma, copysign, predicates): a builtin
   Formula,  // a short formula of exact operations, written once per target's prelude
-  Own,      // raptor's own function (runtime/rp_math.h: expm1, log1p; rp_atan.h: asin, acos, atan;
-            //  rp_hypot.h: hypot), not
-            //  correctly rounded but the same bits wherever the host computes it; vectorizable
+  Own,      // raptor's own function (runtime/rp_math.h: expm1, log1p; rp_atan.h: asin, acos,
+            //  atan; rp_hypot.h: hypot), not correctly rounded but the same bits wherever the
+            //  host computes it; vectorizable
 };
 
 struct MathFn {

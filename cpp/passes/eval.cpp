@@ -64,8 +64,7 @@ T eval_in(Op op, const T* a, int64_t iimm) {
       return -a[0];
     case Op::Sqrt:
       return std::sqrt(a[0]);
-    case Op::Exp:  // raptor's own, as the generated code (runtime/rp_math.h; sin, cos, tan:
-                   // rp_trig.h)
+    case Op::Exp:  // raptor's own, as the generated code (rp_math.h; sin, cos, tan: rp_trig.h)
       return rp_math_exp(a[0]);
     case Op::Log:
       return rp_math_log(a[0]);

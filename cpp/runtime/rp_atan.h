@@ -126,17 +126,6 @@ RP_MATH_FN double rp_asin_r(double t) {
   return p / q;
 }
 
-/* s with the low 32 bits of its mantissa cleared (fdlibm's SET_LOW_WORD(s, 0)): its square is
- * exact. */
-RP_MATH_FN double rp_asin_high(double s) {
-  uint64_t b;
-  RP_F64_TO_BITS(b, s);
-  b &= 0xFFFFFFFF00000000ull;
-  double h;
-  RP_F64_FROM_BITS(h, b);
-  return h;
-}
-
 /* asin(x) in double: fdlibm's e_asin.c branch-free. |x| < 0.5: x + x R(x^2); above, with
  * t = (1 - |x|) / 2 and s = sqrt(t), pi/2 - 2 (s + s R(t)), below |x| = 0.975 with s's high
  * part f and c = (t - f^2) / (s + f) carried (f + c = s to far more than 53 bits); x's sign.
@@ -151,7 +140,7 @@ RP_MATH_FN double rp_math_asin(double x) {
   const double at_small = x + x * r;
   const double s = rp_math_sqrt(t);
   const double far = pio2_hi - (2.0 * (s + s * r) - pio2_lo);
-  const double f = rp_asin_high(s);
+  const double f = rp_math_high(s);
   const double c = (t - f * f) / (s + f);
   const double mid = pio4_hi - ((2.0 * s * r - (pio2_lo - 2.0 * c)) - (pio4_hi - 2.0 * f));
   const double big = ax > 0x1.f3333p-1 ? far : mid;  // 0.975
@@ -178,7 +167,7 @@ RP_MATH_FN double rp_math_acos(double x) {
   const double at_small = pio2_hi - (x - (pio2_lo - x * r));
   const double s = rp_math_sqrt(t);
   const double at_neg = pi - 2.0 * (s + (r * s - pio2_lo));
-  const double f = rp_asin_high(s);
+  const double f = rp_math_high(s);
   const double c = (t - f * f) / (s + f);  // 0 / 0 at x = 1, selected away below
   const double at_pos = 2.0 * (f + (r * s + c));
   const double big = x < 0.0 ? at_neg : (x == 1.0 ? 0.0 : at_pos);

@@ -149,6 +149,18 @@ RP_MATH_FN double rp_math_sqrt(double v) {
 #endif
 }
 
+/* v with the low 32 bits of its mantissa cleared (fdlibm's SET_LOW_WORD(v, 0)): at most 21
+ * significant bits, so its product with another such double is exact (the split forms of pow,
+ * asin, acos and tan: rp_pow.h, rp_atan.h, rp_trig.h). */
+RP_MATH_FN double rp_math_high(double v) {
+  uint64_t b;
+  RP_F64_TO_BITS(b, v);
+  b &= 0xFFFFFFFF00000000ull;
+  double h;
+  RP_F64_FROM_BITS(h, b);
+  return h;
+}
+
 /* +inf, from its bits (no library macro: NVRTC has no <math.h>). */
 RP_MATH_FN double rp_math_inf() {
   const uint64_t b = 0x7FF0000000000000ull;

@@ -13,17 +13,6 @@
 #include "rp_math.h"
 #endif
 
-/* v with the low 32 bits of its mantissa cleared (fdlibm's SET_LOW_WORD(v, 0)): a double of at
- * most 21 significant bits, whose products with another such double are exact. */
-RP_MATH_FN double rp_pow_high(double v) {
-  uint64_t b;
-  RP_F64_TO_BITS(b, v);
-  b &= 0xFFFFFFFF00000000ull;
-  double h;
-  RP_F64_FROM_BITS(h, b);
-  return h;
-}
-
 /* log2(a) = t1 + t2 for a finite a > 0, to about 2^-64 relative, t1 of 21 significant bits
  * (e_pow.c's first part). a = 2^n m (rp_log_reduce, a subnormal a scaled by 2^53 first), m
  * moved into [sqrt(3)/2, sqrt(3)) by doubling it below sqrt(3)/2; b = 1.5 where m is at or above
@@ -43,8 +32,8 @@ RP_MATH_FN void rp_pow_log2(double a, double& t1, double& t2) {
   const double u = m - b;  // exact (Sterbenz)
   const double v = 1.0 / (m + b);
   const double ss = u * v;
-  const double s_h = rp_pow_high(ss);
-  const double t_h = rp_pow_high(m + b);
+  const double s_h = rp_math_high(ss);
+  const double t_h = rp_math_high(m + b);
   const double t_l = m - (t_h - b);  // m + b = t_h + t_l exactly
   const double s_l = v * ((u - s_h * t_h) - s_h * t_l);
   double s2 = ss * ss;
@@ -56,18 +45,18 @@ RP_MATH_FN void rp_pow_log2(double a, double& t1, double& t2) {
                                 s2 * (0x1.d864a93c9db65p-3 + s2 * 0x1.a7e284a454eefp-3)))));
   r += s_l * (s_h + ss);
   s2 = s_h * s_h;
-  const double th = rp_pow_high(3.0 + s2 + r);
+  const double th = rp_math_high(3.0 + s2 + r);
   const double tl = r - ((th - 3.0) - s2);
   const double uu = s_h * th;  // (s_h + s_l)(th + tl) = uu + vv
   const double vv = s_l * th + tl * ss;
-  const double ph = rp_pow_high(uu + vv);
+  const double ph = rp_math_high(uu + vv);
   const double pl = vv - (ph - uu);
   // times 2 / (3 ln2) = cp = cp_h + cp_l
   const double cp = 0x1.ec709dc3a03fdp-1, cp_h = 0x1.ec709e0000000p-1,
                cp_l = -0x1.e2fe0145b01f5p-28;
   const double z_h = cp_h * ph;
   const double z_l = cp_l * ph + pl * cp + dp_l;
-  t1 = rp_pow_high(((z_h + z_l) + dp_h) + n);
+  t1 = rp_math_high(((z_h + z_l) + dp_h) + n);
   t2 = z_l - (((t1 - n) - dp_h) - z_h);
 }
 
@@ -79,7 +68,7 @@ RP_MATH_FN void rp_pow_log2(double a, double& t1, double& t2) {
 RP_MATH_FN double rp_pow_core(double a, double y) {
   double t1, t2;
   rp_pow_log2(a, t1, t2);
-  const double y1 = rp_pow_high(y);
+  const double y1 = rp_math_high(y);
   const double p_l0 = (y - y1) * t1 + y * t2;
   const double p_h0 = y1 * t1;  // exact
   const double z0 = p_l0 + p_h0;
@@ -88,7 +77,7 @@ RP_MATH_FN double rp_pow_core(double a, double y) {
   const bool over = z0 > 1024.0, under = z0 < -1076.0;
   const double k = (z0 + 0x1.8p52) - 0x1.8p52;  // the integer nearest z
   const double p_h = p_h0 - k;                  // exact
-  const double t = rp_pow_high(p_l0 + p_h);
+  const double t = rp_math_high(p_l0 + p_h);
   // (z - k) ln2 = zz + w, t ln2_h exact
   const double lg2 = 0x1.62e42fefa39efp-1, lg2_h = 0x1.62e4300000000p-1,
                lg2_l = -0x1.05c610ca86c39p-29;

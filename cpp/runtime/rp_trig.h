@@ -240,18 +240,10 @@ RP_MATH_FN double rp_trig_tan_kernel(double x, double y, bool odd) {
   const double far = v - 2.0 * (x2 - (t * t / (t + v) - r));
   const double far_signed = x < 0.0 ? -far : far;
   // -1 / (x2 + r): a = -1 / t and its high part th, z + e = t exactly in two parts
-  uint64_t bt;
-  RP_F64_TO_BITS(bt, t);
-  bt &= 0xFFFFFFFF00000000ull;
-  double th;
-  RP_F64_FROM_BITS(th, bt);
+  const double th = rp_math_high(t);
   const double e = r - (th - x2);
   const double a = -1.0 / t;
-  uint64_t ba;
-  RP_F64_TO_BITS(ba, a);
-  ba &= 0xFFFFFFFF00000000ull;
-  double ah;
-  RP_F64_FROM_BITS(ah, ba);
+  const double ah = rp_math_high(a);
   const double inv = ah + a * ((1.0 + ah * th) + ah * e);
   const double near = odd ? inv : t;
   return big ? far_signed : near;

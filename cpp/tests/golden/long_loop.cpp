@@ -218,6 +218,18 @@ RP_MATH_FN double rp_math_sqrt(double v) {
 #endif
 }
 
+/* v with the low 32 bits of its mantissa cleared (fdlibm's SET_LOW_WORD(v, 0)): at most 21
+ * significant bits, so its product with another such double is exact (the split forms of pow,
+ * asin, acos and tan: rp_pow.h, rp_atan.h, rp_trig.h). */
+RP_MATH_FN double rp_math_high(double v) {
+  uint64_t b;
+  RP_F64_TO_BITS(b, v);
+  b &= 0xFFFFFFFF00000000ull;
+  double h;
+  RP_F64_FROM_BITS(h, b);
+  return h;
+}
+
 /* +inf, from its bits (no library macro: NVRTC has no <math.h>). */
 RP_MATH_FN double rp_math_inf() {
   const uint64_t b = 0x7FF0000000000000ull;
@@ -478,12 +490,6 @@ RP_LIBM(sinh, sinh) RP_LIBM(cosh, cosh) RP_LIBM(asinh, asinh) RP_LIBM(acosh, aco
 RP_LIBM(atanh, atanh) RP_LIBM(erf, erf) RP_LIBM(erfc, erfc) RP_LIBM(exp2, exp2)
 RP_LIBM(log2, log2) RP_LIBM(log10, log10) RP_LIBM(cbrt, cbrt)
 #undef RP_LIBM
-#define RP_LIBM2(name, call)                                                  \
-  template <class T> __attribute__((noipa, const)) T rp_##name(T x, T y) {    \
-    if constexpr (std::is_same_v<T, float>) return ::call##f(x, y);            \
-    else return ::call(x, y);                                                  \
-  }
-#undef RP_LIBM2
 // exp, expm1, log, log1p and tanh are raptor's own (rp_math.h, above): no call, so a sample loop
 // around them vectorizes; the interpreter and the fold pass compute the same functions. sin,
 // cos and tan are too (rp_trig.h), atan, atan2, asin and acos (rp_atan.h), pow (rp_pow.h) and
