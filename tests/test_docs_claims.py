@@ -37,8 +37,9 @@ def test_performance_docs_are_the_rendered_results():
     refill = json.loads(rd.REFILL_RESULTS.read_text())
     stream = json.loads(rd.STREAM_RESULTS.read_text())
     draws_isa = json.loads(rd.DRAWS_ISA_RESULTS.read_text())
+    math_fns = json.loads(rd.MATH_RESULTS.read_text())
     doc = rd.DOC.read_text()
-    assert rd.rendered_doc(doc, card, draws, isa, peers, refill, stream, draws_isa) == doc, \
+    assert rd.rendered_doc(doc, card, draws, isa, peers, refill, stream, draws_isa, math_fns) == doc, \
         "run python benchmarks/render_docs.py after a new benchmark run"
 
 
@@ -68,6 +69,16 @@ def test_a_changed_refill_figure_is_caught():
     (row,) = [r for r in refill["rows"] if r["dtype"] == "float64" and r["cell"] == "spread100"]
     row["between_ns_per_sample"] *= 2
     assert rd.rendered_doc(doc, card, refill=refill) != doc
+
+
+def test_a_changed_math_functions_figure_is_caught():
+    """Numba twice as slow in one row of the math functions' run changes that row in the table."""
+    rd = _render_docs()
+    card = json.loads(rd.RESULTS.read_text())
+    math_fns = json.loads(rd.MATH_RESULTS.read_text())
+    doc = rd.rendered_doc(rd.DOC.read_text(), card, math_fns=math_fns)
+    math_fns["rows"][0]["us"]["numba"] *= 2
+    assert rd.rendered_doc(doc, card, math_fns=math_fns) != doc
 
 
 def test_a_changed_peers_figure_is_caught():
