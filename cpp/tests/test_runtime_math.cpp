@@ -576,15 +576,30 @@ TEST(RuntimeMath, AsinAcosAreWithinAnUlp) {
   }
 }
 
-TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
-  double worst_exp = 0, worst_log = 0, worst_log1p = 0, worst_expm1 = 0, worst_sin = 0,
-         worst_cos = 0, worst_tanh = 0, worst_atan = 0, worst_atan2 = 0, worst_pow = 0,
-         worst_hypot = 0, worst_tan = 0, worst_asin = 0, worst_acos = 0;
+// Calls f(x, bits) for every 61st float x (its bits), NaNs left out: every binade, both signs.
+// The float versions' sweep, split into three tests so that ctest runs them side by side.
+template <class F>
+void every_61st_float(F f) {
   for (uint64_t b = 0; b < 0x100000000ull; b += 61) {
     const uint32_t bits = static_cast<uint32_t>(b);
     float x;
     std::memcpy(&x, &bits, 4);
-    if (std::isnan(x)) continue;
+    if (!std::isnan(x)) f(x, bits);
+  }
+}
+
+// A float from another binade than x (x's bits scrambled): the second argument of the sweeps of
+// atan2, hypot and pow, so that every ratio and quadrant is met.
+float partner_of(uint32_t bits) {
+  const uint32_t ybits = (bits * 2654435761u) ^ 0x5A5A5A5Au;
+  float y;
+  std::memcpy(&y, &ybits, 4);
+  return y;
+}
+
+TEST(RuntimeMath, FloatExpLogTanhAreWithinAnUlpOfEveryFloat) {
+  double worst_exp = 0, worst_log = 0, worst_log1p = 0, worst_expm1 = 0, worst_tanh = 0;
+  every_61st_float([&](float x, uint32_t) {
     const double xd = x;
     if (xd > -110.0 && xd < 100.0) {
       worst_exp = std::max(worst_exp, ulps_f(rp_math_exp(x), std::exp(xd)));
@@ -592,72 +607,15 @@ TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
     }
     if (xd > 0.0) worst_log = std::max(worst_log, ulps_f(rp_math_log(x), std::log(xd)));
     if (xd > -1.0) worst_log1p = std::max(worst_log1p, ulps_f(rp_math_log1p(x), std::log1p(xd)));
-    if (std::isfinite(x)) {  // every binade: sin and cos reduce every float exactly
-      worst_sin = std::max(worst_sin, ulps_f(rp_math_sin(x), std::sin(xd)));
-      worst_cos = std::max(worst_cos, ulps_f(rp_math_cos(x), std::cos(xd)));
-      worst_tan = std::max(worst_tan, ulps_f(rp_math_tan(x), std::tan(xd)));
-    }
     worst_tanh = std::max(worst_tanh, ulps_f(rp_math_tanh(x), std::tanh(xd)));
-    worst_atan = std::max(worst_atan, ulps_f(rp_math_atan(x), std::atan(xd)));
-    if (xd >= -1.0 && xd <= 1.0) {
-      worst_asin = std::max(worst_asin, ulps_f(rp_math_asin(x), std::asin(xd)));
-      worst_acos = std::max(worst_acos, ulps_f(rp_math_acos(x), std::acos(xd)));
-    }
-    // against a float from another binade (the bits of x shifted): every ratio and quadrant
-    if (std::isfinite(x)) {
-      const uint32_t ybits = (bits * 2654435761u) ^ 0x5A5A5A5Au;
-      float y;
-      std::memcpy(&y, &ybits, 4);
-      if (std::isfinite(y))
-        worst_atan2 = std::max(worst_atan2, ulps_f(rp_math_atan2(y, x), std::atan2(double(y), xd)));
-      if (std::isfinite(y))
-        worst_hypot = std::max(worst_hypot, ulps_f(rp_math_hypot(y, x), std::hypot(double(y), xd)));
-      // pow of |x| and an exponent keeping |y log|x|| within float's range
-      const double ax = std::fabs(xd);
-      if (ax > 0.0 && std::isfinite(y)) {
-        const double lx = std::log(ax);
-        const float e =
-            lx == 0.0 ? y : static_cast<float>(std::fmod(double(y), 100.0 / std::fabs(lx)));
-        const double exact = std::pow(ax, double(e));
-        if (exact > 0x1p-126 && exact < 0x1p127)
-          worst_pow = std::max(worst_pow, ulps_f(rp_math_pow(std::fabs(x), e), exact));
-      }
-    }
-  }
+  });
   EXPECT_LT(worst_exp, 1.0);
   EXPECT_LT(worst_log, 1.0);
   EXPECT_LT(worst_log1p, 1.0);
   EXPECT_LT(worst_expm1, 1.0);
-  EXPECT_LT(worst_sin, 1.0);
-  EXPECT_LT(worst_cos, 1.0);
   EXPECT_LT(worst_tanh, 1.0);
-  EXPECT_LT(worst_atan, 1.0);
-  EXPECT_LT(worst_atan2, 1.0);
-  EXPECT_LT(worst_pow, 1.0);
-  EXPECT_LT(worst_hypot, 0.501);
-  EXPECT_LT(worst_tan, 1.0);
-  EXPECT_LT(worst_asin, 1.0);
-  EXPECT_LT(worst_acos, 1.0);
-  EXPECT_TRUE(std::isnan(rp_math_asin(1.5f)));
-  EXPECT_EQ(rp_math_acos(1.0f), 0.0f);
-  EXPECT_TRUE(std::signbit(rp_math_tan(-0.0f)));
-  EXPECT_TRUE(std::isnan(rp_math_tan(kInfF)));
-  EXPECT_EQ(rp_math_hypot(kInfF, std::nanf("")), kInfF);
-  EXPECT_EQ(rp_math_hypot(3e38f, 3e38f), kInfF);
-  EXPECT_EQ(rp_math_pow(-2.0f, 3.0f), -8.0f);
-  EXPECT_TRUE(std::isnan(rp_math_pow(-2.0f, 0.5f)));
-  EXPECT_EQ(rp_math_pow(-0.0f, -3.0f), -kInfF);
-  EXPECT_EQ(rp_math_pow(std::nanf(""), 0.0f), 1.0f);
-  EXPECT_EQ(rp_math_pow(2.0f, 128.0f), kInfF);
-  EXPECT_EQ(rp_math_pow(2.0f, -149.0f), 0x1p-149f);
   EXPECT_TRUE(std::signbit(rp_math_tanh(-0.0f)));
-  EXPECT_TRUE(std::signbit(rp_math_atan(-0.0f)));
-  EXPECT_EQ(rp_math_atan2(0.0f, -1.0f), static_cast<float>(std::atan2(0.0, -1.0)));
   EXPECT_EQ(rp_math_tanh(-kInfF), -1.0f);
-  EXPECT_TRUE(std::signbit(rp_math_sin(-0.0f)));
-  EXPECT_EQ(rp_math_cos(-0.0f), 1.0f);
-  EXPECT_EQ(rp_math_sin(0x1p-149f), 0x1p-149f);
-  EXPECT_TRUE(std::isnan(rp_math_sin(kInfF)) && std::isnan(rp_math_cos(-kInfF)));
   EXPECT_EQ(rp_math_expm1(-kInfF), -1.0f);
   EXPECT_TRUE(std::signbit(rp_math_expm1(-0.0f)));
   EXPECT_EQ(rp_math_exp(-kInfF), 0.0f);
@@ -667,6 +625,75 @@ TEST(RuntimeMath, FloatVersionsAreWithinAnUlpOfEveryFloat) {
   EXPECT_EQ(rp_math_log1p(-1.0f), -kInfF);
   EXPECT_TRUE(std::signbit(rp_math_log1p(-0.0f)));
   EXPECT_TRUE(std::isnan(rp_math_log(-1.0f)));
+}
+
+TEST(RuntimeMath, FloatTrigAreWithinAnUlpOfEveryFloat) {
+  double worst_sin = 0, worst_cos = 0, worst_tan = 0, worst_atan = 0, worst_atan2 = 0,
+         worst_asin = 0, worst_acos = 0;
+  every_61st_float([&](float x, uint32_t bits) {
+    const double xd = x;
+    if (std::isfinite(x)) {  // every binade: sin and cos reduce every float exactly
+      worst_sin = std::max(worst_sin, ulps_f(rp_math_sin(x), std::sin(xd)));
+      worst_cos = std::max(worst_cos, ulps_f(rp_math_cos(x), std::cos(xd)));
+      worst_tan = std::max(worst_tan, ulps_f(rp_math_tan(x), std::tan(xd)));
+      const float y = partner_of(bits);
+      if (std::isfinite(y))
+        worst_atan2 = std::max(worst_atan2, ulps_f(rp_math_atan2(y, x), std::atan2(double(y), xd)));
+    }
+    worst_atan = std::max(worst_atan, ulps_f(rp_math_atan(x), std::atan(xd)));
+    if (xd >= -1.0 && xd <= 1.0) {
+      worst_asin = std::max(worst_asin, ulps_f(rp_math_asin(x), std::asin(xd)));
+      worst_acos = std::max(worst_acos, ulps_f(rp_math_acos(x), std::acos(xd)));
+    }
+  });
+  EXPECT_LT(worst_sin, 1.0);
+  EXPECT_LT(worst_cos, 1.0);
+  EXPECT_LT(worst_tan, 1.0);
+  EXPECT_LT(worst_atan, 1.0);
+  EXPECT_LT(worst_atan2, 1.0);
+  EXPECT_LT(worst_asin, 1.0);
+  EXPECT_LT(worst_acos, 1.0);
+  EXPECT_TRUE(std::isnan(rp_math_asin(1.5f)));
+  EXPECT_EQ(rp_math_acos(1.0f), 0.0f);
+  EXPECT_TRUE(std::signbit(rp_math_tan(-0.0f)));
+  EXPECT_TRUE(std::isnan(rp_math_tan(kInfF)));
+  EXPECT_TRUE(std::signbit(rp_math_atan(-0.0f)));
+  EXPECT_EQ(rp_math_atan2(0.0f, -1.0f), static_cast<float>(std::atan2(0.0, -1.0)));
+  EXPECT_TRUE(std::signbit(rp_math_sin(-0.0f)));
+  EXPECT_EQ(rp_math_cos(-0.0f), 1.0f);
+  EXPECT_EQ(rp_math_sin(0x1p-149f), 0x1p-149f);
+  EXPECT_TRUE(std::isnan(rp_math_sin(kInfF)) && std::isnan(rp_math_cos(-kInfF)));
+}
+
+TEST(RuntimeMath, FloatPowHypotAreWithinAnUlpOfEveryFloat) {
+  double worst_pow = 0, worst_hypot = 0;
+  every_61st_float([&](float x, uint32_t bits) {
+    if (!std::isfinite(x)) return;
+    const double xd = x;
+    const float y = partner_of(bits);
+    if (!std::isfinite(y)) return;
+    worst_hypot = std::max(worst_hypot, ulps_f(rp_math_hypot(y, x), std::hypot(double(y), xd)));
+    // pow of |x| and an exponent keeping |y log|x|| within float's range
+    const double ax = std::fabs(xd);
+    if (ax > 0.0) {
+      const double lx = std::log(ax);
+      const float e =
+          lx == 0.0 ? y : static_cast<float>(std::fmod(double(y), 100.0 / std::fabs(lx)));
+      const double exact = std::pow(ax, double(e));
+      if (exact > 0x1p-126 && exact < 0x1p127)
+        worst_pow = std::max(worst_pow, ulps_f(rp_math_pow(std::fabs(x), e), exact));
+    }
+  });
+  EXPECT_LT(worst_pow, 1.0);
+  EXPECT_LT(worst_hypot, 0.501);
+  EXPECT_EQ(rp_math_hypot(kInfF, std::nanf("")), kInfF);
+  EXPECT_EQ(rp_math_hypot(3e38f, 3e38f), kInfF);
+  EXPECT_EQ(rp_math_pow(-2.0f, 3.0f), -8.0f);
+  EXPECT_TRUE(std::isnan(rp_math_pow(-2.0f, 0.5f)));
+  EXPECT_EQ(rp_math_pow(-0.0f, -3.0f), -kInfF);
+  EXPECT_EQ(rp_math_pow(std::nanf(""), 0.0f), 1.0f);
+  EXPECT_EQ(rp_math_pow(2.0f, 128.0f), kInfF);
+  EXPECT_EQ(rp_math_pow(2.0f, -149.0f), 0x1p-149f);
 }
 
 }  // namespace
