@@ -126,57 +126,61 @@ RP_MATH_FN double rp_asin_r(double t) {
   return p / q;
 }
 
-/* asin(x) in double: fdlibm's e_asin.c branch-free. |x| < 0.5: x + x R(x^2); above, with
- * t = (1 - |x|) / 2 and s = sqrt(t), pi/2 - 2 (s + s R(t)), below |x| = 0.975 with s's high
- * part f and c = (t - f^2) / (s + f) carried (f + c = s to far more than 53 bits); x's sign.
- * One R for both (its t selected). |x| > 1 gives NaN, +-1 +-pi/2, NaN NaN. */
-RP_MATH_FN double rp_math_asin(double x) {
-  const double pio2_hi = 0x1.921fb54442d18p+0, pio2_lo = 0x1.1a62633145c07p-54;
-  const double pio4_hi = 0x1.921fb54442d18p-1;
+/* What asin and acos share (e_asin.c's and e_acos.c's forms): t = x^2 below |x| = 0.5,
+ * (1 - |x|) / 2 above (exact there), R(t), s = sqrt(t), s's high part f and c = (t - f^2) /
+ * (s + f), so that f + c = s to far more than 53 bits (0 / 0 at |x| = 1, where the callers
+ * select other forms). */
+struct rp_asin_parts {
+  double ax, r, s, f, c;
+  bool small;
+};
+RP_MATH_FN rp_asin_parts rp_asin_reduce(double x) {
   const double ax = x < 0.0 ? -x : x;
   const bool small = ax < 0.5;
-  const double t = small ? x * x : (1.0 - ax) * 0.5;  // 1 - |x| exact from 0.5 on
-  const double r = rp_asin_r(t);
-  const double at_small = x + x * r;
+  const double t = small ? x * x : (1.0 - ax) * 0.5;
   const double s = rp_math_sqrt(t);
-  const double far = pio2_hi - (2.0 * (s + s * r) - pio2_lo);
   const double f = rp_math_high(s);
-  const double c = (t - f * f) / (s + f);
-  const double mid = pio4_hi - ((2.0 * s * r - (pio2_lo - 2.0 * c)) - (pio4_hi - 2.0 * f));
-  const double big = ax > 0x1.f3333p-1 ? far : mid;  // 0.975
-  const double big_signed = x < 0.0 ? -big : big;
-  const double v = small ? (ax < 0x1p-27 ? x : at_small) : big_signed;
-  const uint64_t nan_bits = 0x7FF8000000000000ull;  // a quiet NaN, glibc's bits
+  return rp_asin_parts{ax, rp_asin_r(t), s, f, (t - f * f) / (s + f), small};
+}
+
+/* v where |x| <= 1; beyond, glibc's quiet NaN; a NaN x itself (quieted). */
+RP_MATH_FN double rp_asin_domain(double x, double ax, double v) {
+  const uint64_t nan_bits = 0x7FF8000000000000ull;
   double nan_v;
   RP_F64_FROM_BITS(nan_v, nan_bits);
   const double in_range = ax > 1.0 ? nan_v : v;
   return x != x ? x + x : in_range;
 }
 
-/* acos(x) in double: fdlibm's e_acos.c branch-free. |x| < 0.5: pi/2 - (x + x R(x^2)) with pi/2's
- * low part; x < -0.5: pi - 2 (s + s R(t)), t = (1 + x) / 2, s = sqrt(t); x > 0.5: 2 (f + (s R(t)
- * + c)), t = (1 - x) / 2, f the high part of s and c = (t - f^2) / (s + f). One R for all three.
- * acos(1) = +0, acos(-1) = pi, |x| > 1 NaN, NaN NaN. */
+/* asin(x) in double: fdlibm's e_asin.c branch-free (rp_asin_reduce's parts). |x| < 0.5:
+ * x + x R(x^2); above, pi/2 - 2 (s + s R(t)), below |x| = 0.975 with f + c for s; x's sign.
+ * |x| > 1 gives NaN, +-1 +-pi/2, NaN NaN. */
+RP_MATH_FN double rp_math_asin(double x) {
+  const double pio2_hi = 0x1.921fb54442d18p+0, pio2_lo = 0x1.1a62633145c07p-54;
+  const double pio4_hi = 0x1.921fb54442d18p-1;
+  const rp_asin_parts p = rp_asin_reduce(x);
+  const double at_small = x + x * p.r;
+  const double far = pio2_hi - (2.0 * (p.s + p.s * p.r) - pio2_lo);
+  const double mid = pio4_hi - ((2.0 * p.s * p.r - (pio2_lo - 2.0 * p.c)) - (pio4_hi - 2.0 * p.f));
+  const double big = p.ax > 0x1.f3333p-1 ? far : mid;  // 0.975
+  const double big_signed = x < 0.0 ? -big : big;
+  const double v = p.small ? (p.ax < 0x1p-27 ? x : at_small) : big_signed;
+  return rp_asin_domain(x, p.ax, v);
+}
+
+/* acos(x) in double: fdlibm's e_acos.c branch-free (rp_asin_reduce's parts). |x| < 0.5:
+ * pi/2 - (x + x R(x^2)) with pi/2's low part; x < -0.5: pi - 2 (s + s R(t)); x > 0.5:
+ * 2 (f + (s R(t) + c)). acos(1) = +0, acos(-1) = pi, |x| > 1 NaN, NaN NaN. */
 RP_MATH_FN double rp_math_acos(double x) {
   const double pio2_hi = 0x1.921fb54442d18p+0, pio2_lo = 0x1.1a62633145c07p-54;
   const double pi = 0x1.921fb54442d18p+1;
-  const double ax = x < 0.0 ? -x : x;
-  const bool small = ax < 0.5;
-  const double t = small ? x * x : (1.0 - ax) * 0.5;
-  const double r = rp_asin_r(t);
-  const double at_small = pio2_hi - (x - (pio2_lo - x * r));
-  const double s = rp_math_sqrt(t);
-  const double at_neg = pi - 2.0 * (s + (r * s - pio2_lo));
-  const double f = rp_math_high(s);
-  const double c = (t - f * f) / (s + f);  // 0 / 0 at x = 1, selected away below
-  const double at_pos = 2.0 * (f + (r * s + c));
+  const rp_asin_parts p = rp_asin_reduce(x);
+  const double at_small = pio2_hi - (x - (pio2_lo - x * p.r));
+  const double at_neg = pi - 2.0 * (p.s + (p.r * p.s - pio2_lo));
+  const double at_pos = 2.0 * (p.f + (p.r * p.s + p.c));
   const double big = x < 0.0 ? at_neg : (x == 1.0 ? 0.0 : at_pos);
-  const double v = small ? at_small : big;
-  const uint64_t nan_bits = 0x7FF8000000000000ull;
-  double nan_v;
-  RP_F64_FROM_BITS(nan_v, nan_bits);
-  const double in_range = ax > 1.0 ? nan_v : v;
-  return x != x ? x + x : in_range;
+  const double v = p.small ? at_small : big;
+  return rp_asin_domain(x, p.ax, v);
 }
 
 /* The float versions: the double function of the float arguments, rounded once to float. */

@@ -13,31 +13,12 @@
 #include "rp_math.h"
 #endif
 
-/* a * b = p + e exactly (p the rounded product), for products that neither overflow nor
- * underflow: one fma where the target has it, Dekker's product by Veltkamp's split elsewhere;
- * e is exact either way, so both give the same bits, and both vectorize. */
-RP_MATH_FN double rp_two_prod(double a, double b, double& e) {
-  const double p = a * b;
-#if defined(__CUDACC__)
-  e = fma(a, b, -p);
-#elif defined(__FMA__)
-  e = __builtin_fma(a, b, -p);
-#else
-  const double split = 134217729.0;  // 2^27 + 1
-  const double ca = split * a, cb = split * b;
-  const double ah = ca - (ca - a), al = a - ah;
-  const double bh = cb - (cb - b), bl = b - bh;
-  e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
-#endif
-  return p;
-}
-
 /* hypot(x, y) in double. With a = max(|x|, |y|) and b = min(|x|, |y|), both scaled by a power of
  * two that brings a into [2^-500, 2^500] (exact, unless b then underflows, where b^2 is below
- * a^2 2^-1000 and cannot matter): S = a^2 + b^2 held exactly as s + l (two exact products and a
- * TwoSum), h = sqrt(s), corrected by (S - h^2) / (2h) with h^2 split exactly, so the one
- * rounding left is the last addition's; scaled back (a subnormal result rounds there a second
- * time). +-inf in either argument gives +inf (a NaN in the other too), a NaN otherwise NaN,
+ * a^2 2^-1000 and cannot matter): S = a^2 + b^2 held exactly as s + l (two exact products,
+ * rp_two_prod, and a TwoSum), h = sqrt(s), corrected by (S - h^2) / (2h) with h^2 split exactly, so
+ * the one rounding left is the last addition's; scaled back (a subnormal result rounds there a
+ * second time). +-inf in either argument gives +inf (a NaN in the other too), a NaN otherwise NaN,
  * hypot(+-0, +-0) = +0: C99 Annex F, glibc's bits. */
 RP_MATH_FN double rp_math_hypot(double x, double y) {
   const double ax = x < 0.0 ? -x : x, ay = y < 0.0 ? -y : y;

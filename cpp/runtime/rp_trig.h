@@ -217,8 +217,8 @@ RP_MATH_FN double rp_math_cos(double x) {
 RP_MATH_FN double rp_trig_tan_kernel(double x, double y, bool odd) {
   const double ax = x < 0.0 ? -x : x;
   const bool big = ax >= 0x1.59428p-1;
-  const double xs = x < 0.0 ? -x : x, ys = x < 0.0 ? -y : y;
-  const double xb = (0x1.921fb54442d18p-1 - xs) + (0x1.1a62633145c07p-55 - ys);
+  const double ys = x < 0.0 ? -y : y;  // (|x|, ys) = the sign of x taken off x + y
+  const double xb = (0x1.921fb54442d18p-1 - ax) + (0x1.1a62633145c07p-55 - ys);
   const double x2 = big ? xb : x, y2 = big ? 0.0 : y;
   const double z = x2 * x2, w = z * z;
   const double r0 = 0x1.111111110fe7ap-3 +

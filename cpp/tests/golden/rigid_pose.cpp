@@ -373,23 +373,40 @@ RP_MATH_FN double rp_two_sum(double a, double b, double& e) {
   return s;
 }
 
+/* a * b = p + e exactly (p the rounded product), for products that neither overflow nor
+ * underflow: one fma where the target has it, Dekker's product by Veltkamp's split elsewhere; e
+ * is exact either way, so both give the same bits, and both vectorize (rp_hypot.h's squares,
+ * the division residual below). */
+RP_MATH_FN double rp_two_prod(double a, double b, double& e) {
+  const double p = a * b;
+#if defined(__CUDACC__)
+  e = fma(a, b, -p);
+#elif defined(__FMA__)
+  e = __builtin_fma(a, b, -p);
+#else
+  const double split = 134217729.0;  // 2^27 + 1
+  const double ca = split * a, cb = split * b;
+  const double ah = ca - (ca - a), al = a - ah;
+  const double bh = cb - (cb - b), bl = b - bh;
+  e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+#endif
+  return p;
+}
+
 /* n - q d for the double q nearest n / d, exactly (the remainder of a correctly rounded
- * division is a double): one fma where the target has it, Dekker's product elsewhere (q d =
- * p + err exactly by Veltkamp's split; p is within an ulp of n, so n - p is exact), the same
- * bits either way, and both vectorize. tanh's 2 / (E + 1) and atan2's |y| / |x| use it. */
+ * division is a double): one fma where the target has it; elsewhere q d = p + e exactly
+ * (rp_two_prod's Dekker product), p is within an ulp of n, so n - p is exact, and so is
+ * (n - p) - e, the remainder itself: the same bits either way. tanh's 2 / (E + 1) and atan2's
+ * |y| / |x| use it. */
 RP_MATH_FN double rp_math_div_residual(double q, double d, double n) {
 #if defined(__CUDACC__)
   return fma(-q, d, n);
 #elif defined(__FMA__)
   return __builtin_fma(-q, d, n);
 #else
-  const double split = 134217729.0;  // 2^27 + 1
-  const double cq = split * q, cd = split * d;
-  const double qh = cq - (cq - q), ql = q - qh;
-  const double dh = cd - (cd - d), dl = d - dh;
-  const double p = q * d;
-  const double err = ((qh * dh - p) + qh * dl + ql * dh) + ql * dl;
-  return (n - p) - err;
+  double e;
+  const double p = rp_two_prod(q, d, e);
+  return (n - p) - e;
 #endif
 }
 
