@@ -13,7 +13,9 @@
 #ifndef RAPTOR_RANDOM_H
 #define RAPTOR_RANDOM_H
 
+#ifndef RP_LIBM_DECLARED /* as in rp_math.h: the generated host units declare them */
 #include <math.h>
+#endif
 #include <stdint.h>
 
 /* The bit casts RP_F64_FROM_BITS .. and the logarithms rp_log_f64 / rp_log_f32 under erfinv.

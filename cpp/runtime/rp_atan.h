@@ -76,7 +76,7 @@ RP_MATH_FN double rp_math_atan2(double y, double x) {
   uint64_t bx, by;
   RP_F64_TO_BITS(bx, x);
   RP_F64_TO_BITS(by, y);
-  const bool ny = (by >> 63) != 0, nx = (bx >> 63) != 0;
+  const bool nx = (bx >> 63) != 0;
   const double ax = x < 0.0 ? -x : x, ay = y < 0.0 ? -y : y;
   // x < 0 and |y| >= |x|: pi/2 + atan(|x / y|), whose atan (at most pi/4) is then small
   // beside the result; otherwise atan(|y / x|), and pi minus it for x < 0

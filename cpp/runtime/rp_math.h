@@ -33,7 +33,11 @@
 #ifndef RAPTOR_MATH_H
 #define RAPTOR_MATH_H
 
+/* sqrt and fma below are the C library's; the generated host units declare them (and define
+ * RP_LIBM_DECLARED) instead of parsing <math.h> (codegen/host_driver.cpp's prelude). */
+#ifndef RP_LIBM_DECLARED
 #include <math.h>
+#endif
 #include <stdint.h>
 
 #ifndef RP_MATH_FN
