@@ -75,7 +75,7 @@ const char* prelude_template() {
 #define RAPTOR_EXPORT extern "C" __attribute__((visibility("default")))
 
 // The C library's functions these units call, declared here instead of by <cmath> or <math.h>,
-// whose parse took a fifth of a small kernel's compile (0.09 s of 0.4; the same machine code):
+// whose parse took half of a small kernel's compile (0.09 s of 0.2; the same machine code):
 // the sqrt, fma, log, pow, lgamma, fabsf and floorf of rp_math.h and random.h, copysign of
 // hawk.min / hawk.max over samples, and the functions of the RP_LIBM wrappers below. GCC knows
 // each by its name.
