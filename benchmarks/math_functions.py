@@ -175,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(worker(a.worker, ns)))
         return 0
     systems = [s for s in a.systems.split(",") if s]
+    unknown = sorted(set(systems) - set(SYSTEMS))
+    if unknown or "raptor" not in systems:
+        p.error(f"--systems: {', '.join(unknown) + ' unknown; ' if unknown else ''}the systems are "
+                f"{', '.join(SYSTEMS)}, raptor among them (every time is shown over raptor's)")
     if "numba" in systems:
         if importlib.util.find_spec("numba") is None:
             print("numba is not installed (pip install numba): left out", file=sys.stderr)

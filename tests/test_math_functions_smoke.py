@@ -37,3 +37,14 @@ def test_a_small_run_agrees_and_renders(tmp_path):
     spec.loader.exec_module(rd)
     table = rd.render_math(res)
     assert "| `pow` | float64 | 2^12 |" in table and "NumPy / raptor" in table
+
+
+def test_systems_without_raptor_or_unknown_are_refused():
+    """Every time is shown over raptor's, so a run without raptor, or with a system the script
+    does not know, stops before any work with argparse's usage error (exit status 2)."""
+    for systems, unknown in (("numba,numpy", ""), ("raptor,nump", "nump unknown; ")):
+        r = subprocess.run([sys.executable, str(SCRIPT), "--systems", systems],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2
+        assert (f"error: --systems: {unknown}the systems are raptor, numba, numpy, raptor among them "
+                "(every time is shown over raptor's)") in r.stderr
