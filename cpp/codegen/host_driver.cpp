@@ -26,6 +26,7 @@ using ir::SlotKind;
 namespace {
 
 const char* prelude_template();
+std::string prelude_text();
 
 // The RP_LIBM lines of hawk.math's NumPy-named library functions (ir/math_fns.hpp: each of one
 // argument), four to a line.
@@ -55,16 +56,34 @@ std::string libm_declarations() {
   return out;
 }
 
+// The rp_c overload lines of the table's `Exact` functions (ceil .. fma): RP_C1 / RP_C2 / RP_C3
+// by arity, RP_CB for the predicates; the prelude template lists the core ops' own (sqrt, fabs,
+// floor) and signbit (hawk.min / hawk.max over samples) before them.
+std::string exact_overloads() {
+  std::string out;
+  for (const ir::MathFn& f : ir::math_fns()) {
+    if (f.kind != ir::MathKind::Exact) continue;
+    const std::string macro = f.result == ir::Type::B ? "RP_CB" : "RP_C" + std::to_string(f.arity);
+    out += macro + "(" + f.name + ")\n";
+  }
+  return out;
+}
+
 std::string replaced(std::string text, const std::string& key, const std::string& with) {
   return text.replace(text.find(key), key.size(), with);
 }
 
 const std::string& prelude() {
-  static const std::string text = replaced(
+  static const std::string text = prelude_text();
+  return text;
+}
+
+std::string prelude_text() {
+  const std::string text = replaced(
       replaced(replaced(prelude_template(), "@MATH@", std::string(runtime::math_header_source())),
                "@LIBM@", libm_wrappers()),
       "@LIBM_DECLS@", libm_declarations());
-  return text;
+  return replaced(text, "@EXACT@", exact_overloads());
 }
 
 const char* prelude_template() {
@@ -94,7 +113,8 @@ double copysign(double, double) noexcept;
 
 // <cmath>'s overloads for the operations that are exact in IEEE arithmetic, which the kernels
 // call as rp_c::sqrt(x) .. for float and double alike (HostWriter::math): GCC's builtins, which
-// it vectorizes and folds exactly, as std:: does.
+// it vectorizes and folds exactly, as std:: does. The lines after signbit are written from
+// ir/math_fns' table (its Exact functions: exact_overloads).
 namespace rp_c {
 #define RP_C1(fn)                                                       \
   inline double fn(double x) { return __builtin_##fn(x); }              \
@@ -102,16 +122,16 @@ namespace rp_c {
 #define RP_C2(fn)                                                       \
   inline double fn(double x, double y) { return __builtin_##fn(x, y); } \
   inline float fn(float x, float y) { return __builtin_##fn##f(x, y); }
+#define RP_C3(fn)                                                                    \
+  inline double fn(double x, double y, double z) { return __builtin_##fn(x, y, z); } \
+  inline float fn(float x, float y, float z) { return __builtin_##fn##f(x, y, z); }
 #define RP_CB(fn)                                                       \
   inline bool fn(double x) { return __builtin_##fn(x); }                \
   inline bool fn(float x) { return __builtin_##fn(x); }
-RP_C1(sqrt) RP_C1(fabs) RP_C1(floor) RP_C1(ceil) RP_C1(rint) RP_C1(trunc)
-RP_C2(fmod) RP_C2(copysign)
-RP_CB(isnan) RP_CB(isinf) RP_CB(isfinite) RP_CB(signbit)
-inline double fma(double x, double y, double z) { return __builtin_fma(x, y, z); }
-inline float fma(float x, float y, float z) { return __builtin_fmaf(x, y, z); }
-#undef RP_C1
+RP_C1(sqrt) RP_C1(fabs) RP_C1(floor) RP_CB(signbit)
+@EXACT@#undef RP_C1
 #undef RP_C2
+#undef RP_C3
 #undef RP_CB
 }  // namespace rp_c
 
@@ -251,7 +271,10 @@ template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
 
 class HostWriter : public detail::StepWriter {
  public:
-  using StepWriter::StepWriter;
+  // `simd`: raptor's own functions this kernel calls through their SIMD clones (simd_calls).
+  HostWriter(const ir::Kernel& k, DType dtype, std::string symbol, std::ostringstream& os,
+             std::set<std::string> simd)
+      : StepWriter(k, dtype, std::move(symbol), os), simd_(std::move(simd)) {}
 
   // Whether the step's float64 arithmetic per sample is bound by square roots and divisions:
   // each is ~16 cycles per vector of 8 doubles where the other operations take 0.5 (two
@@ -360,6 +383,7 @@ class HostWriter : public detail::StepWriter {
   }
 
  private:
+  const std::set<std::string> simd_;
   bool parts_ = false;    // ParamSum contributions go to the sample lambda's parts
   bool refill_ = false;   // the step reads read-only planes from the lanes' local copies
   bool flipped_ = false;  // refilled lanes: the step reads the state's second copy (pp_)
@@ -454,13 +478,16 @@ class HostWriter : public detail::StepWriter {
 
   // Exact operations (sqrt, fabs, floor) stay builtins (the prelude's rp_c overloads), which GCC
   // vectorizes and folds exactly; library functions go through the prelude's rp_ wrappers.
+  // raptor's own functions that this kernel calls often go through their SIMD clones
+  // (rp_<name>_simd: simd_calls).
   std::string math(const char* fn) const override {
     const std::string f = fn;
     const bool exact = f == "sqrt" || f == "fabs" || f == "floor";
-    return (exact ? "rp_c::" : "rp_") + f;
+    return (exact ? "rp_c::" : "rp_") + f + (simd_.count(f) ? "_simd" : "");
   }
   std::string math_call(const ir::MathFn& f) const override {
-    return (f.kind == ir::MathKind::Exact ? "rp_c::" : "rp_") + std::string(f.name);
+    const std::string n = f.name;
+    return (f.kind == ir::MathKind::Exact ? "rp_c::" : "rp_") + n + (simd_.count(n) ? "_simd" : "");
   }
   std::string step_index() const override {
     return k_.steps == 1 ? "0u" : "static_cast<uint32_t>(step)";
@@ -1366,6 +1393,67 @@ const OwnHeader kOwnHeaders[] = {
      "}  // namespace\n\n"},
 };
 
+// raptor's own functions (the prelude's rp_exp .. rp_tanh and the OwnHeaders' wrappers) by op:
+// the name of the wrapper (rp_<name>) and the number of its arguments.
+struct OwnFn {
+  ir::Op op;
+  const char* name;
+  int arity;
+};
+std::vector<OwnFn> own_fns() {
+  std::vector<OwnFn> out = {{ir::Op::Exp, "exp", 1},     {ir::Op::Log, "log", 1},
+                            {ir::Op::Tanh, "tanh", 1},   {ir::Op::Sin, "sin", 1},
+                            {ir::Op::Cos, "cos", 1},     {ir::Op::Tan, "tan", 1},
+                            {ir::Op::Atan2, "atan2", 2}, {ir::Op::Pow, "pow", 2}};
+  for (const ir::MathFn& f : ir::math_fns())
+    if (f.kind == ir::MathKind::Own) out.push_back({f.op, f.name, f.arity});
+  return out;
+}
+
+// A kernel that calls one of raptor's own functions kSimdCalls times or more calls it through
+// a SIMD clone (rp_<name>_simd: the same function, `noinline` and GCC's `simd`, which gives it
+// a vector version for each ISA that the kernel's vectorized loops call), instead of inlining
+// its body at every call. Each inlined body is hundreds of instructions (sin's large-argument
+// reduction, pow's double-double logarithm) and a steps = 1 kernel's sample body is inlined
+// into four loops, so a kernel calling tanh 40 times held 160 copies: the compile of a batch of
+// such kernels took minutes (400 s for one unit of the test suite's fuzz kernels), and GCC's
+// time grows faster than the function's size. The clone costs a call per vector and loses what
+// inlining shares between calls (the range reduction of sin(x) and cos(x) of one x): a kernel
+// calling a function fewer times inlines it as before, so the usual kernel's code is
+// unchanged. The values are the same bits either way (the same operations; no contraction).
+constexpr int kSimdCalls = 8;
+
+// The own functions `k` calls kSimdCalls times or more (the calls of its IR, one per value;
+// every loop of the emitted kernel inlines the same body).
+std::set<std::string> simd_calls(const ir::Kernel& k) {
+  std::set<std::string> out;
+  for (const OwnFn& f : own_fns()) {
+    const auto calls = std::count_if(k.values.begin(), k.values.end(),
+                                     [&](const ir::Value& v) { return v.op == f.op; });
+    if (calls >= kSimdCalls) out.insert(f.name);
+  }
+  return out;
+}
+
+// The SIMD clones of the functions `names` (simd_calls), after the wrappers they call.
+std::string simd_wrappers(const std::set<std::string>& names) {
+  if (names.empty()) return "";
+  std::string out =
+      "namespace {\n"
+      "// Called where a kernel calls the function often (codegen/host_driver.cpp, kSimdCalls):\n"
+      "// one body, with a vector version per ISA, instead of one inlined at every call.\n"
+      "#define RP_SIMD_FN inline __attribute__((simd, noinline, pure))\n";
+  for (const OwnFn& f : own_fns()) {
+    if (!names.count(f.name)) continue;
+    const std::string n = f.name;
+    out += f.arity == 1 ? "template <class T> RP_SIMD_FN T rp_" + n + "_simd(T x) { return rp_" +
+                              n + "(x); }\n"
+                        : "template <class T> RP_SIMD_FN T rp_" + n +
+                              "_simd(T x, T y) { return rp_" + n + "(x, y); }\n";
+  }
+  return out + "}  // namespace\n\n";
+}
+
 // Whether any of `kernels` calls one of `h`'s ops.
 bool uses(const OwnHeader& h, const std::vector<KernelToEmit>& kernels) {
   return std::any_of(kernels.begin(), kernels.end(), [&](const KernelToEmit& k) {
@@ -1405,7 +1493,15 @@ std::string emit_cpp(const std::vector<KernelToEmit>& kernels) {
           "#pragma omp declare reduction(rp_max : double : omp_out = rp_fold_max(omp_out, omp_in)) "
           "initializer(omp_priv = -double(INFINITY))\n"
        << "}  // namespace\n\n";
-  for (const auto& k : kernels) HostWriter(*k.kernel, k.dtype, k.symbol, os).write();
+  std::vector<std::set<std::string>> simd;
+  std::set<std::string> any_simd;
+  for (const auto& k : kernels) {
+    simd.push_back(simd_calls(*k.kernel));
+    any_simd.insert(simd.back().begin(), simd.back().end());
+  }
+  os << simd_wrappers(any_simd);
+  for (size_t i = 0; i < kernels.size(); ++i)
+    HostWriter(*kernels[i].kernel, kernels[i].dtype, kernels[i].symbol, os, simd[i]).write();
   return os.str();
 }
 

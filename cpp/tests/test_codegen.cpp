@@ -964,6 +964,41 @@ def sc(x: Scalar, y: Mutable[Scalar]):
   expect_sample_loops_vectorized(k, "raptor_sc_vec_f32", DType::F32);
 }
 
+// A kernel that calls one of raptor's own functions 8 times or more (kSimdCalls) calls its SIMD
+// clone (rp_<name>_simd: noinline, GCC's simd) instead of inlining it at every call, which made
+// such kernels take minutes to compile: its sample loops still vectorize, calling the clone's
+// vector version, plain and masked, in both dtypes, for every target; a kernel with fewer calls
+// inlines the function as before. (tests/test_simd_clones.py checks the values: the same bits.)
+TEST(CodegenVectorize, SimdClonesOfOftenCalledFunctionsAreVectorized) {
+  const ir::Kernel k = lowered(R"(@hawk.kernel
+def many(x: Scalar, y: Mutable[Scalar]):
+    a = tanh(x) + tanh(2.0 * x) + tanh(3.0 * x) + tanh(4.0 * x) + tanh(5.0 * x) + tanh(6.0 * x)
+    b = tanh(7.0 * x) + tanh(8.0 * x) + sin(x) * cos(x)
+    y = a + b + x ** y
+)",
+                               {Scalar("x"), MutScalar("y")});
+  const std::string code = codegen::emit_cpp({{&k, DType::F64, "raptor_many_vec_f64"}});
+  EXPECT_NE(code.find("= rp_tanh_simd(v0_x);"), std::string::npos) << code;
+  EXPECT_NE(code.find("template <class T> RP_SIMD_FN T rp_tanh_simd(T x)"), std::string::npos);
+  EXPECT_EQ(code.find("rp_sin_simd"), std::string::npos) << "one call of sin: inlined";
+  EXPECT_EQ(code.find("rp_pow_simd"), std::string::npos) << "one call of pow: inlined";
+  expect_sample_loops_vectorized(k, "raptor_many_vec_f64", DType::F64);
+  expect_sample_loops_vectorized(k, "raptor_many_vec_f32", DType::F32);
+  const ir::Kernel m = lowered(R"(@hawk.kernel(steps=1)
+def many_masked(x: Scalar, y: Mutable[Scalar], terminated: Terminated):
+    a = sin(x * y) + sin(2.0 * y) + sin(3.0 * y) + sin(4.0 * y) + sin(5.0 * y) + sin(6.0 * y)
+    y = a + sin(7.0 * y) + sin(8.0 * y)
+    terminated = y > 4.0
+)",
+                               {Scalar("x"), MutScalar("y"), Terminated("terminated")});
+  ASSERT_TRUE(m.has_mask());
+  EXPECT_NE(
+      codegen::emit_cpp({{&m, DType::F32, "raptor_many_masked_vec_f32"}}).find("rp_sin_simd("),
+      std::string::npos);
+  expect_sample_loops_vectorized(m, "raptor_many_masked_vec_f64", DType::F64);
+  expect_sample_loops_vectorized(m, "raptor_many_masked_vec_f32", DType::F32);
+}
+
 // A fused stepping kernel (64 lanes refilled as samples finish, HostWriter::refill_body): the
 // six step loops of a period (st_ -> pp_ and pp_ -> st_, each unmasked with eager refill,
 // unmasked and masked) in each dtype, for each target. With AVX-512 the eager loops are dead
