@@ -199,7 +199,7 @@ class CudaWriter : public detail::StepWriter {
 
  private:
   std::string math(const char* fn) const override { return fn; }
-  std::string math_call(const ir::MathFn& f) const override { return f.cuda; }
+  std::string math_call(const ir::MathFn& f, int) const override { return f.cuda; }
   std::string step_index() const override {
     return k_.steps == 1 ? "0u" : "static_cast<uint32_t>(rp_k)";
   }

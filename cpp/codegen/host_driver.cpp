@@ -271,9 +271,10 @@ template <class M> inline uint64_t rp_lanes_set(const M* f, int w) {
 
 class HostWriter : public detail::StepWriter {
  public:
-  // `simd`: raptor's own functions this kernel calls through their SIMD clones (simd_calls).
+  // `simd`: the values of this kernel that call raptor's own functions through their SIMD
+  // clones (simd_calls).
   HostWriter(const ir::Kernel& k, DType dtype, std::string symbol, std::ostringstream& os,
-             std::set<std::string> simd)
+             std::set<int> simd)
       : StepWriter(k, dtype, std::move(symbol), os), simd_(std::move(simd)) {}
 
   // Whether the step's float64 arithmetic per sample is bound by square roots and divisions:
@@ -383,7 +384,7 @@ class HostWriter : public detail::StepWriter {
   }
 
  private:
-  const std::set<std::string> simd_;
+  const std::set<int> simd_;
   bool parts_ = false;    // ParamSum contributions go to the sample lambda's parts
   bool refill_ = false;   // the step reads read-only planes from the lanes' local copies
   bool flipped_ = false;  // refilled lanes: the step reads the state's second copy (pp_)
@@ -478,16 +479,21 @@ class HostWriter : public detail::StepWriter {
 
   // Exact operations (sqrt, fabs, floor) stay builtins (the prelude's rp_c overloads), which GCC
   // vectorizes and folds exactly; library functions go through the prelude's rp_ wrappers.
-  // raptor's own functions that this kernel calls often go through their SIMD clones
-  // (rp_<name>_simd: simd_calls).
+  // Exact operations (sqrt, fabs, floor) stay builtins (the prelude's rp_c overloads), which GCC
+  // vectorizes and folds exactly; library functions go through the prelude's rp_ wrappers.
   std::string math(const char* fn) const override {
     const std::string f = fn;
     const bool exact = f == "sqrt" || f == "fabs" || f == "floor";
-    return (exact ? "rp_c::" : "rp_") + f + (simd_.count(f) ? "_simd" : "");
+    return (exact ? "rp_c::" : "rp_") + f;
   }
-  std::string math_call(const ir::MathFn& f) const override {
-    const std::string n = f.name;
-    return (f.kind == ir::MathKind::Exact ? "rp_c::" : "rp_") + n + (simd_.count(n) ? "_simd" : "");
+  std::string math_call(const ir::MathFn& f, int value) const override {
+    if (f.kind == ir::MathKind::Exact) return "rp_c::" + std::string(f.name);
+    return own(f.name, value);
+  }
+  // raptor's own functions: inlined (rp_<name>), or through the SIMD clone (rp_<name>_simd)
+  // where the kernel calls the function often (simd_calls).
+  std::string own(const char* fn, int value) const override {
+    return "rp_" + std::string(fn) + (simd_.count(value) ? "_simd" : "");
   }
   std::string step_index() const override {
     return k_.steps == 1 ? "0u" : "static_cast<uint32_t>(step)";
@@ -1415,23 +1421,45 @@ std::vector<OwnFn> own_fns() {
 // a vector version for each ISA that the kernel's vectorized loops call), instead of inlining
 // its body at every call. Each inlined body is hundreds of instructions (sin's large-argument
 // reduction, pow's double-double logarithm) and a steps = 1 kernel's sample body is inlined
-// into four loops, so a kernel calling tanh 40 times held 160 copies: the compile of a batch of
-// such kernels took minutes (400 s for one unit of the test suite's fuzz kernels), and GCC's
-// time grows faster than the function's size. The clone costs a call per vector and loses what
-// inlining shares between calls (the range reduction of sin(x) and cos(x) of one x): a kernel
-// calling a function fewer times inlines it as before, so the usual kernel's code is
-// unchanged. The values are the same bits either way (the same operations; no contraction).
+// into four loops, so a kernel calling tanh 40 times held 160 copies: one unit of the test
+// suite's fuzz kernels took 185-400 s to compile on an AVX2 EPYC, and GCC's time grows faster
+// than the function's size. The clone costs a call per vector (float64 tanh 13% slower per
+// call, exp 26%, sin 36% on that EPYC; float32 within 7%) and loses what inlining shares
+// between calls: the range reduction of a sin and a cos of one argument, 2.5x the time per
+// call as two clones, so such pairs stay inlined and do not count. A kernel calling a function
+// fewer times inlines it as before: the usual kernel's code is unchanged. The values are the
+// same bits either way (the same operations; no contraction).
 constexpr int kSimdCalls = 8;
 
-// The own functions `k` calls kSimdCalls times or more (the calls of its IR, one per value;
-// every loop of the emitted kernel inlines the same body).
-std::set<std::string> simd_calls(const ir::Kernel& k) {
-  std::set<std::string> out;
-  for (const OwnFn& f : own_fns()) {
-    const auto calls = std::count_if(k.values.begin(), k.values.end(),
-                                     [&](const ir::Value& v) { return v.op == f.op; });
-    if (calls >= kSimdCalls) out.insert(f.name);
+// The values of `k` that call one of raptor's own functions through its SIMD clone: the calls
+// of each function that `k` calls kSimdCalls times or more, but for a sin or cos whose argument
+// the other of the two takes too.
+std::set<int> simd_calls(const ir::Kernel& k) {
+  std::set<int> sin_args, cos_args;
+  for (const ir::Value& v : k.values) {
+    if (v.op == ir::Op::Sin) sin_args.insert(v.args[0]);
+    if (v.op == ir::Op::Cos) cos_args.insert(v.args[0]);
   }
+  const auto paired = [&](const ir::Value& v) {
+    return (v.op == ir::Op::Sin && cos_args.count(v.args[0])) ||
+           (v.op == ir::Op::Cos && sin_args.count(v.args[0]));
+  };
+  std::set<int> out;
+  for (const OwnFn& f : own_fns()) {
+    std::vector<int> calls;
+    for (size_t i = 0; i < k.values.size(); ++i)
+      if (k.values[i].op == f.op && !paired(k.values[i])) calls.push_back(static_cast<int>(i));
+    if (calls.size() >= static_cast<size_t>(kSimdCalls)) out.insert(calls.begin(), calls.end());
+  }
+  return out;
+}
+
+// The names of the functions whose clones the values `simd` of `k` call.
+std::set<std::string> simd_names(const ir::Kernel& k, const std::set<int>& simd) {
+  std::set<std::string> out;
+  for (const OwnFn& f : own_fns())
+    for (const int i : simd)
+      if (k.values[static_cast<size_t>(i)].op == f.op) out.insert(f.name);
   return out;
 }
 
@@ -1493,11 +1521,12 @@ std::string emit_cpp(const std::vector<KernelToEmit>& kernels) {
           "#pragma omp declare reduction(rp_max : double : omp_out = rp_fold_max(omp_out, omp_in)) "
           "initializer(omp_priv = -double(INFINITY))\n"
        << "}  // namespace\n\n";
-  std::vector<std::set<std::string>> simd;
+  std::vector<std::set<int>> simd;
   std::set<std::string> any_simd;
   for (const auto& k : kernels) {
     simd.push_back(simd_calls(*k.kernel));
-    any_simd.insert(simd.back().begin(), simd.back().end());
+    const std::set<std::string> names = simd_names(*k.kernel, simd.back());
+    any_simd.insert(names.begin(), names.end());
   }
   os << simd_wrappers(any_simd);
   for (size_t i = 0; i < kernels.size(); ++i)

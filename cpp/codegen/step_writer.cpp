@@ -465,17 +465,17 @@ std::string StepWriter::expr(int i) const {
     case Op::Sqrt:
       return math("sqrt") + "(" + a(0) + ")";
     case Op::Exp:
-      return math("exp") + "(" + a(0) + ")";
+      return own("exp", i) + "(" + a(0) + ")";
     case Op::Log:
-      return math("log") + "(" + a(0) + ")";
+      return own("log", i) + "(" + a(0) + ")";
     case Op::Sin:
-      return math("sin") + "(" + a(0) + ")";
+      return own("sin", i) + "(" + a(0) + ")";
     case Op::Cos:
-      return math("cos") + "(" + a(0) + ")";
+      return own("cos", i) + "(" + a(0) + ")";
     case Op::Tan:
-      return math("tan") + "(" + a(0) + ")";
+      return own("tan", i) + "(" + a(0) + ")";
     case Op::Tanh:
-      return math("tanh") + "(" + a(0) + ")";
+      return own("tanh", i) + "(" + a(0) + ")";
     case Op::Abs:
       return math("fabs") + "(" + a(0) + ")";
     case Op::Floor:
@@ -491,9 +491,9 @@ std::string StepWriter::expr(int i) const {
     case Op::Div:
       return a(0) + " / " + a(1);
     case Op::Pow:
-      return math("pow") + "(" + a(0) + ", " + a(1) + ")";
+      return own("pow", i) + "(" + a(0) + ", " + a(1) + ")";
     case Op::Atan2:
-      return math("atan2") + "(" + a(0) + ", " + a(1) + ")";
+      return own("atan2", i) + "(" + a(0) + ", " + a(1) + ")";
     case Op::Min:
       return "rp_min(" + a(0) + ", " + a(1) + ")";
     case Op::Max:
@@ -597,7 +597,7 @@ std::string StepWriter::expr(int i) const {
       break;
   }
   if (const ir::MathFn* f = ir::math_fn(v.op)) {  // asin .. fma: one call (ir/math_fns.hpp)
-    std::string call = math_call(*f) + "(";
+    std::string call = math_call(*f, i) + "(";
     for (int j = 0; j < f->arity; ++j) call += (j ? ", " : "") + a(j);
     return call + ")";
   }

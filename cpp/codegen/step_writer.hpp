@@ -55,9 +55,16 @@ class StepWriter {
   // ---- the policy: what a driver decides ----
   // A math function's name in expressions ("std::sqrt" on the host, "sqrt" on the device).
   virtual std::string math(const char* name) const = 0;
-  // The function called for one of hawk.math's NumPy-named functions (ir/math_fns.hpp): on
-  // the host the prelude's rp_ wrapper or a std:: builtin, in CUDA the math library's name.
-  virtual std::string math_call(const ir::MathFn& f) const = 0;
+  // The function called for one of hawk.math's NumPy-named functions (ir/math_fns.hpp) by the
+  // value `value`: on the host the prelude's rp_ wrapper (or its SIMD clone) or an rp_c::
+  // builtin, in CUDA the math library's name.
+  virtual std::string math_call(const ir::MathFn& f, int value) const = 0;
+  // The function called for exp, log, sin, cos, tan, tanh, pow or atan2 by the value `value`:
+  // math(name), but where the host writer calls raptor's own function through its SIMD clone.
+  virtual std::string own(const char* name, int value) const {
+    (void)value;
+    return math(name);
+  }
   // A Mutable's state between steps when steps > 1 ("st_x_0[j]" on the host's blocks).
   virtual std::string state(size_t slot, int comp) const = 0;
   // A read-only plane's value for the sample (LoadPlane): the plane's element by default;
