@@ -26,7 +26,6 @@ using ir::SlotKind;
 namespace {
 
 const char* prelude_template();
-std::string prelude_text();
 
 // The RP_LIBM lines of hawk.math's NumPy-named library functions (ir/math_fns.hpp: each of one
 // argument), four to a line.
@@ -56,34 +55,16 @@ std::string libm_declarations() {
   return out;
 }
 
-// The rp_c overload lines of the table's `Exact` functions (ceil .. fma): RP_C1 / RP_C2 / RP_C3
-// by arity, RP_CB for the predicates; the prelude template lists the core ops' own (sqrt, fabs,
-// floor) and signbit (hawk.min / hawk.max over samples) before them.
-std::string exact_overloads() {
-  std::string out;
-  for (const ir::MathFn& f : ir::math_fns()) {
-    if (f.kind != ir::MathKind::Exact) continue;
-    const std::string macro = f.result == ir::Type::B ? "RP_CB" : "RP_C" + std::to_string(f.arity);
-    out += macro + "(" + f.name + ")\n";
-  }
-  return out;
-}
-
 std::string replaced(std::string text, const std::string& key, const std::string& with) {
   return text.replace(text.find(key), key.size(), with);
 }
 
 const std::string& prelude() {
-  static const std::string text = prelude_text();
-  return text;
-}
-
-std::string prelude_text() {
-  const std::string text = replaced(
+  static const std::string text = replaced(
       replaced(replaced(prelude_template(), "@MATH@", std::string(runtime::math_header_source())),
                "@LIBM@", libm_wrappers()),
       "@LIBM_DECLS@", libm_declarations());
-  return replaced(text, "@EXACT@", exact_overloads());
+  return text;
 }
 
 const char* prelude_template() {
@@ -113,8 +94,7 @@ double copysign(double, double) noexcept;
 
 // <cmath>'s overloads for the operations that are exact in IEEE arithmetic, which the kernels
 // call as rp_c::sqrt(x) .. for float and double alike (HostWriter::math): GCC's builtins, which
-// it vectorizes and folds exactly, as std:: does. The lines after signbit are written from
-// ir/math_fns' table (its Exact functions: exact_overloads).
+// it vectorizes and folds exactly, as std:: does.
 namespace rp_c {
 #define RP_C1(fn)                                                       \
   inline double fn(double x) { return __builtin_##fn(x); }              \
@@ -122,16 +102,16 @@ namespace rp_c {
 #define RP_C2(fn)                                                       \
   inline double fn(double x, double y) { return __builtin_##fn(x, y); } \
   inline float fn(float x, float y) { return __builtin_##fn##f(x, y); }
-#define RP_C3(fn)                                                                    \
-  inline double fn(double x, double y, double z) { return __builtin_##fn(x, y, z); } \
-  inline float fn(float x, float y, float z) { return __builtin_##fn##f(x, y, z); }
 #define RP_CB(fn)                                                       \
   inline bool fn(double x) { return __builtin_##fn(x); }                \
   inline bool fn(float x) { return __builtin_##fn(x); }
-RP_C1(sqrt) RP_C1(fabs) RP_C1(floor) RP_CB(signbit)
-@EXACT@#undef RP_C1
+RP_C1(sqrt) RP_C1(fabs) RP_C1(floor) RP_C1(ceil) RP_C1(rint) RP_C1(trunc)
+RP_C2(fmod) RP_C2(copysign)
+RP_CB(isnan) RP_CB(isinf) RP_CB(isfinite) RP_CB(signbit)
+inline double fma(double x, double y, double z) { return __builtin_fma(x, y, z); }
+inline float fma(float x, float y, float z) { return __builtin_fmaf(x, y, z); }
+#undef RP_C1
 #undef RP_C2
-#undef RP_C3
 #undef RP_CB
 }  // namespace rp_c
 
@@ -477,8 +457,6 @@ class HostWriter : public detail::StepWriter {
         os_ << indent << "iv_" << var(i) << "[j] = " << var(i) << ";\n";
   }
 
-  // Exact operations (sqrt, fabs, floor) stay builtins (the prelude's rp_c overloads), which GCC
-  // vectorizes and folds exactly; library functions go through the prelude's rp_ wrappers.
   // Exact operations (sqrt, fabs, floor) stay builtins (the prelude's rp_c overloads), which GCC
   // vectorizes and folds exactly; library functions go through the prelude's rp_ wrappers.
   std::string math(const char* fn) const override {

@@ -8,9 +8,8 @@
 //   folding and the reference interpreter (passes/eval.cpp), so compiled code equals interpreted
 //   code bit for bit;
 // - the generated code: `Libm` functions through the host prelude's noipa `rp_` wrappers
-//   (written from this table, codegen/host_driver.cpp), `Exact` ones as the prelude's `rp_c::`
-//   overloads of GCC's builtins (written from this table too), which GCC may inline and
-//   vectorize (exact, so folding them cannot change a bit), `Formula` ones as
+//   (written from this table, codegen/host_driver.cpp), `Exact` ones as `std::` builtins GCC
+//   may inline and vectorize (exact, so folding them cannot change a bit), `Formula` ones as
 //   prelude helpers written once per target from the same formula as `eval_math`, `Own` ones
 //   as the prelude's `rp_` functions over rp_math.h (inlined: loops vectorize); CUDA calls
 //   the CUDA math library's function `cuda` (overloaded for float and double);

@@ -98,8 +98,7 @@ double cbrt(double) noexcept; float cbrtf(float) noexcept;
 
 // <cmath>'s overloads for the operations that are exact in IEEE arithmetic, which the kernels
 // call as rp_c::sqrt(x) .. for float and double alike (HostWriter::math): GCC's builtins, which
-// it vectorizes and folds exactly, as std:: does. The lines after signbit are written from
-// ir/math_fns' table (its Exact functions: exact_overloads).
+// it vectorizes and folds exactly, as std:: does.
 namespace rp_c {
 #define RP_C1(fn)                                                       \
   inline double fn(double x) { return __builtin_##fn(x); }              \
@@ -107,25 +106,16 @@ namespace rp_c {
 #define RP_C2(fn)                                                       \
   inline double fn(double x, double y) { return __builtin_##fn(x, y); } \
   inline float fn(float x, float y) { return __builtin_##fn##f(x, y); }
-#define RP_C3(fn)                                                                    \
-  inline double fn(double x, double y, double z) { return __builtin_##fn(x, y, z); } \
-  inline float fn(float x, float y, float z) { return __builtin_##fn##f(x, y, z); }
 #define RP_CB(fn)                                                       \
   inline bool fn(double x) { return __builtin_##fn(x); }                \
   inline bool fn(float x) { return __builtin_##fn(x); }
-RP_C1(sqrt) RP_C1(fabs) RP_C1(floor) RP_CB(signbit)
-RP_C1(ceil)
-RP_C1(rint)
-RP_C1(trunc)
-RP_CB(isnan)
-RP_CB(isinf)
-RP_CB(isfinite)
-RP_C2(fmod)
-RP_C2(copysign)
-RP_C3(fma)
+RP_C1(sqrt) RP_C1(fabs) RP_C1(floor) RP_C1(ceil) RP_C1(rint) RP_C1(trunc)
+RP_C2(fmod) RP_C2(copysign)
+RP_CB(isnan) RP_CB(isinf) RP_CB(isfinite) RP_CB(signbit)
+inline double fma(double x, double y, double z) { return __builtin_fma(x, y, z); }
+inline float fma(float x, float y, float z) { return __builtin_fmaf(x, y, z); }
 #undef RP_C1
 #undef RP_C2
-#undef RP_C3
 #undef RP_CB
 }  // namespace rp_c
 
