@@ -1399,9 +1399,11 @@ std::vector<OwnFn> own_fns() {
 // a vector version for each ISA that the kernel's vectorized loops call), instead of inlining
 // its body at every call. Each inlined body is hundreds of instructions (sin's large-argument
 // reduction, pow's double-double logarithm) and a steps = 1 kernel's sample body is inlined
-// into four loops, so a kernel calling tanh 40 times held 160 copies: one unit of the test
-// suite's fuzz kernels took 185-400 s to compile on an AVX2 EPYC, and GCC's time grows faster
-// than the function's size. The clone costs a call per vector (float64 tanh 13% slower per
+// into four loops, so a kernel calling tanh 40 times held 160 copies, and GCC's time grows
+// faster than the function's size: on an AVX2 EPYC such a masked kernel took 54 s of CPU to
+// compile, 2.6 s with the clone. (The test suite's slowest units, 175-400 s there, are batches
+// of fuzz kernels that each call a function 4 to 7 times: under the threshold, so unchanged.)
+// The clone costs a call per vector (float64 tanh 13% slower per
 // call, exp 26%, sin 36% on that EPYC; float32 within 7%) and loses what inlining shares
 // between calls: the range reduction of a sin and a cos of one argument, 2.5x the time per
 // call as two clones, so such pairs stay inlined and do not count. A kernel calling a function
