@@ -574,8 +574,8 @@ class HostWriter : public detail::StepWriter {
     return out;
   }
 
-  // steps == 1: the per-sample lambda. With a mask it takes the zero_finished flag as a type
-  // (std::true_type / std::false_type); with sums over samples it returns the sample's parts,
+  // steps == 1: the per-sample lambda. With a mask it reads the zero_finished flag at run
+  // time (see sample_loops); with sums over samples it returns the sample's parts,
   // which the loop stores for rp_lanes_add or folds (min / max): an accumulator the lambda
   // updated by reference would keep GCC from vectorizing the loop.
   void sample_lambda() {
@@ -585,15 +585,15 @@ class HostWriter : public detail::StepWriter {
       for (const auto& sc : parts) os_ << " double " << sum_name(sc) << ";";
       os_ << " };\n";
     }
-    os_ << "  auto sample = [&](const int64_t s" << (k_.has_mask() ? ", auto zero" : "")
-        << ") __attribute__((always_inline))" << (parts.empty() ? "" : " -> parts_t") << " {\n";
+    os_ << "  auto sample = [&](const int64_t s) __attribute__((always_inline))"
+        << (parts.empty() ? "" : " -> parts_t") << " {\n";
     // -0.0, the identity of +: the sample's first contribution is taken as is (GCC folds
     // -0.0 + x to x, not 0.0 + x, which differs for x = -0.0) and the loop vectorizes better.
     for (const auto& sc : parts)
       os_ << "    double part_" << sum_name(sc) << " = "
           << (fold_fn(sc.first).empty() ? "-0.0" : fold_identity(sc.first)) << ";\n";
     parts_ = !parts.empty();
-    sample_body("decltype(zero)::value");
+    sample_body("zero_finished");
     parts_ = false;
     if (!parts.empty()) {
       os_ << "    return {";
@@ -605,7 +605,11 @@ class HostWriter : public detail::StepWriter {
   }
 
   // steps == 1: the sample loops, contiguous (vectorized) or through the active set's index
-  // map, each once per value of the zero_finished flag when the kernel has a mask.
+  // map. A mask's zero_finished flag is read at run time, in the sample's select (hold_kept),
+  // not written as two copies of the loops: the sample body is inlined into every loop, and a
+  // kernel of a few hundred operations took twice as long to compile with the loops written
+  // once per value of the flag (a unit of test_differential's fuzz kernels: 210 s of CPU
+  // against 105 s, AVX2 EPYC). GCC still unswitches a small loop on the flag (-O3).
   //
   // Sums over samples (lane_sums) add in 16 lanes, sample s into lane s % 16 in the order the
   // loop meets them, then the lanes in rp_lanes_total's fixed tree: the contiguous loop stores
@@ -617,10 +621,9 @@ class HostWriter : public detail::StepWriter {
   void sample_loops() {
     const auto parts = sum_components();
     const auto lanes = lane_sums();
-    auto call = [&](const std::string& sample_index, const std::string& zero, bool indexed) {
-      std::string args = sample_index + (zero.empty() ? "" : ", " + zero);
-      if (parts.empty()) return "sample(" + args + ");";
-      std::string body = "{ const parts_t p = sample(" + args + ");";
+    auto call = [&](const std::string& sample_index, bool indexed) {
+      if (parts.empty()) return "sample(" + sample_index + ");";
+      std::string body = "{ const parts_t p = sample(" + sample_index + ");";
       for (const auto& sc : parts)
         body += !fold_fn(sc.first).empty()
                     ? " acc_" + sum_name(sc) + " = " +
@@ -630,15 +633,14 @@ class HostWriter : public detail::StepWriter {
                           : " pb_" + sum_name(sc) + "[i - base] = p." + sum_name(sc) + ";";
       return body + " }";
     };
-    auto loops = [&](const std::string& zero, const std::string& indent) {
+    auto loops = [&](const std::string& indent) {
       os_ << indent << "if (a->index) {\n"
           << indent << "  const int64_t* const index = a->index;\n"
-          << indent << "  for (int64_t i = begin; i < end; ++i) " << call("index[i]", zero, true)
-          << "\n"
+          << indent << "  for (int64_t i = begin; i < end; ++i) " << call("index[i]", true) << "\n"
           << indent << "} else {\n";
       if (lanes.empty()) {
         os_ << simd_pragma() << indent << "  for (int64_t i = begin; i < end; ++i) "
-            << call("i", zero, false) << "\n";
+            << call("i", false) << "\n";
       } else {
         const std::string in = indent + "  ";
         os_ << in << "for (int64_t i0 = begin; i0 < end;) {\n"
@@ -647,8 +649,8 @@ class HostWriter : public detail::StepWriter {
         for (const auto& sc : lanes)
           os_ << in << "  for (int64_t i = base; i < i0; ++i) pb_" << sum_name(sc)
               << "[i - base] = -0.0;\n";
-        os_ << simd_pragma() << in << "  for (int64_t i = i0; i < i1; ++i) "
-            << call("i", zero, false) << "\n";
+        os_ << simd_pragma() << in << "  for (int64_t i = i0; i < i1; ++i) " << call("i", false)
+            << "\n";
         for (const auto& sc : lanes)
           os_ << in << "  rp_lanes_add(ln_" << sum_name(sc) << ", pb_" << sum_name(sc)
               << ", i1 - base);\n";
@@ -665,15 +667,7 @@ class HostWriter : public detail::StepWriter {
     for (const auto& sc : lanes)
       os_ << "  rp_lanes ln_" << sum_name(sc) << " = rp_lanes_zero();\n"
           << "  alignas(64) double pb_" << sum_name(sc) << "[sum_block + 16];\n";
-    if (!k_.has_mask()) {
-      loops("", "  ");
-    } else {
-      os_ << "  if (zero_finished) {\n";
-      loops("std::true_type{}", "    ");
-      os_ << "  } else {\n";
-      loops("std::false_type{}", "    ");
-      os_ << "  }\n";
-    }
+    loops("  ");
     for (const auto& sc : lanes)
       os_ << "  acc_" << sum_name(sc) << " = rp_lanes_total(ln_" << sum_name(sc) << ");\n";
   }

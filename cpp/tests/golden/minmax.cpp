@@ -751,7 +751,7 @@ RAPTOR_EXPORT void raptor_extremes_0123456789abcdef_f64(raptor_args* a) {
   int64_t err[4] = {0, 0, 0, 0};
   (void)n;
   struct parts_t { double lo_0; double hi_0; double s_0; };
-  auto sample = [&](const int64_t s, auto zero) __attribute__((always_inline)) -> parts_t {
+  auto sample = [&](const int64_t s) __attribute__((always_inline)) -> parts_t {
     double part_lo_0 = double(INFINITY);
     double part_hi_0 = -double(INFINITY);
     double part_s_0 = -0.0;
@@ -777,35 +777,18 @@ RAPTOR_EXPORT void raptor_extremes_0123456789abcdef_f64(raptor_args* a) {
   constexpr int64_t sum_block = 256;
   rp_lanes ln_s_0 = rp_lanes_zero();
   alignas(64) double pb_s_0[sum_block + 16];
-  if (zero_finished) {
-    if (a->index) {
-      const int64_t* const index = a->index;
-      for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(index[i], std::true_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); rp_lanes_add1(ln_s_0, index[i] & 15, p.s_0); }
-    } else {
-      for (int64_t i0 = begin; i0 < end;) {
-        const int64_t base = i0 & ~int64_t{15};
-        const int64_t i1 = end - base > sum_block ? base + sum_block : end;
-        for (int64_t i = base; i < i0; ++i) pb_s_0[i - base] = -0.0;
-#pragma omp simd reduction(rp_min: acc_lo_0) reduction(rp_max: acc_hi_0)
-        for (int64_t i = i0; i < i1; ++i) { const parts_t p = sample(i, std::true_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); pb_s_0[i - base] = p.s_0; }
-        rp_lanes_add(ln_s_0, pb_s_0, i1 - base);
-        i0 = i1;
-      }
-    }
+  if (a->index) {
+    const int64_t* const index = a->index;
+    for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(index[i]); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); rp_lanes_add1(ln_s_0, index[i] & 15, p.s_0); }
   } else {
-    if (a->index) {
-      const int64_t* const index = a->index;
-      for (int64_t i = begin; i < end; ++i) { const parts_t p = sample(index[i], std::false_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); rp_lanes_add1(ln_s_0, index[i] & 15, p.s_0); }
-    } else {
-      for (int64_t i0 = begin; i0 < end;) {
-        const int64_t base = i0 & ~int64_t{15};
-        const int64_t i1 = end - base > sum_block ? base + sum_block : end;
-        for (int64_t i = base; i < i0; ++i) pb_s_0[i - base] = -0.0;
+    for (int64_t i0 = begin; i0 < end;) {
+      const int64_t base = i0 & ~int64_t{15};
+      const int64_t i1 = end - base > sum_block ? base + sum_block : end;
+      for (int64_t i = base; i < i0; ++i) pb_s_0[i - base] = -0.0;
 #pragma omp simd reduction(rp_min: acc_lo_0) reduction(rp_max: acc_hi_0)
-        for (int64_t i = i0; i < i1; ++i) { const parts_t p = sample(i, std::false_type{}); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); pb_s_0[i - base] = p.s_0; }
-        rp_lanes_add(ln_s_0, pb_s_0, i1 - base);
-        i0 = i1;
-      }
+      for (int64_t i = i0; i < i1; ++i) { const parts_t p = sample(i); acc_lo_0 = rp_fold_min(acc_lo_0, p.lo_0); acc_hi_0 = rp_fold_max(acc_hi_0, p.hi_0); pb_s_0[i - base] = p.s_0; }
+      rp_lanes_add(ln_s_0, pb_s_0, i1 - base);
+      i0 = i1;
     }
   }
   acc_s_0 = rp_lanes_total(ln_s_0);

@@ -695,7 +695,7 @@ RAPTOR_EXPORT void raptor_oscillator_0123456789abcdef_f64(raptor_args* a) {
   uint32_t finished = 0;
   int64_t err[4] = {0, 0, 0, 0};
   (void)n;
-  auto sample = [&](const int64_t s, auto zero) __attribute__((always_inline)) {
+  auto sample = [&](const int64_t s) __attribute__((always_inline)) {
     const uint8_t was = mask_in[s];  // finished on entry
     const uint8_t live = was ^ 1;
     // kept by a sample finished on entry (read before any store)
@@ -732,22 +732,12 @@ RAPTOR_EXPORT void raptor_oscillator_0123456789abcdef_f64(raptor_args* a) {
     finished += done;
   };
   const int64_t begin = a->begin, end = a->end;
-  if (zero_finished) {
-    if (a->index) {
-      const int64_t* const index = a->index;
-      for (int64_t i = begin; i < end; ++i) sample(index[i], std::true_type{});
-    } else {
-#pragma GCC ivdep
-      for (int64_t i = begin; i < end; ++i) sample(i, std::true_type{});
-    }
+  if (a->index) {
+    const int64_t* const index = a->index;
+    for (int64_t i = begin; i < end; ++i) sample(index[i]);
   } else {
-    if (a->index) {
-      const int64_t* const index = a->index;
-      for (int64_t i = begin; i < end; ++i) sample(index[i], std::false_type{});
-    } else {
 #pragma GCC ivdep
-      for (int64_t i = begin; i < end; ++i) sample(i, std::false_type{});
-    }
+    for (int64_t i = begin; i < end; ++i) sample(i);
   }
   a->finished = finished;
   a->steps_run = a->end > a->begin ? 1u : 0u;
