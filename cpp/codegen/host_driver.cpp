@@ -609,7 +609,8 @@ class HostWriter : public detail::StepWriter {
   // not written as two copies of the loops: the sample body is inlined into every loop, and a
   // kernel of a few hundred operations took twice as long to compile with the loops written
   // once per value of the flag (a unit of test_differential's fuzz kernels: 210 s of CPU
-  // against 105 s, AVX2 EPYC). GCC still unswitches a small loop on the flag (-O3).
+  // against 105 s, AVX2 EPYC). Only pure outputs read the flag (hold_kept): a load and a select
+  // per output component.
   //
   // Sums over samples (lane_sums) add in 16 lanes, sample s into lane s % 16 in the order the
   // loop meets them, then the lanes in rp_lanes_total's fixed tree: the contiguous loop stores
