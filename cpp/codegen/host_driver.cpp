@@ -593,7 +593,7 @@ class HostWriter : public detail::StepWriter {
       os_ << "    double part_" << sum_name(sc) << " = "
           << (fold_fn(sc.first).empty() ? "-0.0" : fold_identity(sc.first)) << ";\n";
     parts_ = !parts.empty();
-    sample_body("zero_finished");
+    sample_body();
     parts_ = false;
     if (!parts.empty()) {
       os_ << "    return {";
@@ -634,31 +634,6 @@ class HostWriter : public detail::StepWriter {
                           : " pb_" + sum_name(sc) + "[i - base] = p." + sum_name(sc) + ";";
       return body + " }";
     };
-    auto loops = [&](const std::string& indent) {
-      os_ << indent << "if (a->index) {\n"
-          << indent << "  const int64_t* const index = a->index;\n"
-          << indent << "  for (int64_t i = begin; i < end; ++i) " << call("index[i]", true) << "\n"
-          << indent << "} else {\n";
-      if (lanes.empty()) {
-        os_ << simd_pragma() << indent << "  for (int64_t i = begin; i < end; ++i) "
-            << call("i", false) << "\n";
-      } else {
-        const std::string in = indent + "  ";
-        os_ << in << "for (int64_t i0 = begin; i0 < end;) {\n"
-            << in << "  const int64_t base = i0 & ~int64_t{15};\n"
-            << in << "  const int64_t i1 = end - base > sum_block ? base + sum_block : end;\n";
-        for (const auto& sc : lanes)
-          os_ << in << "  for (int64_t i = base; i < i0; ++i) pb_" << sum_name(sc)
-              << "[i - base] = -0.0;\n";
-        os_ << simd_pragma() << in << "  for (int64_t i = i0; i < i1; ++i) " << call("i", false)
-            << "\n";
-        for (const auto& sc : lanes)
-          os_ << in << "  rp_lanes_add(ln_" << sum_name(sc) << ", pb_" << sum_name(sc)
-              << ", i1 - base);\n";
-        os_ << in << "  i0 = i1;\n" << in << "}\n";
-      }
-      os_ << indent << "}\n";
-    };
     // Bounds in locals: stores through the planes could alias *a as far as GCC knows.
     os_ << "  const int64_t begin = a->begin, end = a->end;\n";
     if (streamable()) return stream_loops();
@@ -668,7 +643,29 @@ class HostWriter : public detail::StepWriter {
     for (const auto& sc : lanes)
       os_ << "  rp_lanes ln_" << sum_name(sc) << " = rp_lanes_zero();\n"
           << "  alignas(64) double pb_" << sum_name(sc) << "[sum_block + 16];\n";
-    loops("  ");
+    os_ << "  if (a->index) {\n"
+        << "    const int64_t* const index = a->index;\n"
+        << "    for (int64_t i = begin; i < end; ++i) " << call("index[i]", true) << "\n"
+        << "  } else {\n";
+    if (lanes.empty()) {
+      os_ << simd_pragma() << "    for (int64_t i = begin; i < end; ++i) " << call("i", false)
+          << "\n";
+    } else {
+      os_ << "    for (int64_t i0 = begin; i0 < end;) {\n"
+          << "      const int64_t base = i0 & ~int64_t{15};\n"
+          << "      const int64_t i1 = end - base > sum_block ? base + sum_block : end;\n";
+      for (const auto& sc : lanes)
+        os_ << "      for (int64_t i = base; i < i0; ++i) pb_" << sum_name(sc)
+            << "[i - base] = -0.0;\n";
+      os_ << simd_pragma() << "      for (int64_t i = i0; i < i1; ++i) " << call("i", false)
+          << "\n";
+      for (const auto& sc : lanes)
+        os_ << "      rp_lanes_add(ln_" << sum_name(sc) << ", pb_" << sum_name(sc)
+            << ", i1 - base);\n";
+      os_ << "      i0 = i1;\n"
+          << "    }\n";
+    }
+    os_ << "  }\n";
     for (const auto& sc : lanes)
       os_ << "  acc_" << sum_name(sc) << " = rp_lanes_total(ln_" << sum_name(sc) << ");\n";
   }
@@ -767,14 +764,14 @@ class HostWriter : public detail::StepWriter {
 
   // steps == 1: one pass per sample, branch-free so the sample loop vectorizes. With a mask,
   // every sample is computed and a finished one's results are not kept.
-  void sample_body(const std::string& zero) {
+  void sample_body() {
     const bool mask = k_.has_mask();
     if (mask)
       // uint8_t flags (masks hold 0 or 1): GCC vectorizes this mask logic, not the bool form.
       os_ << "    const uint8_t was = mask_in[s];  // finished on entry\n"
              "    const uint8_t live = was ^ 1;\n";
     const std::string ind = "    ";
-    if (mask) hold_kept(ind, zero);
+    if (mask) hold_kept(ind);
     const bool through = streamable();  // pure outputs through dst_ pointers (stream_loops)
     step(ind, [&](const ir::Store& st, const std::string& value) {
       const std::string dest = through && !k_.slots[st.slot].inout

@@ -358,7 +358,7 @@ std::string StepWriter::initial_state(size_t slot, int comp) const {
   return k_.slots[slot].inout ? plane("in_", slot, comp) : zero_of(slot);
 }
 
-void StepWriter::hold_kept(const std::string& indent, const std::string& zero) {
+void StepWriter::hold_kept(const std::string& indent) {
   os_ << indent << "// kept by a sample finished on entry (read before any store)\n";
   for_each_mutable([&](size_t s, int c) {
     const std::string type = value_ctype(s);
@@ -366,7 +366,7 @@ void StepWriter::hold_kept(const std::string& indent, const std::string& zero) {
     if (k_.slots[s].inout)
       os_ << plane("in_", s, c);
     else  // one type throughout: an integer plane makes no trip through a float
-      os_ << zero << " ? " << type << "(0) : " << type << "(" << plane("out_", s, c) << ")";
+      os_ << "zero_finished ? " << type << "(0) : " << type << "(" << plane("out_", s, c) << ")";
     os_ << ";\n";
   });
 }

@@ -115,11 +115,11 @@ class StepWriter {
   // A predicate that also holds only for live samples (see guard_with_live).
   std::string guard(int pred) const;
   // What a sample finished on entry keeps in each Mutable plane: an in-out plane its old
-  // value, a pure output its old value or 0 (JAX; `zero` is the flag's expression). Written
-  // as one `held_<plane>_<comp>` per component, read before the sample's first store: a
-  // store through one plane could alias another as far as the compiler knows, so a plane
+  // value, a pure output its old value or 0 (JAX: the kernel's zero_finished flag, read at run
+  // time). Written as one `held_<plane>_<comp>` per component, read before the sample's first
+  // store: a store through one plane could alias another as far as the compiler knows, so a plane
   // read after the stores is reloaded (and on x86 waits on the masked store before it).
-  void hold_kept(const std::string& indent, const std::string& zero = "zero_finished");
+  void hold_kept(const std::string& indent);
   // The stored value of a Mutable component: `value`, or the held one when the sample was
   // finished on entry (hold_kept must have been written before).
   std::string kept(size_t slot, int comp, const std::string& value) const;
