@@ -19,6 +19,7 @@ ROOT = DOCS.parent
 sys.path.insert(0, str(DOCS / "_tools"))
 
 import api_check  # noqa: E402  (docs/_tools/api_check.py)
+import kernel_ipc  # noqa: E402  (docs/_tools/kernel_ipc.py)
 
 project = "raptor"
 author = "the raptor authors"
@@ -48,6 +49,9 @@ nb_execution_raise_on_error = False
 nb_execution_show_tb = True
 nb_merge_streams = True
 nb_kernel_rgx_aliases = {".*": "python3"}
+# The notebooks' kernels use Unix sockets, not TCP ports: parallel readers' kernels chose
+# colliding ports (a kernel dying with "Address already in use"); docs/_tools/kernel_ipc.py.
+kernel_ipc.install()
 
 # --- autodoc ------------------------------------------------------------------------------------
 autodoc_default_options = {"members": True, "undoc-members": True, "show-inheritance": True}

@@ -187,3 +187,31 @@ def test_reference_check_finds_a_name_without_an_entry(tmp_path):
     page = tmp_path / "api" / "hawk.math.html"
     page.write_text(page.read_text().replace('<dt id="hawk.math.sqrt"></dt>', ""))
     assert api_check.missing_from_reference(tmp_path) == ["hawk.math.sqrt"]
+
+
+def test_docs_kernels_run_over_unix_sockets(monkeypatch):
+    """docs/_tools/kernel_ipc.py: a notebook executed the way the docs build executes it
+    (jupyter-cache's single_nb_execution, as MyST-NB's cache mode) runs in a kernel whose
+    transport is ipc, its socket files in the build's directory, removed when it stops."""
+    nbclient = pytest.importorskip("nbclient", reason="the docs extra (pip install '.[docs]') is not installed")
+    nbformat = pytest.importorskip("nbformat")
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    import kernel_ipc
+
+    monkeypatch.setattr(nbclient.NotebookClient, "create_kernel_manager", nbclient.NotebookClient.create_kernel_manager)
+    directory = kernel_ipc.install()
+    assert kernel_ipc.install() == directory  # idempotent
+    assert len(os.path.join(directory, "k4194304-99-5")) < 100, "a Unix socket path is limited to about 107 bytes"
+    cell = (
+        "import json\nfrom ipykernel.connect import get_connection_info\n"
+        "info = json.loads(get_connection_info())\nprint(info['transport'], info['ip'])"
+    )
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    result = single_nb_execution(nb, cwd=str(ROOT), timeout=120, allow_errors=False)
+    assert result.err is None, result.exc_string
+    (output,) = nb.cells[0].outputs
+    transport, ip = output["text"].split()
+    assert transport == "ipc" and ip.startswith(os.path.join(directory, "k"))
+    assert os.listdir(directory) == [], "the kernel's socket files outlived it"
