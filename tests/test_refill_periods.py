@@ -57,6 +57,13 @@ def isa(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture(scope="module")
+def plan_cache(tmp_path_factory) -> str:
+    """One kernel cache for the module: every test builds the same kernel, once per ISA (the
+    flags are part of a unit's cache key), instead of compiling it again in each test's own."""
+    return str(tmp_path_factory.mktemp("refill-cache"))
+
+
 @hawk.kernel(steps=1)
 def counted(omega: Scalar, nstop: Scalar, dt: Param, terminated: Terminated, x: Mutable[Scalar],
             v: Mutable[Scalar], k: Mutable[Scalar]):
@@ -110,8 +117,8 @@ def cases(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("budget", [1, 3, 7, 9, 17, 31, 33, 50, 200, 256])
-def test_every_budget_gives_each_sample_its_plain_loop_steps(tmp_path, isa, budget, dtype):
-    (plan,) = eagle.plan.auto([counted], cache_dir=str(tmp_path))
+def test_every_budget_gives_each_sample_its_plain_loop_steps(plan_cache, isa, budget, dtype):
+    (plan,) = eagle.plan.auto([counted], cache_dir=plan_cache)
     rng = np.random.default_rng(20261204 + budget)
     n = 300  # more than the 64 lanes of each of two threads' chunks
     for name, nstop in cases(n, rng).items():
@@ -134,12 +141,12 @@ def test_every_budget_gives_each_sample_its_plain_loop_steps(tmp_path, isa, budg
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
-def test_samples_longer_than_a_pass_run_their_plain_loop_steps(tmp_path, isa, dtype):
+def test_samples_longer_than_a_pass_run_their_plain_loop_steps(plan_cache, isa, dtype):
     """Samples of up to 2.5 passes (eagle.loop.FUSED launches each): a run to the end is several
     passes, each taking every live sample again; half the samples run equally long, so most
     periods are quiet and run unmasked steps (HostWriter::refill_step) until they all finish
     in the same step, which then runs again, masked."""
-    (plan,) = eagle.plan.auto([counted], cache_dir=str(tmp_path))
+    (plan,) = eagle.plan.auto([counted], cache_dir=plan_cache)
     rng = np.random.default_rng(20261205)
     n = 300
     longest = int(2.5 * eagle.loop.FUSED[-1])
@@ -154,14 +161,14 @@ def test_samples_longer_than_a_pass_run_their_plain_loop_steps(tmp_path, isa, dt
 
 @pytest.mark.parametrize("isa", ["native", "x86-64-v3", "x86-64"], indirect=True)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
-def test_lanes_finishing_inside_unmasked_periods(tmp_path, isa, dtype):
+def test_lanes_finishing_inside_unmasked_periods(plan_cache, isa, dtype):
     """Enough samples to keep every lane full, each running 200-400 steps: about one lane in
     five finishes per step, so periods run unmasked and lanes finish while the others go on:
     the step runs again, masked (after a quiet period), or, in AVX2 code after a calm one,
     the finished lanes write their samples back and take the next ones at once
     (HostWriter::eager_refill). Bit for bit against NumPy, with budgets that end passes
     anywhere."""
-    (plan,) = eagle.plan.auto([counted], cache_dir=str(tmp_path))
+    (plan,) = eagle.plan.auto([counted], cache_dir=plan_cache)
     rng = np.random.default_rng(20261206)
     n = 20_000
     nstop = rng.integers(200, 401, n).astype(dtype)
