@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -112,11 +113,15 @@ def main() -> int:
     xla_until = 2**62 if xla_count < 0 else args.start + xla_count
     totals: dict[str, int] = {}
     unchecked: list[tuple[int, int]] = []  # seed ranges a worker stopped before (the deadline)
-    running: list[tuple[subprocess.Popen, int, int]] = []
+    running: list[tuple[subprocess.Popen, Any, Any, int, int]] = []
     seed = args.start
 
-    def finish(proc: subprocess.Popen, lo: int, n: int) -> None:
-        out, err = proc.communicate()
+    def finish(proc: subprocess.Popen, out_file, err_file, lo: int, n: int) -> None:
+        out_file.seek(0)
+        err_file.seek(0)
+        out, err = out_file.read(), err_file.read()
+        out_file.close()
+        err_file.close()
         result = None
         for line in out.splitlines():
             if line.startswith("RESULT "):
@@ -137,18 +142,27 @@ def main() -> int:
         print(f"[fuzz] seeds {lo}..{lo + n - 1} done: {totals['kernels']} kernels in {el:.0f} s "
               f"({totals['kernels'] / el:.2f}/s), {totals.get('mismatches', 0)} mismatches", flush=True)
 
-    # Chunks of seeds go to up to `jobs` worker processes at once, in seed order.
+    # Chunks of seeds go to up to `jobs` worker processes at once, in seed order; a free CPU
+    # takes the next chunk as soon as any worker ends (kernels differ in build time by 10x, so
+    # chunks do not end in order). A worker writes to files, not pipes: a long report of
+    # mismatches cannot block it while another worker is awaited.
     while running or (time.time() < deadline and (end is None or seed < end)):
         while len(running) < jobs and time.time() < deadline and (end is None or seed < end):
             n = args.per_worker if end is None else min(args.per_worker, end - seed)
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--start", str(seed), "--count", str(n),
                    "--batch", str(args.batch), "--deadline", repr(deadline)] + (["--ir-only"] if args.ir_only else []) + [
                        "--xla-until", str(xla_until)]
-            running.append((subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), seed, n))
+            out_file = tempfile.TemporaryFile("w+", encoding="utf-8")
+            err_file = tempfile.TemporaryFile("w+", encoding="utf-8")
+            running.append((subprocess.Popen(cmd, stdout=out_file, stderr=err_file, text=True), out_file, err_file, seed, n))
             seed += n
-        # Wait for the oldest worker (chunks are equal, so they finish roughly in order).
-        proc, lo, n = running.pop(0)
-        finish(proc, lo, n)
+        done = [r for r in running if r[0].poll() is not None]
+        if not done:
+            time.sleep(0.2)
+            continue
+        for r in done:
+            running.remove(r)
+            finish(*r)
     el = time.time() - t0
     k = totals.get("kernels", 0)
     mode = "IR only (interpreter)" if args.ir_only else f"compiled (RAPTOR_CXXFLAGS={os.environ.get('RAPTOR_CXXFLAGS', 'default')}) and interpreter"

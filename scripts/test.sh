@@ -10,7 +10,7 @@
 #              on one worker; no tests collected counts as a failure)
 #   5. jax_oldest  the JAX bridge's tests with jax/jaxlib 0.11.2 (the oldest supported) in
 #              .venv-jax-oldest, importing the raptor that setup.sh installed into .venv
-#   6. fuzz_kernels  differential fuzzing of the compiler over fixed seed ranges (~3 min)
+#   6. fuzz_kernels  differential fuzzing of the compiler over fixed seed ranges (~11 min)
 #   7. docs    the documentation site (scripts/docs.sh): every notebook page executed, warnings
 #              as errors, the user pages' printed lines checked against the pages
 #   8. install  isolated pip builds and installs in fresh venvs (scripts/test_install.sh)
@@ -174,10 +174,12 @@ step_pytest() {
 }
 
 # Differential fuzzing of the compiler (tests/kernelgen.py, scripts/fuzz_kernels.py), about
-# three minutes: random kernels' derivative kernels checked on the IR (6000; with the "xla"
-# lowering's forward check for the first 60), then random kernels compiled and checked
-# against the interpreter (20, a translation unit per core; with tests/test_differential.py's
-# 20 the compiled checks of one CI run are 40 kernels), each also through the JAX bridge
+# 11 minutes on 2 cores (2 for the IR, 9 for the builds): random kernels' derivative kernels
+# checked on the IR (6000; with the "xla" lowering's forward check for the first 60), then
+# random kernels compiled and checked against the interpreter (20, two to a translation unit
+# and worker process, the next two to whichever CPU frees first: one kernel's builds can take
+# ten times another's; with tests/test_differential.py's 20 the compiled checks of one CI run
+# are 40 kernels), each also through the JAX bridge
 # (jax.jvp, jax.vjp, float32 calls, jax.vmap) and, with a mask, through the stepping loops
 # (until_done, the device plan on the CPU) against its plain loop. Fixed
 # seed ranges that the long runs found clean, so a red run is a regression, not a new seed's
@@ -185,7 +187,7 @@ step_pytest() {
 # xfail).
 step_fuzz_kernels() {
   "$PY" "$ROOT/scripts/fuzz_kernels.py" --ir-only --count 6000 --start 3000000
-  "$PY" "$ROOT/scripts/fuzz_kernels.py" --count 20 --start 200000 --batch 10 --per-worker 10
+  "$PY" "$ROOT/scripts/fuzz_kernels.py" --count 20 --start 200000 --batch 2 --per-worker 2
 }
 
 # The documentation site, as `bash scripts/docs.sh` builds it (setup.sh already ran): Sphinx
