@@ -548,3 +548,30 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             say(line)
         if failed:
             session.exitstatus = 1
+
+
+# Where the suite's time goes, for balancing the xdist workers (scripts/test.sh, --dist
+# loadfile): the controller adds up each test file's setup, call and teardown seconds as the
+# workers report them, and the terminal summary names the slowest files and each worker's
+# total. (Imports at collection are not in these reports: a module that compiles at import
+# shows it in its first test's setup only when it compiles in a fixture.)
+_file_seconds: dict[str, float] = {}
+_worker_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    path = report.nodeid.split("::", 1)[0]
+    _file_seconds[path] = _file_seconds.get(path, 0.0) + report.duration
+    node = getattr(report, "node", None)
+    worker = getattr(getattr(node, "gateway", None), "id", "main")
+    _worker_seconds[worker] = _worker_seconds.get(worker, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _file_seconds:
+        return
+    top = sorted(_file_seconds.items(), key=lambda kv: -kv[1])[:15]
+    terminalreporter.write_line(
+        "timing: test seconds by worker: " + ", ".join(f"{w} {s:.0f}" for w, s in sorted(_worker_seconds.items())))
+    terminalreporter.write_line(
+        "timing: slowest files (setup + call + teardown): " + ", ".join(f"{p} {s:.0f} s" for p, s in top))
