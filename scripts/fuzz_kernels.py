@@ -38,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import IO
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -113,10 +113,10 @@ def main() -> int:
     xla_until = 2**62 if xla_count < 0 else args.start + xla_count
     totals: dict[str, int] = {}
     unchecked: list[tuple[int, int]] = []  # seed ranges a worker stopped before (the deadline)
-    running: list[tuple[subprocess.Popen, Any, Any, int, int]] = []
+    running: list[tuple[subprocess.Popen, IO[str], IO[str], int, int]] = []
     seed = args.start
 
-    def finish(proc: subprocess.Popen, out_file, err_file, lo: int, n: int) -> None:
+    def finish(proc: subprocess.Popen, out_file: IO[str], err_file: IO[str], lo: int, n: int) -> None:
         out_file.seek(0)
         err_file.seek(0)
         out, err = out_file.read(), err_file.read()
